@@ -1,0 +1,109 @@
+"""What the policy needs from a model: messages in, text out, plus a few counts.
+
+Two transports implement :class:`ChatBackend`: :class:`agents.vlm.client.ChatClient` (an
+OpenAI-compatible HTTP server) and :class:`CallableBackend` (any Python function, e.g. a local
+model). The policy, prompt, parser and cache are shared, so both go through one code path.
+
+Example:
+    >>> backend = CallableBackend(lambda messages: '{"action": "stop"}', model="echo")
+    >>> backend.complete([{"role": "user", "content": "hi"}]).text
+    '{"action": "stop"}'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+Messages = list[dict[str, Any]]
+"""OpenAI chat messages; user content is a list of ``text`` / ``image_url`` parts."""
+
+
+class VLMError(RuntimeError):
+    """Base class of the errors the VLM client raises."""
+
+
+class VLMUnavailableError(VLMError):
+    """The model could not answer even after all retries (timeouts, 5xx, broken responses).
+
+    The policy survives it with its default action; it is only fatal after
+    ``max_consecutive_failures`` in a row.
+    """
+
+    def __init__(self, message: str, retries: int = 0) -> None:
+        super().__init__(message)
+        self.retries = retries
+
+
+class VLMRequestError(VLMError):
+    """The server refused the request itself (bad model name, auth, 4xx): retrying cannot help."""
+
+
+@dataclass
+class Completion:
+    """One answered request.
+
+    Attributes:
+        text: the assistant message content ("" when the server sent none).
+        prompt_tokens / completion_tokens: from the response's ``usage`` (0 when absent).
+        retries: extra attempts this request needed.
+        latency_s: wall time including retries and backoff.
+        structured: whether JSON-schema structured output was in force for the answer.
+        cached: answered from the disk cache without a request.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    latency_s: float = 0.0
+    structured: bool = False
+    cached: bool = False
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A model the policy can ask."""
+
+    def identity(self) -> dict[str, Any]:
+        """Everything besides the messages and schema that determines the reply (model name,
+        sampling settings, seed). It goes into the cache key; endpoint URLs do not, so a replay
+        against another server of the same model still hits the cache."""
+        ...
+
+    def complete(self, messages: Messages, schema: dict[str, Any] | None = None) -> Completion:
+        """Answer ``messages``; ``schema`` is a JSON schema the reply should follow, if supported.
+
+        Raises:
+            VLMUnavailableError: transient failure that outlasted the retries.
+            VLMRequestError: the request itself was refused.
+        """
+        ...
+
+
+class CallableBackend:
+    """Wrap ``fn(messages) -> str`` (a local model, a rule, a test double) as a backend.
+
+    Exceptions raised by ``fn`` propagate: in-process they are bugs, not network weather.
+    Images arrive as data URLs; :func:`agents.vlm.images.message_images` turns them into arrays.
+    """
+
+    def __init__(self, fn: Callable[[Messages], str], model: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"CallableBackend needs a callable (messages) -> str, got {type(fn).__name__}")
+        self.fn = fn
+        self.model = model or getattr(fn, "__qualname__", type(fn).__name__)
+        self.calls = 0
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "callable", "model": self.model}
+
+    def complete(self, messages: Messages, schema: dict[str, Any] | None = None) -> Completion:
+        start = time.monotonic()
+        self.calls += 1
+        text = self.fn(messages)
+        if not isinstance(text, str):
+            raise TypeError(f"the model callable {self.model!r} returned {type(text).__name__}, expected str")
+        return Completion(text=text, latency_s=time.monotonic() - start)

@@ -1,0 +1,81 @@
+"""A disk cache of model replies, keyed by a hash of the canonical request.
+
+Why: a VLM call costs seconds and money, and a replay of a logged episode must see the very replies
+the original run saw. The key is the sha256 of the request serialised canonically (sorted keys, no
+whitespace): model identity, sampling settings, seed, the messages with their image data URLs (so the
+image bytes are in the key) and the output schema. Each entry is one small JSON file, written
+atomically, so parallel sweep jobs can share a cache directory without locks.
+
+Example:
+    >>> import tempfile
+    >>> cache = ResponseCache(tempfile.mkdtemp())
+    >>> key = cache.key({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    >>> cache.get(key) is None, cache.misses
+    (True, 1)
+    >>> _ = cache.put(key, {"text": "hello"})
+    >>> cache.get(key)["text"], cache.hits
+    ('hello', 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from embodmem.atomic import atomic_write_json
+
+CACHE_FORMAT = 1
+"""Bumped when the key recipe or the entry layout changes, so old entries are never misread."""
+
+
+def canonical_json(obj: Any) -> str:
+    """Serialise ``obj`` deterministically: sorted keys, compact separators, UTF-8 kept."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+class ResponseCache:
+    """One JSON file per request under ``root/<first two hex digits>/<sha256>.json``.
+
+    Attributes:
+        hits: lookups answered from disk.
+        misses: lookups that found nothing (or an unreadable entry).
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(request: dict[str, Any]) -> str:
+        """The sha256 hex digest of the canonical form of ``request`` (plus the cache format)."""
+        payload = canonical_json({"cache_format": CACHE_FORMAT, "request": request})
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def path(self, key: str) -> Path:
+        """Where the entry for ``key`` lives (sharded so no directory grows huge)."""
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored entry, or ``None`` (a corrupt entry counts as a miss and is overwritten later)."""
+        try:
+            entry = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            self.misses += 1
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry
+
+    def put(self, key: str, entry: dict[str, Any]) -> Path:
+        """Store ``entry`` (JSON-serialisable) for ``key``, atomically."""
+        return atomic_write_json(self.path(key), {**entry, "key": key}, indent=None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.root.glob("*/*.json"))

@@ -1,0 +1,302 @@
+"""``VLMPolicy``: a vision-language model chooses the actions, with memory in its prompt.
+
+The loop of one step, in one screen (:meth:`VLMPolicy.act`):
+
+1. fold the observation into the navigator (if any);
+2. low mode: ask the model for a primitive action, every step.
+   High mode: keep running the current skill (``goto_node N`` or ``explore``, executed by the
+   Navigator) until it finishes or ``max_skill_steps`` pass; only then ask the model again. That is
+   what makes high mode cheap: one call per skill, not per step.
+3. asking = retrieve memory frames for the mission, build the prompt, look in the disk cache, else
+   call the backend; parse the reply; an unusable reply or an unreachable model gives the default
+   action, and the next prompt says so.
+
+Counts for ``metrics.jsonl`` come from :meth:`VLMPolicy.episode_stats`, reset with each task.
+:class:`CallablePolicy` is the same class with a Python function as the model.
+
+Example:
+    >>> import numpy as np
+    >>> from envs.spec import SensorSpec
+    >>> spec = SensorSpec(cell_size_m=2.0, image_size=8, camera_fov_deg=90, view_range_m=20,
+    ...                   sonar_beams=0, sonar_fov_deg=120, sonar_max_range_m=40, grid_size=16)
+    >>> agent = CallablePolicy(lambda messages: '{"reasoning": "nothing here", "action": "forward"}')
+    >>> obs = {"image": np.zeros((8, 8, 3), np.uint8), "pose": np.zeros(3, np.float32), "mission": "find the ship"}
+    >>> agent.reset(obs, spec)
+    >>> agent.act(obs), agent.episode_stats()["vlm_calls"]
+    (2, 1)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from agents.base import Agent, Navigator, Observation, Retrieval
+from agents.vlm.backend import CallableBackend, ChatBackend, Completion, Messages, VLMUnavailableError
+from agents.vlm.cache import ResponseCache
+from agents.vlm.config import HIGH_LEVEL_ACTIONS, VLMConfig
+from agents.vlm.memory import Embedder, MemoryItem, QueryableMemory, retrieve
+from agents.vlm.parsing import Choice, parse_reply
+from agents.vlm.prompt import PromptBuilder, PromptContext
+from envs.spec import Action, SensorSpec
+
+STAT_KEYS = ("calls", "cache_hits", "invalid_replies", "retries", "failures", "fallbacks",
+             "prompt_tokens", "completion_tokens", "latency_s")
+"""Per-episode counters, reported as ``vlm_<key>``: ``calls`` = decisions asked of the model
+(cache hits included), ``failures`` = calls that got no reply after all retries, ``fallbacks`` =
+default actions taken (invalid reply or failure), ``latency_s`` = seconds spent waiting."""
+
+
+class VLMPolicy(Agent):
+    """A VLM behind an OpenAI-compatible server (or any :class:`ChatBackend`) as the policy.
+
+    Args:
+        config: a :class:`VLMConfig` (or a mapping of its fields).
+        backend: the model transport; default a :class:`agents.vlm.client.ChatClient` for ``config``.
+        navigator: runs the skills in high mode (required there); in low mode only its map summary
+            is used.
+        memory: object with ``query(vec, k) -> hits`` (``hit.score``, ``hit.meta.x/.y/.node/.thumbnail``).
+        embedder: object with ``embed_texts(list[str]) -> (N, D)``; turns the mission into the query.
+        memory_writer: called with every observation, e.g. to write frames into ``memory``; the
+            policy itself only reads memory.
+    """
+
+    name = "vlm"
+
+    def __init__(
+        self,
+        config: VLMConfig | Mapping[str, Any] | None = None,
+        *,
+        backend: ChatBackend | None = None,
+        navigator: Navigator | None = None,
+        memory: QueryableMemory | None = None,
+        embedder: Embedder | None = None,
+        memory_writer: Callable[[Observation], None] | None = None,
+    ) -> None:
+        super().__init__()
+        if config is None:
+            config = VLMConfig()
+        elif not isinstance(config, VLMConfig):
+            config = VLMConfig.from_dict(config)
+        self.config = config
+        if config.mode == "high" and navigator is None:
+            raise ValueError("VLMConfig.mode='high' needs a navigator to run goto_node/explore skills")
+        if memory is not None and embedder is None and config.memory_k > 0:
+            raise ValueError("a memory was given without an embedder: the mission cannot become a query vector")
+        if backend is None:
+            from agents.vlm.client import ChatClient  # imports openai only when a server is used
+
+            backend = ChatClient(config)
+        self.backend = backend
+        self.navigator = navigator
+        self.memory = memory
+        self.embedder = embedder
+        self.memory_writer = memory_writer
+        self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
+        self.prompts = PromptBuilder(config)
+        self.default_choice = Choice(config.resolved_default_action())
+        self.cell_size_m = 1.0
+        self._new_task("")
+
+    @classmethod
+    def from_config(cls, config: VLMConfig | Mapping[str, Any], **kwargs: Any) -> VLMPolicy:
+        """Build from a config object or mapping (e.g. the Hydra ``agent`` node)."""
+        return cls(config, **kwargs)
+
+    # -- Agent interface ---------------------------------------------------------------------------
+
+    def reset(self, observation: Observation, spec: SensorSpec) -> None:
+        super().reset(observation, spec)
+        self.cell_size_m = float(spec.cell_size_m)
+        self._new_task(str(observation.get("mission", "")))
+
+    def act(self, observation: Observation) -> int:
+        self.trace.extra["vlm_called"] = False
+        if self.navigator is not None:
+            self.navigator.update(observation)
+        if self.memory_writer is not None:
+            self.memory_writer(observation)
+        if self.config.mode == "low":
+            choice = self._decide(observation, self.config.low_level_actions)
+            action = int(Action[choice.name.upper()])
+            self.trace.mode = f"vlm-low:{choice}"
+        else:
+            action = self._act_high(observation)
+        self._step += 1
+        return action
+
+    def episode_stats(self) -> dict[str, float]:
+        return {f"vlm_{k}": (round(v, 4) if isinstance(v, float) else v) for k, v in self._stats.items()}
+
+    def close(self) -> None:
+        """Release the backend's connections (if it has any)."""
+        close = getattr(self.backend, "close", None)
+        if callable(close):
+            close()
+
+    # -- high mode ---------------------------------------------------------------------------------
+
+    def _act_high(self, observation: Observation) -> int:
+        if self._skill is not None:
+            if self._skill_steps < self.config.max_skill_steps:
+                action = self._skill_action(self._skill)
+                if action is not None:
+                    self._skill_steps += 1
+                    return action
+                self._end_skill("done")
+            else:
+                self._end_skill("step limit")
+        for _ in range(2):  # a skill that is over at once (already there) gets one more question
+            choice = self._decide(observation, HIGH_LEVEL_ACTIONS)
+            if choice.name == "stop":
+                self.trace.mode = "vlm-high:stop"
+                return int(Action.STOP)
+            action = self._skill_action(choice)
+            if action is not None:
+                self._skill, self._skill_steps = choice, 1
+                self.trace.mode = f"vlm-high:{choice}"
+                return action
+            self._annotate_last("finished at once: already there, unreachable or nothing left")
+        self.trace.mode = "vlm-high:stuck"
+        return int(Action.TURN_LEFT)  # neither skill can move: turn to see something new
+
+    def _skill_action(self, choice: Choice) -> int | None:
+        assert self.navigator is not None
+        if choice.name == "explore":
+            action = self.navigator.frontier_action()
+        elif choice.name == "goto_node" and choice.node is not None:
+            action = self.navigator.goto_node_action(choice.node)
+        else:
+            raise ValueError(f"not a skill: {choice}")
+        return None if action is None else int(action)
+
+    def _end_skill(self, reason: str) -> None:
+        self._annotate_last(f"ran {self._skill_steps} steps, {reason}")
+        self._skill, self._skill_steps = None, 0
+
+    # -- one decision ------------------------------------------------------------------------------
+
+    def _decide(self, observation: Observation, legal: tuple[str, ...] | list[str]) -> Choice:
+        """Ask the model (or the cache) for a choice among ``legal``; fall back on failure."""
+        items = self._retrieve(observation)
+        nodes = sorted({item.node for item in items if item.node is not None})
+        legal = [a for a in legal if a != "goto_node" or nodes]  # goto_node only with nodes to name
+        map_summary = None
+        if self.navigator is not None and self.config.include_map_summary:
+            map_summary = self.navigator.map_summary()
+        context = PromptContext(
+            observation=observation, legal=legal, step=self._step, cell_size_m=self.cell_size_m,
+            memory=items, map_summary=map_summary, history=self._history[-self.config.history_len:]
+            if self.config.history_len else [], previous_error=self._previous_error,
+            default_action=str(self.default_choice),
+        )
+        messages = self.prompts.build(context)
+        schema = self.prompts.schema(legal) if self.config.structured_output else None
+        self._stats["calls"] += 1
+        reasoning = ""
+        try:
+            completion = self._complete(messages, schema)
+        except VLMUnavailableError as err:
+            self._stats["failures"] += 1
+            self._stats["retries"] += err.retries
+            self._consecutive_failures += 1
+            limit = self.config.max_consecutive_failures
+            if limit and self._consecutive_failures >= limit:
+                raise VLMUnavailableError(
+                    f"{self._consecutive_failures} VLM calls in a row failed "
+                    f"(VLMConfig.max_consecutive_failures={limit}); last: {err}", retries=err.retries
+                ) from err
+            choice, error = None, f"the model could not be reached ({err})"
+        else:
+            self._consecutive_failures = 0
+            self._count(completion)
+            choice, reasoning, error = parse_reply(completion.text, legal, nodes)
+            if error is not None:
+                self._stats["invalid_replies"] += 1
+        if choice is None:
+            self._stats["fallbacks"] += 1
+            choice = self.default_choice
+        self._previous_error = error
+        self._history.append(f"step {self._step}: {choice}" + (" (default, reply unusable)" if error else ""))
+        self.trace.extra.update(vlm_called=True, vlm_choice=str(choice), vlm_reasoning=reasoning, vlm_error=error)
+        return choice
+
+    def _complete(self, messages: Messages, schema: dict[str, Any] | None) -> Completion:
+        """The backend's answer, through the disk cache when one is configured."""
+        if self.cache is None:
+            return self.backend.complete(messages, schema)
+        key = self.cache.key({"identity": self.backend.identity(), "messages": messages, "schema": schema})
+        entry = self.cache.get(key)
+        if entry is not None:
+            return Completion(text=str(entry.get("text", "")), cached=True)
+        completion = self.backend.complete(messages, schema)
+        self.cache.put(key, {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
+                             "completion_tokens": completion.completion_tokens,
+                             "model": self.backend.identity().get("model"), "created": time.time()})
+        return completion
+
+    def _count(self, completion: Completion) -> None:
+        s = self._stats
+        s["cache_hits"] += int(completion.cached)
+        s["retries"] += completion.retries
+        s["prompt_tokens"] += completion.prompt_tokens
+        s["completion_tokens"] += completion.completion_tokens
+        s["latency_s"] += completion.latency_s
+
+    def _retrieve(self, observation: Observation) -> list[MemoryItem]:
+        """Memory frames for the mission, placed around the agent; also recorded in the trace."""
+        if self.memory is None or self.embedder is None or self.config.memory_k == 0:
+            return []
+        if self._query_vec is None:
+            self._query_vec = np.asarray(self.embedder.embed_texts([self._mission]), dtype=np.float32)[0]
+        pose = np.asarray(observation.get("pose", (0.0, 0.0, 0.0)), dtype=np.float32).reshape(-1)
+        items = retrieve(self.memory, self._query_vec, self.config.memory_k, pose, self.cell_size_m)
+        self.trace.query = self._mission
+        self.trace.retrievals = [
+            Retrieval(score=i.score, node=i.node, pose=(i.x, i.y, i.heading), task=i.task, step=i.step,
+                      thumbnail=i.thumbnail)
+            for i in items
+        ]
+        return items
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+
+    def _new_task(self, mission: str) -> None:
+        self._mission = mission
+        self._query_vec: np.ndarray | None = None
+        self._step = 0
+        self._skill: Choice | None = None
+        self._skill_steps = 0
+        self._history: list[str] = []
+        self._previous_error: str | None = None
+        self._consecutive_failures = 0
+        self._stats: dict[str, Any] = {k: 0 for k in STAT_KEYS}
+        self._stats["latency_s"] = 0.0
+
+    def _annotate_last(self, note: str) -> None:
+        if self._history:
+            self._history[-1] += f" ({note})"
+
+
+class CallablePolicy(VLMPolicy):
+    """:class:`VLMPolicy` whose model is a Python callable ``(messages) -> str`` (e.g. a local VLM).
+
+    The callable receives the very messages a server would (images as data URLs; decode them with
+    :func:`agents.vlm.images.message_images`), and its reply goes through the same parser, fallbacks,
+    cache and counters. ``model_name`` names it in the cache key (default: the callable's name).
+    """
+
+    name = "vlm_callable"
+
+    def __init__(
+        self,
+        fn: Callable[[Messages], str],
+        config: VLMConfig | Mapping[str, Any] | None = None,
+        *,
+        model_name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(config, backend=CallableBackend(fn, model=model_name), **kwargs)

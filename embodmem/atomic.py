@@ -1,0 +1,74 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+
+Everything a user keeps (memory, logs, metrics) goes through these helpers. They write into a
+temporary file in the destination's directory, flush and fsync it, then ``os.replace`` it over the
+destination, which POSIX guarantees is atomic on one filesystem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+
+def atomic_write_with(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+    """Call ``write(fh)`` on a temporary file, then atomically move it to ``path``.
+
+    If ``write`` raises, the temporary file is removed and ``path`` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Atomically replace ``path`` with ``data``."""
+    return atomic_write_with(path, lambda fh: fh.write(data))
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Atomically replace ``path`` with UTF-8 ``text``."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> Path:
+    """Atomically replace ``path`` with ``obj`` serialised as JSON."""
+    return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=False) + "\n")
+
+
+def atomic_append_jsonl(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> Path:
+    """Append JSON records to a ``.jsonl`` file, rewriting it atomically.
+
+    The whole file is rewritten so that a crash mid-append never leaves a torn last line.
+    Files here are small (one line per episode), so the copy is cheap.
+    """
+    path = Path(path)
+    old = path.read_bytes() if path.exists() else b""
+    if old and not old.endswith(b"\n"):
+        old += b"\n"
+    new = b"".join((json.dumps(r, sort_keys=False) + "\n").encode("utf-8") for r in records)
+    return atomic_write_bytes(path, old + new)

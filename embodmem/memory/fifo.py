@@ -1,0 +1,197 @@
+"""Short-term memory: a FIFO of raw frames, consolidated MovieChat-style when full.
+
+MovieChat (Song et al., CVPR 2024) keeps recent frames raw and, when the short-term buffer is full,
+repeatedly merges the most similar pair of *adjacent* frames until a target number is left; those
+consolidated frames move to long-term memory. Merging only neighbours keeps each record a contiguous
+stretch of time, so its step span and pose stay meaningful.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from embodmem.memory.records import FrameMeta, Hit, merge_metas
+
+
+def merge_adjacent(
+    vectors: np.ndarray,
+    counts: Sequence[int] | np.ndarray,
+    target: int,
+    barriers: Sequence[bool] | np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
+    """Merge the most similar adjacent pair, repeatedly, until ``target`` vectors are left.
+
+    Similarity is the cosine of the (unit) vectors. A merge replaces two neighbours by their
+    count-weighted mean, renormalised to unit length, whose count is the sum. Ties go to the earliest
+    pair, so the result is deterministic.
+
+    Args:
+        vectors: ``(n, d)`` unit vectors in time order.
+        counts: ``n`` positive frame counts (1 for raw frames).
+        target: Number of vectors to keep (``>= 1``).
+        barriers: Optional ``n - 1`` booleans; ``barriers[i]`` forbids merging ``i`` with ``i + 1``
+            (e.g. an episode boundary). Merging stops early when only forbidden pairs remain.
+
+    Returns:
+        ``(vectors, counts, groups)``: the merged unit vectors (float32), their counts, and for each
+        the list of input indices merged into it (contiguous, ascending).
+
+    Example:
+        >>> v = np.array([[1, 0], [1, 0], [0, 1]], dtype=np.float32)
+        >>> out, c, g = merge_adjacent(v, [1, 1, 1], 2)
+        >>> g, c.tolist()
+        ([[0, 1], [2]], [2, 1])
+    """
+    v = np.array(vectors, dtype=np.float64, copy=True)
+    if v.ndim != 2:
+        raise ValueError(f"vectors must be 2-D (n, d), got shape {v.shape}")
+    n = len(v)
+    c = np.array(counts, dtype=np.int64, copy=True)
+    if c.shape != (n,) or (n and c.min() < 1):
+        raise ValueError(f"counts must be {n} positive integers, got {c.tolist()}")
+    if target < 1:
+        raise ValueError(f"target must be >= 1, got {target}")
+    blocked = np.zeros(max(n - 1, 0), dtype=bool)
+    if barriers is not None:
+        blocked = np.array(barriers, dtype=bool, copy=True)
+        if blocked.shape != (max(n - 1, 0),):
+            raise ValueError(f"barriers must have {max(n - 1, 0)} entries, got {blocked.shape}")
+    groups = [[i] for i in range(n)]
+    sims = np.einsum("ij,ij->i", v[:-1], v[1:]) if n > 1 else np.zeros(0)
+    while len(v) > target:
+        s = np.where(blocked, -np.inf, sims)
+        if s.size == 0 or not np.isfinite(s.max()):
+            break
+        i = int(np.argmax(s))
+        merged = c[i] * v[i] + c[i + 1] * v[i + 1]
+        norm = np.linalg.norm(merged)
+        v[i] = merged / norm if norm > 1e-12 else v[i + 1]
+        c[i] += c[i + 1]
+        groups[i].extend(groups.pop(i + 1))
+        v = np.delete(v, i + 1, axis=0)
+        c = np.delete(c, i + 1)
+        sims = np.delete(sims, i)
+        blocked = np.delete(blocked, i)
+        if i > 0:
+            sims[i - 1] = v[i - 1] @ v[i]
+        if i < len(v) - 1:
+            sims[i] = v[i] @ v[i + 1]
+    return v.astype(np.float32), c, groups
+
+
+class Consolidated(NamedTuple):
+    """Records handed from short-term to long-term memory."""
+
+    vectors: np.ndarray
+    metas: list[FrameMeta]
+    ids: np.ndarray
+
+
+def _segment(meta: FrameMeta) -> tuple[str, str, int]:
+    return (meta.run_id, meta.task, meta.episode)
+
+
+def meta_matches(
+    meta: FrameMeta,
+    task: str | Sequence[str] | None = None,
+    run_id: str | Sequence[str] | None = None,
+    episode: int | Sequence[int] | None = None,
+    step_range: tuple[int, int] | None = None,
+) -> bool:
+    """Whether ``meta`` passes the filters (same rules as ``MetaTable.filter_mask``)."""
+    if task is not None and meta.task not in ([task] if isinstance(task, str) else task):
+        return False
+    if run_id is not None and meta.run_id not in ([run_id] if isinstance(run_id, str) else run_id):
+        return False
+    if episode is not None:
+        eps = [episode] if isinstance(episode, (int, np.integer)) else list(episode)
+        if meta.episode not in eps:
+            return False
+    if step_range is not None:
+        lo, hi = step_range
+        if meta.step_max < lo or meta.step_min > hi:  # type: ignore[operator]
+            return False
+    return True
+
+
+class ShortTermFIFO:
+    """Raw recent frames; consolidates itself into long-term records when full.
+
+    Frames from different (run, task, episode) segments are never merged together, so task and
+    episode filters stay exact after consolidation.
+
+    Args:
+        dim: Embedding dimension.
+        capacity: Frames held before consolidation.
+        consolidate_to: Records produced by one consolidation of a full buffer.
+    """
+
+    def __init__(self, dim: int, capacity: int, consolidate_to: int) -> None:
+        if not 1 <= consolidate_to <= capacity:
+            raise ValueError(f"need 1 <= consolidate_to ({consolidate_to}) <= capacity ({capacity})")
+        self.dim = dim
+        self.capacity = capacity
+        self.consolidate_to = consolidate_to
+        self._vecs = np.zeros((capacity, dim), dtype=np.float32)
+        self.metas: list[FrameMeta] = []
+        self.ids: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.metas)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """``(len, dim)`` view of the held frames, oldest first."""
+        return self._vecs[: len(self.metas)]
+
+    def push(self, vector: np.ndarray, meta: FrameMeta, record_id: int) -> Consolidated | None:
+        """Append a frame; when that fills the buffer, consolidate and return the records."""
+        n = len(self.metas)
+        self._vecs[n] = vector
+        self.metas.append(meta)
+        self.ids.append(int(record_id))
+        if n + 1 >= self.capacity:
+            return self.consolidate(self.consolidate_to)
+        return None
+
+    def consolidate(self, target: int | None = None) -> Consolidated:
+        """Merge held frames down to ``target`` records (default: the same ratio as a full buffer),
+        empty the buffer and return the records, oldest first.
+
+        Each record's id is its latest frame's id; its metadata follows :func:`merge_metas`.
+        """
+        n = len(self.metas)
+        if n == 0:
+            return Consolidated(np.zeros((0, self.dim), np.float32), [], np.zeros(0, np.int64))
+        if target is None:
+            target = max(1, -(-n * self.consolidate_to // self.capacity))
+        barriers = [_segment(a) != _segment(b) for a, b in zip(self.metas[:-1], self.metas[1:])]
+        counts = [m.count for m in self.metas]
+        vecs, _, groups = merge_adjacent(self.vectors, counts, target, barriers)
+        metas = [merge_metas([self.metas[i] for i in g]) for g in groups]
+        ids = np.asarray([self.ids[g[-1]] for g in groups], dtype=np.int64)
+        self.clear()
+        return Consolidated(vecs, metas, ids)
+
+    def clear(self) -> None:
+        """Drop all held frames."""
+        self.metas = []
+        self.ids = []
+
+    def search(self, queries: np.ndarray, k: int, **filters: object) -> list[list[Hit]]:
+        """Exact top-``k`` over the held frames for each query row, with metadata filters."""
+        out: list[list[Hit]] = [[] for _ in range(len(queries))]
+        if not self.metas:
+            return out
+        keep = [i for i, m in enumerate(self.metas) if meta_matches(m, **filters)]  # type: ignore[arg-type]
+        if not keep:
+            return out
+        sims = queries @ self.vectors[keep].T
+        for qi, row in enumerate(sims):
+            order = np.argsort(-row, kind="stable")[:k]
+            out[qi] = [Hit(float(row[j]), self.ids[keep[j]], self.metas[keep[j]], "short_term")
+                       for j in order]
+        return out

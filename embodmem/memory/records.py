@@ -1,0 +1,361 @@
+"""Frame records: what memory keeps about each frame besides its embedding.
+
+Long-term memory can hold a million frames, so metadata lives in a columnar :class:`MetaTable`
+(numpy arrays, strings interned to small integer codes) rather than a list of Python objects.
+:class:`FrameMeta` is the per-frame view that agents write and that :class:`Hit` returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Sentinel stored in the ``node`` column for frames that have no map node.
+NO_NODE = -1
+
+
+@dataclass
+class FrameMeta:
+    """Metadata of one kept frame (or of several adjacent frames merged into one record).
+
+    Attributes:
+        run_id: Identifier of the run that saw the frame.
+        task: Task name (e.g. ``"task3"``).
+        episode: Episode index within the run.
+        step: Step of the frame. For a merged record: the step of its *latest* frame, whose pose,
+            heading, node and thumbnail the record keeps (the agent's most recent view of that stretch).
+        x: Pose, in grid cells (MiniGrid's column).
+        y: Pose, in grid cells (MiniGrid's row).
+        heading: Heading index (MiniGrid's 0..3).
+        node: Topological-map node, or ``None``.
+        count: Number of raw frames merged into this record.
+        step_min: First step of the merged span (defaults to ``step``).
+        step_max: Last step of the merged span (defaults to ``step``).
+        hits: How often the record was returned by a query (used by ``least_used`` eviction).
+        thumbnail: Optional small uint8 RGB image, kept only when the config asks for it.
+
+    Example:
+        >>> m = FrameMeta(run_id="r0", task="task1", episode=0, step=5, x=2.0, y=3.0)
+        >>> (m.step_min, m.step_max, m.count)
+        (5, 5, 1)
+    """
+
+    run_id: str
+    task: str
+    episode: int
+    step: int
+    x: float
+    y: float
+    heading: int = 0
+    node: int | None = None
+    count: int = 1
+    step_min: int | None = None
+    step_max: int | None = None
+    hits: int = 0
+    thumbnail: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.step_min is None:
+            self.step_min = self.step
+        if self.step_max is None:
+            self.step_max = self.step
+        if self.count < 1:
+            raise ValueError(f"FrameMeta.count must be >= 1, got {self.count!r}")
+
+    def replace(self, **changes: Any) -> FrameMeta:
+        """Return a copy with ``changes`` applied (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class Hit:
+    """One retrieval result.
+
+    Attributes:
+        score: Cosine similarity (inner product of unit vectors; approximate for quantised stores).
+        id: Stable record id (int64).
+        meta: The record's metadata.
+        source: ``"long_term"`` or ``"short_term"`` (not yet consolidated).
+    """
+
+    score: float
+    id: int
+    meta: FrameMeta
+    source: str = "long_term"
+
+
+def merge_metas(metas: Sequence[FrameMeta], hits: int | None = None) -> FrameMeta:
+    """Metadata of a record made by merging ``metas`` (given in time order).
+
+    The latest frame's pose, step, heading, node and thumbnail are kept; counts and hits add up and
+    the step span covers all members. Keeping the latest frame (rather than, say, the medoid) is
+    cheap, deterministic and matches the record id, which is also the latest member's.
+    """
+    last = metas[-1]
+    return dataclasses.replace(
+        last,
+        count=int(sum(m.count for m in metas)),
+        step_min=int(min(m.step_min for m in metas)),  # type: ignore[type-var]
+        step_max=int(max(m.step_max for m in metas)),  # type: ignore[type-var]
+        hits=int(sum(m.hits for m in metas)) if hits is None else hits,
+    )
+
+
+# Columns of MetaTable: name -> dtype. Strings (run_id, task) are stored as int32 codes.
+_COLUMNS: dict[str, type] = {
+    "ids": np.int64,
+    "run": np.int32,
+    "task": np.int32,
+    "episode": np.int32,
+    "step": np.int64,
+    "step_min": np.int64,
+    "step_max": np.int64,
+    "x": np.float64,
+    "y": np.float64,
+    "heading": np.int32,
+    "node": np.int64,
+    "count": np.int32,
+    "hits": np.int32,
+}
+
+
+class MetaTable:
+    """Columnar metadata for long-term records, rows sorted by id (ids strictly increasing).
+
+    Ids are handed out in time order, so row order is also age order (what FIFO eviction needs) and
+    ``np.searchsorted`` maps ids to rows. Columns grow by doubling so appends are amortised O(1);
+    deletions compact in O(n) numpy.
+
+    Args:
+        thumbnail_size: Side of stored thumbnails, or ``None`` to keep none.
+    """
+
+    def __init__(self, thumbnail_size: int | None = None) -> None:
+        self.thumbnail_size = thumbnail_size
+        self._n = 0
+        self._cap = 0
+        self._cols: dict[str, np.ndarray] = {k: np.empty(0, dtype=t) for k, t in _COLUMNS.items()}
+        if thumbnail_size:
+            self._cols["thumb"] = np.empty((0, thumbnail_size, thumbnail_size, 3), dtype=np.uint8)
+            self._cols["has_thumb"] = np.empty(0, dtype=bool)
+        self.vocab: list[str] = []
+        self._codes: dict[str, int] = {}
+
+    # ----------------------------------------------------------------------------- basic access
+    def __len__(self) -> int:
+        return self._n
+
+    def col(self, name: str) -> np.ndarray:
+        """A read-only view of column ``name`` (length ``len(self)``)."""
+        view = self._cols[name][: self._n]
+        view.flags.writeable = False
+        return view
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Record ids, ascending."""
+        return self.col("ids")
+
+    def code(self, s: str, create: bool = True) -> int:
+        """Integer code of string ``s`` (-2 when unknown and ``create`` is False)."""
+        c = self._codes.get(s)
+        if c is None:
+            if not create:
+                return -2
+            c = len(self.vocab)
+            self.vocab.append(s)
+            self._codes[s] = c
+        return c
+
+    def rows_of(self, ids: np.ndarray) -> np.ndarray:
+        """Rows of ``ids``; raises ``KeyError`` naming the first unknown id."""
+        ids = np.asarray(ids, dtype=np.int64)
+        rows = np.searchsorted(self.ids, ids)
+        ok = rows < self._n
+        ok[ok] = self._cols["ids"][rows[ok]] == ids[ok]
+        if not ok.all():
+            raise KeyError(f"unknown record id {int(ids[~ok][0])}")
+        return rows
+
+    def nbytes(self, include_ids: bool = True) -> int:
+        """Bytes held by the live rows (thumbnails included; vocabulary strings approximately)."""
+        per_row = sum(
+            a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+            for k, a in self._cols.items()
+            if include_ids or k != "ids"
+        )
+        return per_row * self._n + sum(len(s.encode()) + 8 for s in self.vocab)
+
+    # ----------------------------------------------------------------------------- mutation
+    def _reserve(self, n: int) -> None:
+        if n <= self._cap:
+            return
+        cap = max(n, 2 * self._cap, 64)
+        for k, a in self._cols.items():
+            new = np.zeros((cap,) + a.shape[1:], dtype=a.dtype)
+            new[: self._n] = a[: self._n]
+            self._cols[k] = new
+        self._cap = cap
+
+    def columns_from_metas(self, ids: np.ndarray, metas: Sequence[FrameMeta]) -> dict[str, np.ndarray]:
+        """Turn ``metas`` into column arrays (interning strings) ready for :meth:`append`."""
+        n = len(metas)
+        cols: dict[str, np.ndarray] = {
+            "ids": np.asarray(ids, dtype=np.int64),
+            "run": np.fromiter((self.code(m.run_id) for m in metas), np.int32, n),
+            "task": np.fromiter((self.code(m.task) for m in metas), np.int32, n),
+            "episode": np.fromiter((m.episode for m in metas), np.int32, n),
+            "step": np.fromiter((m.step for m in metas), np.int64, n),
+            "step_min": np.fromiter((m.step_min for m in metas), np.int64, n),  # type: ignore[misc]
+            "step_max": np.fromiter((m.step_max for m in metas), np.int64, n),  # type: ignore[misc]
+            "x": np.fromiter((m.x for m in metas), np.float64, n),
+            "y": np.fromiter((m.y for m in metas), np.float64, n),
+            "heading": np.fromiter((m.heading for m in metas), np.int32, n),
+            "node": np.fromiter((NO_NODE if m.node is None else m.node for m in metas), np.int64, n),
+            "count": np.fromiter((m.count for m in metas), np.int32, n),
+            "hits": np.fromiter((m.hits for m in metas), np.int32, n),
+        }
+        if self.thumbnail_size:
+            s = self.thumbnail_size
+            thumbs = np.zeros((n, s, s, 3), dtype=np.uint8)
+            has = np.zeros(n, dtype=bool)
+            for i, m in enumerate(metas):
+                if m.thumbnail is not None:
+                    thumbs[i] = fit_thumbnail(m.thumbnail, s)
+                    has[i] = True
+            cols["thumb"], cols["has_thumb"] = thumbs, has
+        return cols
+
+    def append(self, cols: dict[str, np.ndarray]) -> None:
+        """Append rows; their ids must all exceed the current largest id (age order)."""
+        ids = np.asarray(cols["ids"], dtype=np.int64)
+        m = len(ids)
+        if m == 0:
+            return
+        if np.any(np.diff(ids) <= 0) or (self._n and ids[0] <= self._cols["ids"][self._n - 1]):
+            last = int(self._cols["ids"][self._n - 1]) if self._n else None
+            raise ValueError(f"record ids must be strictly increasing (last stored id {last}, "
+                             f"new ids {ids[:5].tolist()}...)")
+        missing = set(self._cols) - set(cols)
+        if missing:
+            raise ValueError(f"missing metadata columns {sorted(missing)}")
+        self._reserve(self._n + m)
+        for k, a in self._cols.items():
+            a[self._n : self._n + m] = cols[k]
+        self._n += m
+
+    def delete_rows(self, rows: np.ndarray) -> None:
+        """Delete ``rows`` (indices), keeping the others in order."""
+        if len(rows) == 0:
+            return
+        keep = np.ones(self._n, dtype=bool)
+        keep[rows] = False
+        k = int(keep.sum())
+        for name, a in self._cols.items():
+            a[:k] = a[: self._n][keep]
+        self._n = k
+
+    def set_values(self, name: str, rows: np.ndarray, values: np.ndarray | int) -> None:
+        """Assign ``values`` to column ``name`` at ``rows``."""
+        self._cols[name][rows] = values
+
+    def add_hits(self, rows: np.ndarray) -> None:
+        """Count one retrieval hit for each of ``rows`` (repeats count repeatedly)."""
+        np.add.at(self._cols["hits"], rows, 1)
+
+    # ----------------------------------------------------------------------------- views
+    def meta(self, row: int) -> FrameMeta:
+        """The :class:`FrameMeta` of one row."""
+        c = self._cols
+        node = int(c["node"][row])
+        thumb = None
+        if self.thumbnail_size and c["has_thumb"][row]:
+            thumb = c["thumb"][row].copy()
+        return FrameMeta(
+            run_id=self.vocab[int(c["run"][row])],
+            task=self.vocab[int(c["task"][row])],
+            episode=int(c["episode"][row]),
+            step=int(c["step"][row]),
+            x=float(c["x"][row]),
+            y=float(c["y"][row]),
+            heading=int(c["heading"][row]),
+            node=None if node == NO_NODE else node,
+            count=int(c["count"][row]),
+            step_min=int(c["step_min"][row]),
+            step_max=int(c["step_max"][row]),
+            hits=int(c["hits"][row]),
+            thumbnail=thumb,
+        )
+
+    def filter_mask(
+        self,
+        *,
+        task: str | Sequence[str] | None = None,
+        run_id: str | Sequence[str] | None = None,
+        episode: int | Sequence[int] | None = None,
+        step_range: tuple[int, int] | None = None,
+    ) -> np.ndarray | None:
+        """Boolean mask of rows matching all given filters, or ``None`` when no filter is set.
+
+        ``step_range=(lo, hi)`` is inclusive and matches a record whose merged span
+        ``[step_min, step_max]`` overlaps it.
+        """
+        mask: np.ndarray | None = None
+
+        def _and(m: np.ndarray) -> None:
+            nonlocal mask
+            mask = m if mask is None else (mask & m)
+
+        for name, value in (("task", task), ("run", run_id)):
+            if value is None:
+                continue
+            values = [value] if isinstance(value, str) else list(value)
+            codes = [self.code(v, create=False) for v in values]
+            _and(np.isin(self.col(name), np.asarray(codes, dtype=np.int32)))
+        if episode is not None:
+            eps = [episode] if isinstance(episode, (int, np.integer)) else list(episode)
+            _and(np.isin(self.col("episode"), np.asarray(eps, dtype=np.int32)))
+        if step_range is not None:
+            lo, hi = step_range
+            if lo > hi:
+                raise ValueError(f"step_range must be (lo, hi) with lo <= hi, got {step_range!r}")
+            _and((self.col("step_max") >= lo) & (self.col("step_min") <= hi))
+        return mask
+
+    # ----------------------------------------------------------------------------- persistence
+    def to_arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
+        """Arrays for ``np.savez`` (live rows only, plus the string vocabulary)."""
+        out = {prefix + k: np.ascontiguousarray(a[: self._n]) for k, a in self._cols.items()}
+        out[prefix + "vocab"] = np.asarray(self.vocab, dtype=np.str_)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Any, thumbnail_size: int | None, prefix: str = "") -> MetaTable:
+        """Inverse of :meth:`to_arrays`; raises ``ValueError`` on inconsistent columns."""
+        t = cls(thumbnail_size)
+        t.vocab = [str(s) for s in arrays[prefix + "vocab"]]
+        t._codes = {s: i for i, s in enumerate(t.vocab)}
+        cols = {k: np.asarray(arrays[prefix + k]) for k in t._cols}
+        n = len(cols["ids"])
+        for k, a in cols.items():
+            if len(a) != n or a.dtype != t._cols[k].dtype:
+                raise ValueError(f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, "
+                                 f"expected {n} / {t._cols[k].dtype}")
+        t.append(cols)
+        return t
+
+
+def fit_thumbnail(image: np.ndarray, size: int) -> np.ndarray:
+    """Resize an RGB uint8 image to ``size`` x ``size`` (area interpolation) for storage."""
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"thumbnail must be an HxWx3 RGB image, got shape {img.shape}")
+    if img.shape[:2] == (size, size) and img.dtype == np.uint8:
+        return img
+    import cv2
+
+    return cv2.resize(img.astype(np.uint8, copy=False), (size, size), interpolation=cv2.INTER_AREA)

@@ -1,0 +1,532 @@
+"""Long-term memory: a FAISS index of record embeddings with metadata that always agrees with it.
+
+The quantiser is any FAISS index-factory string with the inner-product metric ("Flat", "SQfp16",
+"SQ8", "PQ16", "IVF256,PQ32", "OPQ16,IVF256,PQ16", ...). Records carry stable int64 ids: non-IVF
+indexes are wrapped in ``IndexIDMap2``; IVF indexes keep ids natively, with a hash-table direct map
+so records can be removed and reconstructed by id. Metadata lives in a :class:`MetaTable` whose rows
+are sorted by id, which is also age order.
+
+Quantisers that need training start honestly cold: the store is a flat index until ``train_min``
+vectors have arrived, then it trains on them (capped at ``train_sample``) and migrates every stored
+vector into the trained index. A ring buffer of the latest raw vectors (outside the byte budget,
+reported separately) is kept for drift checks and retraining during sleep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import faiss
+import numpy as np
+
+from embodmem.memory.records import FrameMeta, Hit, MetaTable
+
+#: Filtered searches whose matching set is at most this large are answered exactly on decoded codes.
+EXACT_FILTER_MAX = 4096
+
+
+def build_index(dim: int, factory: str) -> faiss.Index:
+    """An empty inner-product FAISS index from an index-factory string, ready for ids and removal.
+
+    Raises:
+        ValueError: naming ``factory`` when FAISS cannot parse it or it cannot remove records.
+    """
+    if not isinstance(factory, str) or not factory.strip():
+        raise ValueError(f"index_factory must be a non-empty string, got {factory!r}")
+    if "IDMap" in factory:
+        raise ValueError(f"index_factory={factory!r}: leave out IDMap, the store adds its own id map")
+    try:
+        base = faiss.index_factory(int(dim), factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as e:  # FAISS reports parse errors as RuntimeError
+        raise ValueError(f"index_factory={factory!r} is not a valid FAISS factory string for "
+                         f"dim={dim}: {str(e).strip().splitlines()[-1]}") from None
+    ivf = faiss.try_extract_index_ivf(base)
+    if ivf is not None:
+        if isinstance(ivf, faiss.IndexIVFFastScan):
+            raise ValueError(f"index_factory={factory!r}: IVF fast-scan indexes cannot remove by id; "
+                             f"use e.g. 'IVF1024,PQ32' or a flat 'PQ32x4fs'")
+        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+        return base
+    if isinstance(base, (faiss.IndexHNSW, faiss.IndexNSG)):
+        raise ValueError(f"index_factory={factory!r}: graph indexes cannot remove records "
+                         f"(eviction and merging need removal)")
+    return faiss.IndexIDMap2(base)
+
+
+def _codec(index: faiss.Index) -> faiss.Index:
+    """The index below the id map (what encodes and decodes vectors)."""
+    if isinstance(index, faiss.IndexIDMap2):
+        return faiss.downcast_index(index.index)
+    return index
+
+
+def code_bytes_per_vector(index: faiss.Index) -> int:
+    """Bytes of vector code FAISS stores per record (IVF: the list code, the list number is implicit)."""
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None:
+        return int(ivf.code_size)
+    return int(_codec(index).sa_code_size())
+
+
+def index_ids(index: faiss.Index) -> np.ndarray:
+    """All record ids stored in ``index``, sorted (read from FAISS itself, for consistency checks)."""
+    if isinstance(index, faiss.IndexIDMap2):
+        return np.sort(faiss.vector_to_array(index.id_map).astype(np.int64))
+    ivf = faiss.extract_index_ivf(index)
+    inv = ivf.invlists
+    parts = []
+    for lst in range(ivf.nlist):
+        size = inv.list_size(lst)
+        if size:
+            parts.append(faiss.rev_swig_ptr(inv.get_ids(lst), size).copy())
+    return np.sort(np.concatenate(parts).astype(np.int64)) if parts else np.zeros(0, np.int64)
+
+
+def reconstruction_error(index: faiss.Index, x: np.ndarray) -> float:
+    """Mean squared error of encoding then decoding ``x`` (0 for flat indexes)."""
+    if len(x) == 0:
+        return 0.0
+    codec = _codec(index)
+    y = codec.sa_decode(codec.sa_encode(np.ascontiguousarray(x, dtype=np.float32)))
+    return float(np.mean(np.sum((x - y) ** 2, axis=1)))
+
+
+class RawBuffer:
+    """Ring buffer of the latest raw vectors with their ids (training and drift checks)."""
+
+    def __init__(self, capacity: int, dim: int) -> None:
+        self.capacity = capacity
+        self.vecs = np.zeros((capacity, dim), dtype=np.float32)
+        self.ids = np.full(capacity, -1, dtype=np.int64)
+        self.pos = 0
+
+    def push(self, ids: np.ndarray, vecs: np.ndarray) -> None:
+        """Store ``vecs``; once full, the oldest entries are overwritten."""
+        if self.capacity == 0:
+            return
+        ids, vecs = ids[-self.capacity :], vecs[-self.capacity :]
+        slots = (self.pos + np.arange(len(ids))) % self.capacity
+        self.vecs[slots] = vecs
+        self.ids[slots] = ids
+        self.pos = int((self.pos + len(ids)) % self.capacity)
+
+    def valid(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, vectors)`` of live entries (ids ``-1`` were discarded)."""
+        ok = self.ids >= 0
+        return self.ids[ok], self.vecs[ok]
+
+    def discard(self, ids: np.ndarray) -> None:
+        """Forget the raw copies of ``ids`` (their stored vector changed)."""
+        self.ids[np.isin(self.ids, ids)] = -1
+
+    def nbytes(self) -> int:
+        """Bytes held (vectors plus ids)."""
+        return int(self.vecs.nbytes + self.ids.nbytes)
+
+
+class LongTermStore:
+    """FAISS-backed long-term store with a byte budget, eviction, filters and cold-start training.
+
+    Args:
+        dim: Embedding dimension.
+        index_factory: FAISS index-factory string (inner-product metric).
+        byte_budget: Maximum bytes of vector code (``None``: unlimited). Ids and metadata are
+            reported separately and do not count.
+        eviction: ``"fifo"`` evicts the oldest records; ``"least_used"`` the fewest query hits, then
+            the fewest merged frames, then the oldest. Records being inserted are never the victims
+            of their own insert (unless the batch alone exceeds the budget).
+        train_min: Vectors to collect (in a flat index) before a trainable quantiser is trained.
+        train_sample: Most vectors used for training; also the size of the raw recent-vector buffer.
+        nprobe: Inverted lists visited per query (IVF only).
+        thumbnail_size: Side of stored thumbnails, or ``None`` to keep none.
+        seed: Seed for training-set sampling (FAISS k-means has its own fixed seed).
+
+    Example:
+        >>> s = LongTermStore(4, "Flat")
+        >>> v = np.eye(4, dtype=np.float32)
+        >>> ids = s.add(v, [FrameMeta("r", "t", 0, i, 0.0, 0.0) for i in range(4)], np.arange(4))
+        >>> [h.id for h in s.search(v[2:3], 1)[0]]
+        [2]
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        index_factory: str = "Flat",
+        *,
+        byte_budget: int | None = None,
+        eviction: str = "fifo",
+        train_min: int = 10_000,
+        train_sample: int = 16_384,
+        nprobe: int = 16,
+        thumbnail_size: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        if eviction not in ("fifo", "least_used"):
+            raise ValueError(f"eviction must be 'fifo' or 'least_used', got {eviction!r}")
+        self.dim = int(dim)
+        self.index_factory = index_factory
+        self.byte_budget = byte_budget
+        self.eviction = eviction
+        self.train_min = int(train_min)
+        self.train_sample = int(train_sample)
+        self.nprobe = int(nprobe)
+        self.seed = int(seed)
+        self.thumbnail_size = thumbnail_size
+        probe = build_index(self.dim, index_factory)
+        self.needs_training = not probe.is_trained
+        if self.needs_training and self.train_min > self.train_sample:
+            raise ValueError(f"train_min={self.train_min} must be <= train_sample={self.train_sample}")
+        if self.needs_training and byte_budget is not None:
+            need = self.train_min * 4 * self.dim
+            if byte_budget < need:
+                raise ValueError(
+                    f"byte_budget={byte_budget} cannot hold train_min={self.train_min} raw vectors "
+                    f"({4 * self.dim} bytes each) during the flat cold start of {index_factory!r}: "
+                    f"needs >= {need}; lower train_min or raise byte_budget")
+        if byte_budget is not None and byte_budget < code_bytes_per_vector(probe):
+            raise ValueError(f"byte_budget={byte_budget} is smaller than one vector code "
+                             f"({code_bytes_per_vector(probe)} bytes)")
+        self.reset()
+
+    # ----------------------------------------------------------------------------- lifecycle
+    def reset(self) -> None:
+        """Forget everything (back to the cold start)."""
+        self.trained = not self.needs_training
+        self._index = self._fresh_index()
+        self.meta = MetaTable(self.thumbnail_size)
+        self.raw = RawBuffer(self.train_sample if self.needs_training else 0, self.dim)
+        self.train_error: float | None = 0.0 if self.trained else None
+        self.evicted = 0
+        self.trainings = 0
+        self._fixed_bytes = len(faiss.serialize_index(self._index))
+
+    def _fresh_index(self) -> faiss.Index:
+        index = build_index(self.dim, self.index_factory if self.trained else "Flat")
+        self._configure(index)
+        return index
+
+    def _configure(self, index: faiss.Index) -> None:
+        ivf = faiss.try_extract_index_ivf(index)
+        if ivf is not None:
+            ivf.nprobe = self.nprobe
+
+    def __len__(self) -> int:
+        return len(self.meta)
+
+    @property
+    def index(self) -> faiss.Index:
+        """The live FAISS index (read-only use: mutate through the store to keep metadata in sync)."""
+        return self._index
+
+    @property
+    def capacity(self) -> int | None:
+        """Records the byte budget allows with the current code size (``None``: unlimited)."""
+        if self.byte_budget is None:
+            return None
+        return self.byte_budget // code_bytes_per_vector(self._index)
+
+    # ----------------------------------------------------------------------------- writes
+    def add(
+        self,
+        vectors: np.ndarray,
+        metas: Sequence[FrameMeta] | dict[str, np.ndarray],
+        ids: np.ndarray | Sequence[int],
+    ) -> np.ndarray:
+        """Insert records; evicts first when the byte budget would be exceeded.
+
+        Args:
+            vectors: ``(n, dim)`` unit vectors.
+            metas: One :class:`FrameMeta` per vector, or columns from ``meta.columns_from_metas``.
+            ids: Strictly increasing ids, all larger than any stored id.
+
+        Returns:
+            The ids actually inserted (a batch larger than the whole budget keeps its newest part).
+        """
+        x = np.ascontiguousarray(vectors, dtype=np.float32)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"vectors must have shape (n, {self.dim}), got {x.shape}")
+        ids = np.asarray(ids, dtype=np.int64)
+        cols = metas if isinstance(metas, dict) else self.meta.columns_from_metas(ids, metas)
+        if len(ids) != len(x) or len(cols["ids"]) != len(x):
+            raise ValueError(f"got {len(x)} vectors, {len(ids)} ids and {len(cols['ids'])} metadata rows")
+        if len(x) == 0:
+            return ids
+        if np.any(np.diff(ids) <= 0) or (len(self) and ids[0] <= self.meta.ids[-1]):
+            last = int(self.meta.ids[-1]) if len(self) else None
+            raise ValueError(f"ids must be strictly increasing and above the last stored id {last}, "
+                             f"got {ids[:8].tolist()}")
+        if not self.trained and len(self) + len(x) >= self.train_min:
+            self._train_and_migrate(extra=x)
+        keep = self._make_room(len(x))
+        if keep < len(x):
+            x, ids = x[-keep:], ids[-keep:]
+            cols = {k: v[-keep:] for k, v in cols.items()}
+        self.meta.append(cols)  # validates id order before FAISS is touched
+        self._index.add_with_ids(x, ids)
+        self.raw.push(ids, x)
+        return ids
+
+    def _make_room(self, n_new: int) -> int:
+        """Evict so that ``n_new`` more records fit; returns how many of them can be kept."""
+        cap = self.capacity
+        if cap is None:
+            return n_new
+        if n_new >= cap:
+            self._evict_rows(np.arange(len(self)))
+            return cap
+        excess = len(self) + n_new - cap
+        if excess > 0:
+            if self.eviction == "fifo":
+                rows = np.arange(excess)
+            else:
+                order = np.lexsort((self.meta.ids, self.meta.col("count"), self.meta.col("hits")))
+                rows = np.sort(order[:excess])
+            self._evict_rows(rows)
+        return n_new
+
+    def _evict_rows(self, rows: np.ndarray) -> None:
+        if len(rows):
+            self.remove(self.meta.ids[rows])
+            self.evicted += len(rows)
+
+    def remove(self, ids: np.ndarray | Sequence[int]) -> None:
+        """Remove records by id from the index and the metadata together."""
+        ids = np.unique(np.asarray(ids, dtype=np.int64))
+        if len(ids) == 0:
+            return
+        rows = self.meta.rows_of(ids)
+        removed = self._index.remove_ids(ids)
+        if removed != len(ids):
+            raise RuntimeError(f"FAISS removed {removed} of {len(ids)} ids: index and metadata disagree")
+        self.meta.delete_rows(rows)
+
+    def merge(self, groups: Sequence[np.ndarray], vectors: np.ndarray) -> np.ndarray:
+        """Merge each group of records into its newest member (the survivor), whose vector becomes
+        ``vectors[i]``; counts and hits add, the step span widens, the survivor's pose is kept.
+
+        Returns:
+            The survivor ids.
+        """
+        if not groups:
+            return np.zeros(0, np.int64)
+        survivors = np.asarray([int(np.max(g)) for g in groups], dtype=np.int64)
+        all_ids = np.concatenate([np.asarray(g, np.int64) for g in groups])
+        if len(np.unique(all_ids)) != len(all_ids):
+            raise ValueError("merge groups overlap")
+        m = self.meta
+        srows = m.rows_of(survivors)
+        for r, g in zip(srows, groups):
+            grows = m.rows_of(np.asarray(g))
+            m.set_values("count", r, m.col("count")[grows].sum())
+            m.set_values("hits", r, m.col("hits")[grows].sum())
+            m.set_values("step_min", r, m.col("step_min")[grows].min())
+            m.set_values("step_max", r, m.col("step_max")[grows].max())
+        removed = self._index.remove_ids(all_ids)
+        if removed != len(all_ids):
+            raise RuntimeError(f"FAISS removed {removed} of {len(all_ids)} ids during merge")
+        m.delete_rows(np.setdiff1d(m.rows_of(all_ids), srows))
+        x = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._index.add_with_ids(x, survivors)
+        self.raw.discard(all_ids)
+        return survivors
+
+    # ----------------------------------------------------------------------------- training
+    def _training_set(self, extra: np.ndarray | None = None) -> np.ndarray:
+        """Raw recent vectors (plus ``extra``), topped up with decoded stored vectors, capped."""
+        rng = np.random.default_rng(self.seed + self.trainings)
+        _, raw = self.raw.valid()
+        parts = [raw] + ([extra] if extra is not None else [])
+        x = np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
+        if len(x) < self.train_sample and len(self):
+            need = min(self.train_sample - len(x), len(self))
+            pick = np.sort(rng.choice(len(self), size=need, replace=False))
+            x = np.concatenate([x, self.reconstruct(self.meta.ids[pick])])
+        if len(x) > self.train_sample:
+            x = x[np.sort(rng.choice(len(x), size=self.train_sample, replace=False))]
+        return np.ascontiguousarray(x, dtype=np.float32)
+
+    def _train_and_migrate(self, extra: np.ndarray | None = None) -> None:
+        """Train the configured quantiser and move every stored record into it."""
+        train = self._training_set(extra)
+        new = build_index(self.dim, self.index_factory)
+        self._configure(new)
+        new.train(train)
+        fixed = len(faiss.serialize_index(new))
+        raw_ids, raw_vecs = self.raw.valid()
+        raw_pos = {int(i): j for j, i in enumerate(raw_ids)}
+        ids = self.meta.ids.copy()
+        for s in range(0, len(ids), 65_536):
+            chunk = ids[s : s + 65_536]
+            x = self.reconstruct(chunk)
+            for j, rid in enumerate(chunk):  # prefer the raw vector when we still have it
+                p = raw_pos.get(int(rid))
+                if p is not None:
+                    x[j] = raw_vecs[p]
+            new.add_with_ids(x, chunk)
+        self._index = new
+        self.trained = True
+        self.trainings += 1
+        self.train_error = reconstruction_error(new, train)
+        self._fixed_bytes = fixed
+
+    def retrain(self) -> None:
+        """Retrain the quantiser on recent raw vectors plus decoded stored ones, then re-index."""
+        if self.needs_training:
+            self._train_and_migrate()
+
+    def drift(self) -> float | None:
+        """Reconstruction error of the recent raw vectors divided by the error at training time
+        (``None`` when not applicable: flat index, untrained or no recent vectors)."""
+        if not self.needs_training or not self.trained or not self.train_error:
+            return None
+        _, raw = self.raw.valid()
+        if len(raw) == 0:
+            return None
+        return reconstruction_error(self._index, raw) / self.train_error
+
+    # ----------------------------------------------------------------------------- reads
+    def reconstruct(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """Decoded vectors of ``ids`` (exact for flat indexes)."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if len(ids) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        self.meta.rows_of(ids)  # KeyError naming an unknown id
+        return self._index.reconstruct_batch(ids)
+
+    def search(
+        self,
+        queries: np.ndarray,
+        k: int,
+        *,
+        task: str | Sequence[str] | None = None,
+        step_range: tuple[int, int] | None = None,
+        run_id: str | Sequence[str] | None = None,
+        episode: int | Sequence[int] | None = None,
+        count_hits: bool = False,
+    ) -> list[list[Hit]]:
+        """Top-``k`` records per query row, best first, restricted by the metadata filters.
+
+        Filters over-fetch from FAISS and keep matching records; when that cannot find ``k``
+        matches (or few records match) the matching records are scored exactly on their decoded
+        codes, so ``min(k, matching)`` hits are always returned.
+        """
+        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        if q.shape[1] != self.dim:
+            raise ValueError(f"queries must have {self.dim} columns, got shape {q.shape}")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        n = len(self)
+        out: list[list[Hit]] = [[] for _ in range(len(q))]
+        if n == 0:
+            return out
+        mask = self.meta.filter_mask(task=task, step_range=step_range, run_id=run_id, episode=episode)
+        if mask is None:
+            D, I = self._index.search(q, min(k, n))
+            results = [(d[i >= 0], self.meta.rows_of(i[i >= 0])) for d, i in zip(D, I)]
+        else:
+            results = self._filtered(q, k, mask)
+        for qi, (scores, rows) in enumerate(results):
+            out[qi] = [Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)]
+            if count_hits and len(rows):
+                self.meta.add_hits(rows)
+        return out
+
+    def _filtered(self, q: np.ndarray, k: int, mask: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        rows = np.flatnonzero(mask)
+        n, m = len(self), len(rows)
+        want = min(k, m)
+        results: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(q)
+        if m == 0:
+            return [(np.zeros(0, np.float32), np.zeros(0, np.int64))] * len(q)
+        todo = np.arange(len(q))
+        if m > EXACT_FILTER_MAX:
+            kk = min(n, max(2 * k, math.ceil(2 * k * n / m)))
+            while len(todo):
+                D, I = self._index.search(q[todo], kk)
+                left = []
+                for j, qi in enumerate(todo):
+                    valid = I[j] >= 0
+                    r = self.meta.rows_of(I[j][valid])
+                    ok = mask[r]
+                    if ok.sum() >= want:
+                        results[qi] = (D[j][valid][ok][:want], r[ok][:want])
+                    else:
+                        left.append(qi)
+                todo = np.asarray(left, dtype=np.int64)
+                if kk >= min(n, 16 * EXACT_FILTER_MAX) or not len(todo):
+                    break
+                kk = min(n, kk * 4)
+        if len(todo):
+            x = self.reconstruct(self.meta.ids[rows])
+            S = q[todo] @ x.T
+            for j, qi in enumerate(todo):
+                top = np.argsort(-S[j], kind="stable")[:want]
+                results[qi] = (S[j][top], rows[top])
+        return results  # type: ignore[return-value]
+
+    def search_by_id(self, record_id: int, k: int, *, exclude_self: bool = True, **filters: Any) -> list[Hit]:
+        """Records most similar to record ``record_id``'s own stored vector."""
+        v = self.reconstruct([record_id])
+        hits = self.search(v, k + int(exclude_self), **filters)[0]
+        if exclude_self:
+            hits = [h for h in hits if h.id != record_id]
+        return hits[:k]
+
+    # ----------------------------------------------------------------------------- accounting
+    def faiss_ids(self) -> np.ndarray:
+        """Ids FAISS holds, sorted (must equal ``meta.ids``)."""
+        return index_ids(self._index)
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes in bytes: vector code, ids, metadata, fixed trained parameters, raw buffer."""
+        n = len(self)
+        cb = code_bytes_per_vector(self._index)
+        return {
+            "records": n,
+            "index": "Flat (cold start)" if not self.trained else self.index_factory,
+            "trained": self.trained,
+            "code_bytes_per_frame": cb,
+            "code_bytes": cb * n,
+            "byte_budget": self.byte_budget,
+            # FAISS keeps an 8-byte id per record plus a hash map id -> position (IDMap2 rev_map or
+            # the IVF direct map); 16 bytes is the payload of that map, allocator overhead excluded.
+            "index_id_bytes": 24 * n,
+            "metadata_bytes": self.meta.nbytes(include_ids=True),
+            "fixed_bytes": self._fixed_bytes,
+            "raw_buffer_bytes": self.raw.nbytes() if self.needs_training else 0,
+            "evicted": self.evicted,
+            "trainings": self.trainings,
+        }
+
+    # ----------------------------------------------------------------------------- persistence
+    def state(self) -> tuple[bytes, dict[str, np.ndarray], dict[str, Any]]:
+        """``(index bytes, arrays, json state)`` for persistence."""
+        arrays = self.meta.to_arrays("meta_")
+        arrays.update(raw_vecs=self.raw.vecs, raw_ids=self.raw.ids)
+        js = {"trained": self.trained, "train_error": self.train_error, "evicted": self.evicted,
+              "trainings": self.trainings, "raw_pos": self.raw.pos, "fixed_bytes": self._fixed_bytes}
+        return faiss.serialize_index(self._index).tobytes(), arrays, js
+
+    def load_state(self, index: faiss.Index, arrays: Any, js: dict[str, Any]) -> None:
+        """Inverse of :meth:`state`; raises ``ValueError`` when the parts disagree."""
+        if index.d != self.dim:
+            raise ValueError(f"index dimension {index.d} != {self.dim}")
+        meta = MetaTable.from_arrays(arrays, self.thumbnail_size, "meta_")
+        if index.ntotal != len(meta):
+            raise ValueError(f"index holds {index.ntotal} records but metadata has {len(meta)}")
+        self._configure(index)
+        self._index, self.meta = index, meta
+        self.trained = bool(js["trained"])
+        self.train_error = js["train_error"]
+        self.evicted = int(js["evicted"])
+        self.trainings = int(js["trainings"])
+        self._fixed_bytes = int(js["fixed_bytes"])
+        raw_vecs, raw_ids = np.asarray(arrays["raw_vecs"]), np.asarray(arrays["raw_ids"])
+        if raw_vecs.shape != self.raw.vecs.shape or raw_ids.shape != self.raw.ids.shape:
+            raise ValueError(f"raw buffer shape {raw_vecs.shape} != {self.raw.vecs.shape}")
+        self.raw.vecs[:], self.raw.ids[:], self.raw.pos = raw_vecs, raw_ids, int(js["raw_pos"])
+        if not np.array_equal(self.faiss_ids(), meta.ids):
+            raise ValueError("index ids and metadata ids differ")

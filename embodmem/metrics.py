@@ -1,0 +1,405 @@
+"""Per-episode measures: success, SPL, SoftSPL, the reference distance score and counters.
+
+The definitions are DESIGN.md section 5, written once as pure functions so that tests, the runner and
+any analysis notebook agree on the arithmetic. The small classes with ``reset / update / get`` follow
+Habitat-lab's measures: the runner feeds them the environment's ``info`` dict each step and never has
+to know how a number is computed.
+
+The environment's ``info`` carries, at every step:
+
+- ``distance_m``: Euclidean distance to the nearest target instance;
+- ``geodesic_m``: shortest-path distance to the nearest cell from which stopping would succeed
+  (``inf`` when none is reachable);
+- ``instance_distances_m``: one Euclidean distance per target instance;
+- ``path_length_m``: metres travelled so far; ``collisions``: bumps so far (both cumulative);
+- ``success``: whether the episode succeeded (meaningful at termination);
+- ``target_in_view``: whether a target instance is visible in the current observation.
+
+Example:
+    >>> m = EpisodeMeasures()
+    >>> m.reset({"distance_m": 12.0, "geodesic_m": 10.0, "instance_distances_m": [12.0],
+    ...          "path_length_m": 0.0, "collisions": 0, "target_in_view": False})
+    >>> m.update(0, {"distance_m": 1.0, "geodesic_m": 0.0, "instance_distances_m": [1.0],
+    ...              "path_length_m": 20.0, "collisions": 1, "success": True,
+    ...              "target_in_view": True})
+    >>> r = m.get()
+    >>> r["success"], r["spl"], r["distance_score"], r["steps"], r["collisions"]
+    (1, 0.5, 100.0, 1, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: Weights over target instances sorted by distance (nearest first), from the reference benchmark.
+INSTANCE_WEIGHTS: dict[int, tuple[float, ...]] = {
+    1: (1.0,),
+    2: (0.6, 0.4),
+    3: (0.6, 0.2, 0.2),
+}
+
+#: The reference benchmark's thresholds: full score within 30 m, nothing from 100 m on.
+FULL_SCORE_M = 30.0
+ZERO_SCORE_M = 100.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure functions
+# --------------------------------------------------------------------------------------------------
+
+
+def is_success(stopped: bool, distance_m: float, success_distance_m: float) -> bool:
+    """The success rule: the agent stopped within ``success_distance_m`` of a target instance.
+
+    The environment applies this rule itself and reports ``info["success"]``; the function is kept
+    so the rule is written down once and can be checked.
+
+    Example:
+        >>> is_success(True, 1.0, 1.5), is_success(False, 0.0, 1.5), is_success(True, 2.0, 1.5)
+        (True, False, False)
+    """
+    return bool(stopped) and float(distance_m) <= float(success_distance_m)
+
+
+def _efficiency(shortest_path_m: float, path_length_m: float) -> float:
+    """``l / max(l, p)``: how close the path taken was to the shortest one (1 when optimal).
+
+    ``l == p == 0`` (started on the goal, never moved) counts as optimal; an unreachable goal
+    (``l`` infinite or NaN) gives 0 because there is no shortest path to compare with.
+    """
+    shortest, taken = float(shortest_path_m), float(path_length_m)
+    if shortest < 0 or taken < 0:
+        raise ValueError(f"distances must be non-negative, got shortest_path={shortest}, path_length={taken}")
+    if not math.isfinite(shortest):
+        return 0.0
+    if shortest == 0.0 and taken == 0.0:
+        return 1.0
+    return shortest / max(shortest, taken)
+
+
+def spl(success: bool, shortest_path_m: float, path_length_m: float) -> float:
+    """Success weighted by Path Length: ``S * l / max(l, p)`` (Anderson et al., 2018).
+
+    Args:
+        success: whether the episode succeeded (S).
+        shortest_path_m: geodesic distance from the start to the nearest reachable target (l).
+        path_length_m: length of the path the agent took (p).
+
+    Example:
+        >>> spl(True, 10.0, 20.0)   # 1 * 10 / max(10, 20)
+        0.5
+        >>> spl(True, 0.0, 0.0), spl(False, 10.0, 10.0), spl(True, 10.0, 5.0)
+        (1.0, 0.0, 1.0)
+    """
+    if not success:
+        return 0.0
+    return _efficiency(shortest_path_m, path_length_m)
+
+
+def soft_success(d_start_m: float, d_final_m: float) -> float:
+    """``max(0, 1 - d_final / d_start)``: the fraction of the way to the goal that was covered.
+
+    ``d_start == 0`` gives 1 when ``d_final == 0`` and 0 otherwise (the agent started on the goal
+    and either stayed or left it); a non-finite distance (unreachable goal) gives 0.
+
+    Example:
+        >>> soft_success(10.0, 2.5), soft_success(10.0, 30.0), soft_success(0.0, 0.0)
+        (0.75, 0.0, 1.0)
+    """
+    d0, d1 = float(d_start_m), float(d_final_m)
+    if not (math.isfinite(d0) and math.isfinite(d1)):
+        return 0.0
+    if d0 < 0 or d1 < 0:
+        raise ValueError(f"distances must be non-negative, got d_start={d0}, d_final={d1}")
+    if d0 == 0.0:
+        return 1.0 if d1 == 0.0 else 0.0
+    return max(0.0, 1.0 - d1 / d0)
+
+
+def soft_spl(d_start_m: float, d_final_m: float, shortest_path_m: float, path_length_m: float) -> float:
+    """SoftSPL: SPL with success replaced by :func:`soft_success`, so failures still earn credit.
+
+    Example:
+        >>> soft_spl(10.0, 2.5, 10.0, 20.0)   # (1 - 2.5/10) * 10 / max(10, 20) = 0.75 * 0.5
+        0.375
+    """
+    return soft_success(d_start_m, d_final_m) * _efficiency(shortest_path_m, path_length_m)
+
+
+def instance_score(
+    distance_m: float, full_score_m: float = FULL_SCORE_M, zero_score_m: float = ZERO_SCORE_M
+) -> float:
+    """Score for one instance: 100 within ``full_score_m``, linear down to 0 at ``zero_score_m``.
+
+    Example:
+        >>> instance_score(30.0), instance_score(65.0), instance_score(100.0), instance_score(5.0)
+        (100.0, 50.0, 0.0, 100.0)
+    """
+    d = float(distance_m)
+    if math.isnan(d) or d < 0:
+        raise ValueError(f"instance distance must be a non-negative number, got {distance_m!r}")
+    if not full_score_m < zero_score_m:
+        raise ValueError(f"need full_score_m < zero_score_m, got {full_score_m} and {zero_score_m}")
+    if d <= full_score_m:
+        return 100.0
+    if d >= zero_score_m:
+        return 0.0
+    return 100.0 * (zero_score_m - d) / (zero_score_m - full_score_m)
+
+
+def distance_score(
+    instance_distances_m: Sequence[float],
+    full_score_m: float = FULL_SCORE_M,
+    zero_score_m: float = ZERO_SCORE_M,
+) -> float:
+    """The reference benchmark's score: instance scores weighted by distance rank.
+
+    Instances are sorted nearest first and weighted 1.0 (one instance), 0.6/0.4 (two) or
+    0.6/0.2/0.2 (three), as the reference scenarios have at most three instances. Other counts raise
+    rather than invent weights the reference never defined.
+
+    Args:
+        instance_distances_m: final distance to each target instance, in any order.
+        full_score_m: distance at or under which an instance scores 100.
+        zero_score_m: distance at or over which an instance scores 0.
+
+    Raises:
+        ValueError: for zero or more than three instances, or a negative / NaN distance.
+
+    Example:
+        >>> distance_score([65.0])                # 1.0 * 50
+        50.0
+        >>> distance_score([80.0, 10.0])          # 0.6 * 100 + 0.4 * (100 * 20/70)
+        71.42857142857143
+    """
+    distances = sorted(float(d) for d in instance_distances_m)
+    weights = INSTANCE_WEIGHTS.get(len(distances))
+    if weights is None:
+        raise ValueError(
+            f"distance_score is defined for 1, 2 or 3 target instances, got {len(distances)} "
+            f"(weights {INSTANCE_WEIGHTS})"
+        )
+    return sum(w * instance_score(d, full_score_m, zero_score_m) for w, d in zip(weights, distances))
+
+
+# --------------------------------------------------------------------------------------------------
+# Measures: reset(first_info) / update(action, info) / get()
+# --------------------------------------------------------------------------------------------------
+
+
+def _need(info: Mapping[str, Any], key: str) -> Any:
+    """Read ``info[key]`` with an error that says which measure input is missing."""
+    try:
+        return info[key]
+    except KeyError:
+        raise KeyError(
+            f"env info lacks {key!r}; the episode measures need it (got keys {sorted(info)})"
+        ) from None
+
+
+class Success:
+    """Whether the episode succeeded, as reported by the environment at termination.
+
+    If the environment's final ``info`` has no ``success`` key, and ``success_distance_m`` and
+    ``stop_action`` are given, the rule :func:`is_success` is applied to the last action instead.
+    """
+
+    def __init__(self, success_distance_m: float | None = None, stop_action: Any = None) -> None:
+        self.success_distance_m = success_distance_m
+        self.stop_action = stop_action
+        self._info: Mapping[str, Any] = {}
+        self._action: Any = None
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self._info, self._action = first_info, None
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self._info, self._action = info, action
+
+    def get(self) -> bool:
+        if "success" in self._info:
+            return bool(self._info["success"])
+        if self.success_distance_m is None or self.stop_action is None or self._action is None:
+            return False
+        stopped = self._action == self.stop_action
+        return is_success(stopped, _need(self._info, "distance_m"), self.success_distance_m)
+
+
+class PathLength:
+    """Metres travelled in this episode (the env's cumulative ``path_length_m``, minus its start)."""
+
+    def __init__(self) -> None:
+        self._start = 0.0
+        self._last = 0.0
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self._start = self._last = float(first_info.get("path_length_m", 0.0))
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self._last = float(_need(info, "path_length_m"))
+
+    def get(self) -> float:
+        return self._last - self._start
+
+
+class Collisions:
+    """Collisions in this episode (the env's cumulative ``collisions``, minus its start)."""
+
+    def __init__(self) -> None:
+        self._start = 0
+        self._last = 0
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self._start = self._last = int(first_info.get("collisions", 0))
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self._last = int(_need(info, "collisions"))
+
+    def get(self) -> int:
+        return self._last - self._start
+
+
+class Steps:
+    """Number of actions taken."""
+
+    def __init__(self) -> None:
+        self._n = 0
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self._n = 0
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self._n += 1
+
+    def get(self) -> int:
+        return self._n
+
+
+class GeodesicDistance:
+    """Geodesic distance to the goal region at the start (``l``) and at the end (``d_final``)."""
+
+    def __init__(self) -> None:
+        self.start = math.nan
+        self.final = math.nan
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self.start = self.final = float(_need(first_info, "geodesic_m"))
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self.final = float(_need(info, "geodesic_m"))
+
+    def get(self) -> tuple[float, float]:
+        return self.start, self.final
+
+
+class TargetSeen:
+    """Whether any target instance was ever in view, the first observation included."""
+
+    def __init__(self) -> None:
+        self._seen = False
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self._seen = bool(first_info.get("target_in_view", False))
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self._seen = self._seen or bool(info.get("target_in_view", False))
+
+    def get(self) -> bool:
+        return self._seen
+
+
+class FinalDistances:
+    """The last Euclidean distances: to the nearest instance and to each instance."""
+
+    def __init__(self) -> None:
+        self.nearest = math.nan
+        self.instances: list[float] = []
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self.update(None, first_info)
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self.nearest = float(_need(info, "distance_m"))
+        self.instances = [float(d) for d in _need(info, "instance_distances_m")]
+
+    def get(self) -> tuple[float, list[float]]:
+        return self.nearest, self.instances
+
+
+class EpisodeMeasures:
+    """All per-episode measures of one episode, fed from the environment's ``info`` dicts.
+
+    Call :meth:`reset` with the ``info`` returned by ``env.reset``, :meth:`update` after every
+    ``env.step``, and :meth:`get` at the end. SPL and SoftSPL use the geodesic distance at the start
+    as the shortest path ``l`` and the distance travelled as ``p``; the distance score uses the final
+    Euclidean distance to each instance, as in the reference benchmark.
+
+    Args:
+        success_distance_m: used only if the env does not report ``info["success"]``.
+        stop_action: the stop action, for the same fallback.
+        full_score_m: distance-score threshold for a full score.
+        zero_score_m: distance-score threshold for a zero score.
+    """
+
+    def __init__(
+        self,
+        success_distance_m: float | None = None,
+        stop_action: Any = None,
+        full_score_m: float = FULL_SCORE_M,
+        zero_score_m: float = ZERO_SCORE_M,
+    ) -> None:
+        self.full_score_m = full_score_m
+        self.zero_score_m = zero_score_m
+        self.success = Success(success_distance_m, stop_action)
+        self.steps = Steps()
+        self.path_length = PathLength()
+        self.collisions = Collisions()
+        self.geodesic = GeodesicDistance()
+        self.final_distances = FinalDistances()
+        self.target_seen = TargetSeen()
+        self._measures = (
+            self.success,
+            self.steps,
+            self.path_length,
+            self.collisions,
+            self.geodesic,
+            self.final_distances,
+            self.target_seen,
+        )
+        self._started = False
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        """Start a new episode from the ``info`` that ``env.reset`` returned."""
+        for m in self._measures:
+            m.reset(first_info)
+        self._started = True
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        """Account for one step: the action taken and the ``info`` that ``env.step`` returned."""
+        if not self._started:
+            raise RuntimeError("EpisodeMeasures.update called before reset(first_info)")
+        for m in self._measures:
+            m.update(action, info)
+
+    def get(self) -> dict[str, Any]:
+        """The episode's measures, with the names used in ``metrics.jsonl``."""
+        if not self._started:
+            raise RuntimeError("EpisodeMeasures.get called before reset(first_info)")
+        success = self.success.get()
+        shortest, d_final = self.geodesic.get()
+        taken = self.path_length.get()
+        nearest, instances = self.final_distances.get()
+        return {
+            "success": int(success),
+            "spl": spl(success, shortest, taken),
+            "soft_spl": soft_spl(shortest, d_final, shortest, taken),
+            "distance_score": distance_score(instances, self.full_score_m, self.zero_score_m),
+            "steps": self.steps.get(),
+            "path_length": taken,
+            "shortest_path": shortest,
+            "collisions": self.collisions.get(),
+            "final_distance_m": nearest,
+            "target_seen": self.target_seen.get(),
+        }

@@ -1,0 +1,641 @@
+"""``embodmem-report DIR``: turn one run or a whole multirun directory into tables and plots.
+
+A run writes ``metrics.jsonl`` (one JSON record per episode) into its output directory; a Hydra
+multirun has one such directory per job (``0/``, ``1/``, ...). This module finds every
+``metrics.jsonl`` under DIR, checks each record, and writes into DIR:
+
+- ``summary.csv``: per agent x condition x task, mean and standard deviation over seeds of success,
+  SPL, SoftSPL, distance score, steps, path length and collisions (with the number of seeds and
+  episodes);
+- ``transfer.csv``: warm against cold per task (:func:`embodmem.transfer.transfer_table`);
+- ``gem.csv``: the GEM matrix with FWT and BWT, only when there are ``eval`` records;
+- ``success_spl_<sequence>.png``: success and SPL bars per task for every agent and condition, with
+  error bars of one sample standard deviation over seeds;
+- ``steps_ratio_<sequence>.png``: steps ratio cold / warm per task (bar: ratio of the means, dots:
+  the per-seed ratios).
+
+The runner calls :func:`write_summary` and :func:`print_table` at the end of a run, so a single run
+and a sweep produce the same files.
+
+Example:
+    $ embodmem-report outputs/2025-01-01/12-00-00
+    $ embodmem-report multirun/2025-01-01/12-00-00 --no-plots
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from embodmem.atomic import atomic_write_bytes, atomic_write_text
+from embodmem.transfer import (
+    TRANSFER_KEYS,
+    gem_report,
+    mean,
+    order_key,
+    per_seed_steps_ratios,
+    seed_means,
+    seed_of,
+    std,
+    transfer_row,
+    transfer_table,
+)
+
+Record = Mapping[str, Any]
+
+METRICS_FILE = "metrics.jsonl"
+
+#: Metrics summarised per group (mean and std over seeds).
+SUMMARY_METRICS = ("success", "spl", "soft_spl", "distance_score", "steps", "path_length", "collisions")
+
+#: Grouping of the summary table. ``eval_after`` keeps GEM evaluations after different numbers of
+#: tasks apart; it is empty for warm / cold / single records.
+SUMMARY_KEYS = ("agent", "condition", "sequence", "task_index", "task", "eval_after")
+
+#: Metrics in the transfer table and the GEM matrices.
+TRANSFER_METRICS = ("success", "spl")
+
+#: Fields that must be numbers (or null) when a record has them.
+NUMERIC_FIELDS = SUMMARY_METRICS + (
+    "shortest_path",
+    "memory_frames",
+    "memory_bytes",
+    "wall_time_s",
+    "world_seed",
+    "seed",
+)
+
+#: The conditions a record's ``condition`` may take (DESIGN.md section 5 / issue 4).
+CONDITIONS = ("warm", "cold", "eval", "single")
+
+
+class MetricsFormatError(ValueError):
+    """A metrics record that cannot be used; the message names the file and line (or record)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading and checking
+# --------------------------------------------------------------------------------------------------
+
+
+def _natural_key(path: Path) -> list[Any]:
+    """Sort ``2/`` before ``10/`` so multirun jobs come out in job order."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", str(path)) if t]
+
+
+def find_metrics_files(root: str | Path) -> list[Path]:
+    """Every ``metrics.jsonl`` at or under ``root`` (a run or multirun directory), in job order.
+
+    Raises:
+        FileNotFoundError: if ``root`` does not exist or holds no ``metrics.jsonl`` anywhere.
+    """
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: no such directory")
+    files = sorted((p for p in root.rglob(METRICS_FILE) if p.is_file()), key=_natural_key)
+    if not files:
+        raise FileNotFoundError(f"no {METRICS_FILE} found in {root} or any directory below it")
+    return files
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))  # bool is an int: success may be true/false
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def validate_record(record: Any, where: str) -> dict[str, Any]:
+    """Check one record against the ``metrics.jsonl`` schema; unknown keys are kept as they are.
+
+    Only what the report relies on is enforced: ``agent`` and ``condition`` are strings,
+    ``task_index`` is an integer >= 1, known metric fields are numbers or null, ``eval_after`` is
+    an integer >= 0 or null (and set for ``eval`` records).
+
+    Raises:
+        MetricsFormatError: naming ``where`` (``file:line`` or ``record N``) and the field.
+    """
+    if not isinstance(record, dict):
+        raise MetricsFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
+
+    def bad(msg: str) -> MetricsFormatError:
+        return MetricsFormatError(f"{where}: {msg}")
+
+    for key in ("agent", "condition"):
+        if not isinstance(record.get(key), str):
+            raise bad(f"field {key!r} must be a string, got {record.get(key)!r}")
+    if record["condition"] not in CONDITIONS:
+        raise bad(f"field 'condition' must be one of {list(CONDITIONS)}, got {record['condition']!r}")
+    if not _is_int(record.get("task_index")) or record["task_index"] < 1:
+        raise bad(f"field 'task_index' must be an integer >= 1, got {record.get('task_index')!r}")
+    for key in NUMERIC_FIELDS:
+        value = record.get(key)
+        if value is not None and not _is_number(value):
+            raise bad(f"field {key!r} must be a number or null, got {value!r}")
+    eval_after = record.get("eval_after")
+    if eval_after is not None and (not _is_int(eval_after) or eval_after < 0):
+        raise bad(f"field 'eval_after' must be an integer >= 0 or null, got {eval_after!r}")
+    if record["condition"] == "eval" and eval_after is None:
+        raise bad("an 'eval' record needs 'eval_after' (the number of tasks experienced)")
+    return record
+
+
+def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Read and check every record of the given ``metrics.jsonl`` files (blank lines are skipped).
+
+    Raises:
+        MetricsFormatError: for a line that is not JSON or not a valid record, as ``file:line: why``.
+    """
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        path = Path(path)
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{lineno}"
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise MetricsFormatError(f"{where}: not valid JSON ({e.msg}, column {e.colno})") from None
+                records.append(validate_record(obj, where))
+    return records
+
+
+# --------------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------------
+
+
+_CONDITION_ORDER = {"warm": 0, "cold": 1, "single": 2, "eval": 3}
+
+
+def _sort_value(key: str, value: Any) -> tuple[int, float, str]:
+    """Table order: conditions as warm, cold, single, eval; everything else naturally."""
+    if key == "condition" and value in _CONDITION_ORDER:
+        return (0, float(_CONDITION_ORDER[value]), "")
+    return order_key(value)
+
+
+def _group(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Record]]:
+    groups: dict[tuple[Any, ...], list[Record]] = {}
+    for r in records:
+        groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: tuple(_sort_value(k, v) for k, v in zip(keys, kv[0]))))
+
+
+def summary_table(
+    records: Iterable[Record], metrics: Sequence[str] = SUMMARY_METRICS
+) -> list[dict[str, Any]]:
+    """Per agent x condition x task: ``<m>_mean`` and ``<m>_std`` over seeds, ``n_seeds``, ``n_episodes``.
+
+    Each seed's episodes are averaged first, so the standard deviation is the spread between seeds
+    (sample std, NaN for a single seed), which is what the error bars show.
+    """
+    rows = []
+    for key, recs in _group(records, SUMMARY_KEYS).items():
+        row: dict[str, Any] = dict(zip(SUMMARY_KEYS, key))
+        row["n_seeds"] = len({seed_of(r) for r in recs})
+        row["n_episodes"] = len(recs)
+        for m in metrics:
+            per_seed = list(seed_means(recs, m).values())
+            # None (an empty cell) when no episode reported the metric; NaN only from NaN data.
+            row[f"{m}_mean"] = mean(per_seed) if per_seed else None
+            row[f"{m}_std"] = std(per_seed) if per_seed else None
+        rows.append(row)
+    return rows
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else format(value, ".10g")
+    return value
+
+
+def write_csv(
+    path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
+) -> Path:
+    """Write rows as CSV atomically; columns default to the keys of the rows in first-seen order.
+
+    Missing values are empty cells, NaN is written ``nan``.
+    """
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for r in rows:
+        writer.writerow([_csv_cell(r.get(c)) for c in columns])
+    return atomic_write_text(path, buf.getvalue())
+
+
+def _fmt(value: Any, like: float | None = None) -> str:
+    """Human formatting for the printed tables: 3 decimals, 1 for big numbers, '-' for missing.
+
+    ``like`` picks the decimals from another number (a std printed with the precision of its mean).
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        ref = value if like is None or math.isnan(like) else like
+        return f"{value:.1f}" if abs(ref) >= 100 else f"{value:.3f}"
+    return str(value)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """Rows as plain aligned text: numbers right-aligned, text left-aligned."""
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    if not columns:
+        return "(no rows)"
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    numeric = [all(_is_number(r.get(c)) or r.get(c) is None for r in rows) for c in columns]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(columns), line(["-" * w for w in widths])]
+    out += [line(row) for row in cells]
+    if not rows:
+        out.append("(no rows)")
+    return "\n".join(out)
+
+
+def print_table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str] | None = None,
+    *,
+    title: str | None = None,
+    file: TextIO | None = None,
+) -> None:
+    """Print rows as a plain aligned table (see :func:`format_table`), with an optional title."""
+    file = file if file is not None else sys.stdout
+    if title:
+        print(title, file=file)
+    print(format_table(rows, columns), file=file)
+
+
+def summary_display_rows(
+    rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = SUMMARY_METRICS
+) -> list[dict[str, Any]]:
+    """Summary rows with each metric folded into one ``mean±std`` cell, for printing."""
+    show_eval_after = any(r.get("eval_after") is not None for r in rows)
+    out = []
+    for r in rows:
+        d = {k: r.get(k) for k in SUMMARY_KEYS if k != "eval_after" or show_eval_after}
+        d["seeds"] = r.get("n_seeds")
+        for m in metrics:
+            mu, sd = r.get(f"{m}_mean"), r.get(f"{m}_std")
+            d[m] = _fmt(mu) if sd is None or math.isnan(sd) else f"{_fmt(mu)}±{_fmt(sd, like=mu)}"
+        out.append(d)
+    return out
+
+
+TRANSFER_PRINT_COLUMNS = (
+    "agent",
+    "task_index",
+    "task",
+    "n_seeds",
+    "success_warm",
+    "success_cold",
+    "jumpstart_success",
+    "spl_warm",
+    "spl_cold",
+    "jumpstart_spl",
+    "steps_warm",
+    "steps_cold",
+    "steps_ratio",
+    "steps_ratio_median",
+    "seen_before",
+)
+
+
+def _gem_rows(records: Sequence[Record], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """GEM results per agent, sequence and metric, for every pair that has eval records."""
+    pairs = sorted(
+        {(r.get("agent"), r.get("sequence")) for r in records if r.get("condition") == "eval"},
+        key=lambda p: (order_key(p[0]), order_key(p[1])),
+    )
+    out = []
+    for agent, sequence in pairs:
+        mine = [r for r in records if r.get("agent") == agent and r.get("sequence") == sequence]
+        tasks = {int(r["task_index"]): r.get("task") for r in mine}
+        for m in metrics:
+            rep = gem_report(mine, m)
+            out.append({"agent": agent, "sequence": sequence, "metric": m, "tasks": tasks, **rep})
+    return out
+
+
+GEM_COLUMNS = ("agent", "sequence", "metric", "kind", "eval_after", "task_index", "task", "value", "note")
+
+
+def _gem_csv_rows(gems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """GEM results in long form: one row per R cell, per b entry, and one each for FWT and BWT."""
+    rows = []
+    for g in gems:
+        base = {"agent": g["agent"], "sequence": g["sequence"], "metric": g["metric"]}
+        R, b = g["R"], g["b"]
+        for i in range(R.shape[0]):
+            for j in range(1, R.shape[1] + 1):
+                rows.append(
+                    {
+                        **base,
+                        "kind": "R",
+                        "eval_after": i,
+                        "task_index": j,
+                        "task": g["tasks"].get(j),
+                        "value": float(R[i, j - 1]),
+                    }
+                )
+        for j in range(1, len(b) + 1):
+            rows.append(
+                {**base, "kind": "b", "task_index": j, "task": g["tasks"].get(j), "value": float(b[j - 1])}
+            )
+        rows.append({**base, "kind": "FWT", "value": g["fwt"], "note": g["note"]})
+        rows.append({**base, "kind": "BWT", "value": g["bwt"], "note": g["note"]})
+    return rows
+
+
+def format_gem(g: Mapping[str, Any]) -> str:
+    """One GEM result as text: R with rows = tasks experienced, columns = task evaluated, then b."""
+    R, b = g["R"], g["b"]
+    n = R.shape[1]
+    rows = [{"after": i, **{f"T{j}": float(R[i, j - 1]) for j in range(1, n + 1)}} for i in range(n + 1)]
+    rows.append({"after": "b (cold)", **{f"T{j}": float(b[j - 1]) for j in range(1, n + 1)}})
+    text = [
+        f"GEM matrix of {g['metric']} for agent={g['agent']} sequence={g['sequence']}",
+        format_table(rows),
+        f"FWT = {_fmt(g['fwt'])}   BWT = {_fmt(g['bwt'])}",
+    ]
+    if g["note"]:
+        text.append(f"note: {g['note']}")
+    return "\n".join(text)
+
+
+# --------------------------------------------------------------------------------------------------
+# Plots (matplotlib's Agg canvas directly: no pyplot state, no display needed)
+# --------------------------------------------------------------------------------------------------
+
+
+def _safe_name(value: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(value)) if value is not None else "all"
+
+
+def _save_png(fig: Any, path: Path) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def _task_positions(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, Any]]:
+    return sorted(
+        {(int(r["task_index"]), r.get("task")) for r in rows}, key=lambda t: (t[0], order_key(t[1]))
+    )
+
+
+def plot_success_spl(
+    summary_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = ""
+) -> Path | None:
+    """Success and SPL per task, one bar per agent/condition, error bars = ±1 std over seeds.
+
+    Error bars are the sample standard deviation of the per-seed means (none with one seed),
+    clipped to [0, 1] because both metrics are bounded there. Returns None (and writes nothing)
+    when there are no warm / cold / single rows.
+    """
+    from matplotlib.figure import Figure
+
+    rows = [r for r in summary_rows if r.get("condition") != "eval"]
+    if not rows:
+        return None
+    tasks = _task_positions(rows)
+    with_warm = {r["agent"] for r in rows if r["condition"] == "warm"}
+    # Memory agents (warm, then cold) first, then the baselines that ran one condition.
+    labels = sorted(
+        {(r["agent"], r["condition"]) for r in rows},
+        key=lambda ac: (ac[0] not in with_warm, order_key(ac[0]), _CONDITION_ORDER.get(ac[1], 9), ac[1]),
+    )
+    by_key = {(int(r["task_index"]), r.get("task"), r["agent"], r["condition"]): r for r in rows}
+    width = 0.8 / max(1, len(labels))
+    fig = Figure(figsize=(max(7.0, 3.2 * len(tasks)), 4.0), layout="constrained")
+    axes = fig.subplots(1, 2)
+    for ax, metric, name in zip(axes, ("success", "spl"), ("success rate", "SPL")):
+        for k, (agent, cond) in enumerate(labels):
+            xs, ys, lo, hi = [], [], [], []
+            for t, (idx, task) in enumerate(tasks):
+                r = by_key.get((idx, task, agent, cond))
+                if r is None or r[f"{metric}_mean"] is None:
+                    continue
+                mu, sd = r[f"{metric}_mean"], r[f"{metric}_std"]
+                sd = 0.0 if sd is None or math.isnan(sd) else sd
+                xs.append(t - 0.4 + width * (k + 0.5))
+                ys.append(mu)
+                # Both metrics live in [0, 1]: clip the bars there rather than draw impossible values.
+                lo.append(min(sd, max(0.0, mu)))
+                hi.append(min(sd, max(0.0, 1.0 - mu)))
+            ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, label=f"{agent} / {cond}")
+        ax.set_xticks(range(len(tasks)), [f"T{idx}\n{task}" for idx, task in tasks])
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(name)
+        ax.set_title(f"{name} (error bars: ±1 std over seeds, clipped to [0, 1])", fontsize=8)
+    handles, names = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 4), fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return _save_png(fig, Path(path))
+
+
+def plot_steps_ratio(records: Sequence[Record], path: str | Path, title: str = "") -> Path | None:
+    """Steps ratio cold/warm per task and agent: bar = ratio of the means, dots = per-seed ratios.
+
+    Returns None (and writes nothing) when no agent ran both conditions.
+    """
+    from matplotlib.figure import Figure
+
+    rows = [r for r in transfer_table(records) if not math.isnan(r["steps_ratio"])]
+    if not rows:
+        return None
+    tasks = _task_positions(rows)
+    agents = sorted({r["agent"] for r in rows}, key=order_key)
+    width = 0.8 / len(agents)
+    fig = Figure(figsize=(max(5.0, 1.6 * len(tasks)), 4.0), layout="constrained")
+    ax = fig.subplots()
+    for k, agent in enumerate(agents):
+        xs, ys = [], []
+        for t, (idx, task) in enumerate(tasks):
+            r = next(
+                (r for r in rows if r["agent"] == agent and r["task_index"] == idx and r["task"] == task),
+                None,
+            )
+            if r is None:
+                continue
+            x = t - 0.4 + width * (k + 0.5)
+            xs.append(x)
+            ys.append(r["steps_ratio"])
+            mine = [
+                q
+                for q in records
+                if q.get("agent") == agent and q.get("task_index") == idx and q.get("task") == task
+            ]
+            warm = [q for q in mine if q.get("condition") == "warm"]
+            cold = [q for q in mine if q.get("condition") == "cold"]
+            per_seed = list(per_seed_steps_ratios(warm, cold).values())
+            ax.scatter([x] * len(per_seed), per_seed, color="black", s=8, zorder=3)
+        ax.bar(xs, ys, width=width, label=agent)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="no change")
+    ax.set_xticks(range(len(tasks)), [f"T{idx}\n{task}" for idx, task in tasks])
+    ax.set_ylabel("steps cold / steps warm")
+    ax.set_title("steps ratio (bar: ratio of means; dots: per seed)", fontsize=9)
+    ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return _save_png(fig, Path(path))
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing everything
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReportOutput:
+    """What :func:`write_summary` computed and wrote, so the caller can print or test it."""
+
+    summary: list[dict[str, Any]]
+    transfer: list[dict[str, Any]]
+    gem: list[dict[str, Any]]
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool = True) -> ReportOutput:
+    """Write ``summary.csv``, ``transfer.csv``, ``gem.csv`` (if eval records) and the plots into ``out_dir``.
+
+    Records are checked first (:func:`validate_record`), so the runner's in-memory records meet the
+    same schema as files read back.
+
+    Raises:
+        MetricsFormatError: for an invalid record, naming its position (``record N``, 1-based).
+    """
+    records = [validate_record(r, f"record {i}") for i, r in enumerate(records, start=1)]
+    out = Path(out_dir)
+    summary = summary_table(records)
+    transfer = transfer_table(records, TRANSFER_METRICS)
+    gems = _gem_rows(records, TRANSFER_METRICS)
+    result = ReportOutput(summary=summary, transfer=transfer, gem=gems)
+
+    summary_cols = list(SUMMARY_KEYS) + ["n_seeds", "n_episodes"]
+    summary_cols += [f"{m}_{s}" for m in SUMMARY_METRICS for s in ("mean", "std")]
+    result.files.append(write_csv(out / "summary.csv", summary, summary_cols))
+    transfer_cols = list(TRANSFER_KEYS) + list(transfer_row([], [], TRANSFER_METRICS))
+    result.files.append(write_csv(out / "transfer.csv", transfer, transfer_cols))
+    if gems:
+        result.files.append(write_csv(out / "gem.csv", _gem_csv_rows(gems), GEM_COLUMNS))
+        result.notes += [
+            f"GEM {g['agent']}/{g['sequence']}/{g['metric']}: {g['note']}" for g in gems if g["note"]
+        ]
+
+    if plots:
+        for sequence in sorted({r.get("sequence") for r in records}, key=order_key):
+            seq_records = [r for r in records if r.get("sequence") == sequence]
+            seq_summary = [r for r in summary if r.get("sequence") == sequence]
+            name = _safe_name(sequence)
+            title = f"sequence: {sequence}" if sequence is not None else ""
+            bars_png = plot_success_spl(seq_summary, out / f"success_spl_{name}.png", title)
+            if bars_png is not None:
+                result.files.append(bars_png)
+            ratio_png = plot_steps_ratio(seq_records, out / f"steps_ratio_{name}.png", title)
+            if ratio_png is None:
+                result.notes.append(
+                    f"no steps-ratio plot for sequence {sequence}: no agent ran both warm and cold"
+                )
+            else:
+                result.files.append(ratio_png)
+    return result
+
+
+def print_report(result: ReportOutput, file: TextIO | None = None) -> None:
+    """Print the summary, the transfer table, any GEM matrices and notes."""
+    file = file if file is not None else sys.stdout
+    print_table(summary_display_rows(result.summary), title="Summary (mean±std over seeds)", file=file)
+    print(file=file)
+    columns = list(TRANSFER_PRINT_COLUMNS)
+    if len({r.get("sequence") for r in result.transfer}) > 1:
+        columns.insert(1, "sequence")
+    print_table(result.transfer, columns, title="Transfer (warm vs cold)", file=file)
+    for g in result.gem:
+        print(file=file)
+        print(format_gem(g), file=file)
+    for note in result.notes:
+        print(f"note: {note}", file=file)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="embodmem-report",
+        description=(
+            "Summarise one embodmem run or a Hydra multirun directory: finds every metrics.jsonl "
+            "under DIR and writes summary.csv, transfer.csv (and gem.csv when there are eval "
+            "records) and PNG plots into DIR, then prints the tables."
+        ),
+    )
+    parser.add_argument("dir", metavar="DIR", type=Path, help="run or multirun output directory")
+    parser.add_argument("--out", type=Path, default=None, help="write outputs here instead of DIR")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("-q", "--quiet", action="store_true", help="do not print the tables")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point ``embodmem-report``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        files = find_metrics_files(args.dir)
+        records = load_records(files)
+    except FileNotFoundError as e:
+        print(f"embodmem-report: error: {e}", file=sys.stderr)
+        return 2
+    except MetricsFormatError as e:
+        print(f"embodmem-report: error: {e}", file=sys.stderr)
+        return 1
+    if not records:
+        print(f"embodmem-report: error: {', '.join(map(str, files))} hold no records", file=sys.stderr)
+        return 1
+    out_dir = args.out if args.out is not None else (args.dir if args.dir.is_dir() else args.dir.parent)
+    result = write_summary(records, out_dir, plots=not args.no_plots)
+    if not args.quiet:
+        print(f"{len(records)} episodes from {len(files)} metrics file(s) under {args.dir}\n")
+        print_report(result)
+        print("\nwrote:")
+        for f in result.files:
+            print(f"  {f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""Public contract of the underwater environments: actions, and the sensor description agents may read.
+
+Agents import from here, never from the world generator: everything in this module is information a
+real robot would have (its action set, its camera and sonar geometry, the size of a map cell), nothing
+about where things are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Action(IntEnum):
+    """Discrete actions. The reference benchmark's ascend/descend are dropped: the world is 2-D."""
+
+    TURN_LEFT = 0
+    TURN_RIGHT = 1
+    FORWARD = 2
+    STOP = 3
+    BACKWARD = 4
+    STRAFE_LEFT = 5
+    STRAFE_RIGHT = 6
+
+
+ACTION_NAMES: dict[int, str] = {a.value: a.name.lower() for a in Action}
+
+# Heading index -> unit step (dx, dy) in grid cells, MiniGrid convention: 0 east, 1 south, 2 west, 3 north.
+DIR_TO_VEC: tuple[tuple[int, int], ...] = ((1, 0), (0, 1), (-1, 0), (0, -1))
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    """Geometry of the robot's sensors, as a datasheet would give it.
+
+    Observations report the pose in grid cells (``pose = [x, y, heading]``, heading an index into
+    ``DIR_TO_VEC``) and sonar ranges in metres; ``cell_size_m`` converts between the two.
+    """
+
+    cell_size_m: float
+    """Metres per grid cell."""
+    image_size: int
+    """Side of the square first-person camera image, in pixels."""
+    camera_fov_deg: float
+    """Horizontal field of view of each camera."""
+    view_range_m: float
+    """Distance at which fog hides everything (depends on the light level)."""
+    sonar_beams: int
+    """Number of beams in the sonar fan (0 when the sonar is off)."""
+    sonar_fov_deg: float
+    """Angular width of the sonar fan, centred on the heading."""
+    sonar_max_range_m: float
+    """Range reported when a beam hits nothing."""
+    grid_size: int
+    """Side of the square world in cells (the survey area's extent is known to the operator)."""
+    extra_views: tuple[str, ...] = ()
+    """Names of extra camera views present in the observation (``image_left`` ...)."""
+
+    def sonar_angles(self) -> list[float]:
+        """Beam angles in radians relative to the heading (negative = left), evenly spaced."""
+        import math
+
+        if self.sonar_beams <= 1:
+            return [0.0] * self.sonar_beams
+        half = math.radians(self.sonar_fov_deg) / 2
+        step = 2 * half / (self.sonar_beams - 1)
+        return [-half + i * step for i in range(self.sonar_beams)]

@@ -1,0 +1,487 @@
+"""The underwater survey environment: a MiniGrid world seen through a first-person camera and sonar."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import cv2
+import numpy as np
+from gymnasium import spaces
+from minigrid.core.grid import Grid
+from minigrid.core.mission import MissionSpace
+from minigrid.minigrid_env import MiniGridEnv
+
+from envs.camera import Camera, Sonar, WaterLook, pad_kinds
+from envs.objects import KIND_COLORS, KIND_INDEX, KINDS, SeabedObject
+from envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
+from envs.tasks import TASKS, Task, get_task
+from envs.world import World, bfs_distance, generate_world
+
+VISIBLE_FRACTION = 0.01
+"""A target counts as "in view" when its fog-weighted pixels cover this fraction of the image."""
+START_MODES = ("fixed0", "fixed1", "random", "continue")
+EXTRA_VIEWS = {"image_left": 3, "image_right": 1, "image_back": 2}
+"""Extra camera views: name -> quarter turns clockwise from the heading."""
+
+
+_FISH_MOVES = np.array([(1, 0), (-1, 0), (0, 1), (0, -1), (0, 0)], dtype=np.float64)
+_IS_TARGET = np.array([k.is_target for k in KINDS])
+
+
+def _mission_text(mission: str) -> str:
+    return mission
+
+
+ALL_MISSIONS = [t.mission for t in TASKS.values()]
+
+
+def _check(cond: bool, name: str, value: Any, why: str) -> None:
+    if not cond:
+        raise ValueError(f"{name}={value!r}: {why}")
+
+
+class UnderwaterEnv(MiniGridEnv):
+    """Find a target on a foggy seabed, one task after another in the same world.
+
+    ## Description
+    A survey robot swims over a procedurally generated seabed (rock outcrops, reefs, cables, tower
+    wreckage, metal debris, a collapsed tower, a rock arch, fish) that holds the eight target kinds
+    of the reference underwater benchmark with their instance counts: mining robots (2), oil
+    pipelines (3), oil drums (1), sunken ships (2), an electrical box (1), a wind power station (1),
+    aircraft wreckage (3) and an H-marked landing platform (1). The world depends only on
+    ``world_seed``; the episode seed drives fish, particles, random starts and sensor noise. Tasks of
+    a sequence run in one persistent world, so what the robot saw in one task is still there in the
+    next. The reference benchmark's depth axis (ascend/descend) is left out: the world is 2-D.
+
+    ## Mission Space
+    ``"find {target}"`` or ``"find {target} in deep water"``, e.g. ``"find a sunken ship"``.
+
+    ## Action Space
+    ``Discrete(7)``: 0 turn left, 1 turn right, 2 forward, 3 stop, 4 backward, 5 strafe left,
+    6 strafe right (see :class:`envs.spec.Action`).
+
+    ## Observation
+    A dict: ``image`` (S, S, 3) uint8 first-person camera; optional ``image_left`` /
+    ``image_right`` / ``image_back``; optional ``topdown`` (MiniGrid's 7x7 egocentric view, 56x56
+    RGB); ``sonar`` (beams,) float32 ranges in metres over a fan centred on the heading; ``pose``
+    float32 [x, y, heading] in cells (heading 0 east, 1 south, 2 west, 3 north; with odometry noise
+    x and y drift); ``mission`` str. Nothing privileged: no map, no target positions.
+
+    ## Rewards
+    1 when the robot stops within ``success_distance_m`` of an instance of the target, else 0.
+
+    ## Termination
+    ``stop`` ends the episode (success or failure); ``max_steps`` truncates it. ``info`` carries
+    ``distance_m``, ``geodesic_m``, ``instance_distances_m``, ``path_length_m``, ``collisions``,
+    ``target_in_view`` and ``success`` for metrics and the oracle (agents must not read it).
+
+    ## Registered Configurations
+    ``EmbodMem/<Task>-v0`` for the twelve tasks (``MiningRobot``, ``Pipeline``, ``Barrel``,
+    ``Wreck``, ``ElectricalBox``, ``WindStation``, ``Aircraft``, ``LandingPlatform``,
+    ``DeepPipeline``, ``DeepBarrel``, ``DeepWreck``, ``DeepWindStation``) and ``EmbodMem/Sequence-v0``.
+
+    Example:
+        >>> import gymnasium as gym, envs
+        >>> env = gym.make("EmbodMem/Wreck-v0", world_seed=3)
+        >>> obs, info = env.reset(seed=0)
+        >>> obs["image"].shape, obs["mission"]
+        ((64, 64, 3), 'find a sunken ship')
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(
+        self,
+        task: str = "wreck",
+        tasks: tuple[str, ...] | list[str] | None = None,
+        world_seed: int = 0,
+        size: int = 32,
+        cell_size_m: float = 5.0,
+        success_distance_m: float = 10.0,
+        max_steps: int | None = None,
+        image_size: int = 64,
+        fov_deg: float = 75.0,
+        extra_views: tuple[str, ...] | list[str] = (),
+        topdown: bool = False,
+        sonar_beams: int = 24,
+        sonar_fov_deg: float = 120.0,
+        sonar_range_m: float = 40.0,
+        sonar_noise_m: float = 0.0,
+        odometry_noise: float = 0.0,
+        view_range_m: float = 40.0,
+        deep_view_range_m: float = 25.0,
+        n_fish: int | None = None,
+        obstacle_density: float = 0.08,
+        render_size: int = 256,
+        render_mode: str | None = None,
+    ):
+        self.tasks: tuple[str, ...] = tuple(tasks) if tasks else (task,)
+        for name in self.tasks:
+            get_task(name)
+        _check(isinstance(size, int) and size >= 24, "size", size, "must be an int >= 24")
+        _check(cell_size_m > 0, "cell_size_m", cell_size_m, "must be > 0")
+        _check(
+            success_distance_m >= cell_size_m,
+            "success_distance_m",
+            success_distance_m,
+            f"must be >= cell_size_m ({cell_size_m}): the robot cannot stand inside a target",
+        )
+        _check(isinstance(image_size, int) and 16 <= image_size <= 512, "image_size", image_size, "must be an int in [16, 512]")
+        _check(10.0 <= fov_deg <= 170.0, "fov_deg", fov_deg, "must lie in [10, 170]")
+        for view in extra_views:
+            _check(view in EXTRA_VIEWS, "extra_views", view, f"unknown view; valid: {list(EXTRA_VIEWS)}")
+        _check(isinstance(sonar_beams, int) and 0 <= sonar_beams <= 512, "sonar_beams", sonar_beams, "must be an int in [0, 512]")
+        _check(0.0 < sonar_fov_deg <= 360.0, "sonar_fov_deg", sonar_fov_deg, "must lie in (0, 360]")
+        _check(sonar_range_m > 0, "sonar_range_m", sonar_range_m, "must be > 0")
+        _check(sonar_noise_m >= 0, "sonar_noise_m", sonar_noise_m, "must be >= 0")
+        _check(odometry_noise >= 0, "odometry_noise", odometry_noise, "must be >= 0")
+        _check(view_range_m > 0 and deep_view_range_m > 0, "view_range_m", (view_range_m, deep_view_range_m), "must be > 0")
+        _check(n_fish is None or n_fish >= 0, "n_fish", n_fish, "must be >= 0")
+        _check(max_steps is None or (isinstance(max_steps, int) and max_steps > 0), "max_steps", max_steps, "must be a positive int")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r}: valid modes are {self.metadata['render_modes']}")
+
+        super().__init__(
+            mission_space=MissionSpace(mission_func=_mission_text, ordered_placeholders=[ALL_MISSIONS]),
+            grid_size=size,
+            max_steps=max_steps or 16 * size,
+            render_mode=render_mode,
+        )
+        self.world_seed = int(world_seed)
+        self.cell_size_m = float(cell_size_m)
+        self.success_distance_m = float(success_distance_m)
+        self.extra_views = tuple(extra_views)
+        self.topdown = topdown
+        self.sonar_range_cells = sonar_range_m / cell_size_m
+        self.sonar_noise_m = sonar_noise_m
+        self.odometry_noise = odometry_noise
+        self.view_range_cells = view_range_m / cell_size_m
+        self.deep_view_range_cells = deep_view_range_m / cell_size_m
+        self.n_fish = size * size // 80 if n_fish is None else n_fish
+        self.obstacle_density = obstacle_density
+        self.render_size = render_size
+        self.camera = Camera(image_size, fov_deg)
+        self.spec_sensors = SensorSpec(
+            cell_size_m=self.cell_size_m,
+            image_size=image_size,
+            camera_fov_deg=fov_deg,
+            view_range_m=view_range_m,
+            sonar_beams=sonar_beams,
+            sonar_fov_deg=sonar_fov_deg,
+            sonar_max_range_m=sonar_range_m,
+            grid_size=size,
+            extra_views=self.extra_views,
+        )
+        self.sonar = Sonar(np.array(self.spec_sensors.sonar_angles()), self.sonar_range_cells)
+        self._pad = max(self.sonar.reach, int(math.ceil(max(self.view_range_cells, self.deep_view_range_cells))) + 2)
+
+        self.actions = Action
+        self.action_space = spaces.Discrete(len(Action))
+        img_space = spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
+        obs_spaces: dict[str, spaces.Space] = {
+            "image": img_space,
+            "sonar": spaces.Box(0.0, sonar_range_m, (sonar_beams,), np.float32),
+            "pose": spaces.Box(
+                np.array([-size, -size, 0], np.float32), np.array([2 * size, 2 * size, 3], np.float32), dtype=np.float32
+            ),
+            "mission": self.observation_space["mission"],
+        }
+        for view in self.extra_views:
+            obs_spaces[view] = img_space
+        if topdown:
+            obs_spaces["topdown"] = spaces.Box(0, 255, (56, 56, 3), np.uint8)
+        self.observation_space = spaces.Dict(obs_spaces)
+
+        self.world: World | None = None
+        self.task_index = 0
+        self.task: Task = get_task(self.tasks[0])
+        self.mission = self.task.mission
+        self._task_cache: dict[str, dict[str, np.ndarray]] = {}
+        self._last_end_pose: tuple[int, int, int] | None = None
+        self._build_world(self.world_seed)
+
+    # ------------------------------------------------------------------ world and task
+
+    def _build_world(self, world_seed: int) -> None:
+        self.world_seed = int(world_seed)
+        self.world = generate_world(self.world_seed, self.width, self.obstacle_density)
+        self._padded = pad_kinds(self.world.kinds, self._pad)
+        self._task_cache.clear()
+        self._last_end_pose = None
+        self._gen_grid(self.width, self.height)
+
+    def _gen_grid(self, width: int, height: int) -> None:
+        """Copy the world into MiniGrid's grid (used by MiniGrid's top-down views)."""
+        assert self.world is not None
+        self.grid = Grid(width, height)
+        ys, xs = np.nonzero(self.world.kinds)
+        for x, y in zip(xs.tolist(), ys.tolist()):
+            kind = KINDS[int(self.world.kinds[y, x])].name
+            self.grid.set(x, y, SeabedObject(kind, int(self.world.instances[y, x])))
+
+    def _task_maps(self, task: Task) -> dict[str, np.ndarray]:
+        """Distance maps for a target kind: per-instance Euclidean, and geodesic to success cells."""
+        cached = self._task_cache.get(task.target)
+        if cached is None:
+            assert self.world is not None
+            n = self.width
+            yy, xx = np.mgrid[0:n, 0:n].astype(np.float32)
+            per_instance = []
+            for cells in self.world.instance_cells(task.target):
+                d = np.min(
+                    np.hypot(xx[None] - cells[:, 0, None, None], yy[None] - cells[:, 1, None, None]), axis=0
+                )
+                per_instance.append(d * self.cell_size_m)
+            inst = np.stack(per_instance)
+            free = self.world.free()
+            success = free & (inst.min(axis=0) <= self.success_distance_m + 1e-6)
+            geodesic = bfs_distance(free, success) * self.cell_size_m
+            cached = {"instances": inst, "nearest": inst.min(axis=0), "geodesic": geodesic, "success": success}
+            self._task_cache[task.target] = cached
+        return cached
+
+    @property
+    def sensor_spec(self) -> SensorSpec:
+        """What agents may know about the sensors (no world state)."""
+        return self.spec_sensors
+
+    # ------------------------------------------------------------------ gymnasium API
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start a task. ``options`` may hold:
+
+        - ``task`` (a task name) or ``task_index`` (position in ``tasks``) or ``next_task`` (bool);
+          without them the current task is repeated.
+        - ``start``: one of ``fixed0``, ``fixed1``, ``random``, ``continue`` (where the previous
+          episode ended). Default: ``fixed0`` for the first task, ``continue`` afterwards.
+        - ``start_pose``: an explicit (x, y, heading), used by replays.
+        - ``world_seed``: switch to another world (the world persists otherwise).
+        """
+        super(MiniGridEnv, self).reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"task", "task_index", "next_task", "start", "start_pose", "world_seed"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}")
+        if "world_seed" in options and int(options["world_seed"]) != self.world_seed:
+            self._build_world(int(options["world_seed"]))
+        if "task" in options:
+            self.task = get_task(options["task"])
+            if options["task"] in self.tasks:
+                self.task_index = self.tasks.index(options["task"])
+        elif "task_index" in options or options.get("next_task"):
+            idx = int(options["task_index"]) if "task_index" in options else self.task_index + 1
+            _check(0 <= idx < len(self.tasks), "task_index", idx, f"must lie in [0, {len(self.tasks) - 1}]")
+            self.task_index = idx
+            self.task = get_task(self.tasks[idx])
+        self.mission = self.task.mission
+        assert self.world is not None
+
+        default_start = "fixed0" if self.task_index == 0 and "task" not in options else "continue"
+        start = options.get("start", default_start)
+        _check(start in START_MODES, "start", start, f"valid: {list(START_MODES)}")
+        if "start_pose" in options:
+            x, y, d = (int(v) for v in options["start_pose"])
+            _check(
+                0 <= x < self.width and 0 <= y < self.height and bool(self.world.free()[y, x]) and 0 <= d < 4,
+                "start_pose",
+                options["start_pose"],
+                "must be a free cell (x, y) with heading in 0..3",
+            )
+        elif start == "continue" and self._last_end_pose is not None:
+            x, y, d = self._last_end_pose
+        elif start == "random":
+            ys, xs = np.nonzero(self.world.free())
+            i = int(self.np_random.integers(len(xs)))
+            x, y, d = int(xs[i]), int(ys[i]), int(self.np_random.integers(4))
+        else:
+            x, y, d = self.world.fixed_starts[1 if start == "fixed1" else 0]
+        self.agent_pos = (x, y)
+        self.agent_dir = d
+        self.start_pose = (x, y, d)
+        self.carrying = None
+        self.step_count = 0
+        self.path_length_m = 0.0
+        self.collisions = 0
+        self.odom_offset = np.zeros(2, dtype=np.float64)
+        self.trajectory: list[tuple[int, int]] = [(x, y)]
+        self._maps = self._task_maps(self.task)
+        free_y, free_x = np.nonzero(self.world.free())
+        pick = self.np_random.choice(len(free_x), size=min(self.n_fish, len(free_x)), replace=False)
+        self.fish = np.stack([free_x[pick], free_y[pick]], axis=1).astype(np.float64) + 0.5
+        n_part = max(8, self.camera.size * self.camera.size // 100)
+        self.particles = np.concatenate(
+            [self.np_random.random((n_part, 2)) * self.camera.size, self.np_random.uniform(0.05, 0.3, (n_part, 1))],
+            axis=1,
+        )
+        obs = self.gen_obs()
+        return obs, self._info(success=False)
+
+    def step(self, action: int):
+        if not self.action_space.contains(action):
+            raise ValueError(f"action={action!r} is not one of {ACTION_NAMES}")
+        action = int(action)
+        self.step_count += 1
+        terminated = False
+        success = False
+        if action == Action.TURN_LEFT:
+            self.agent_dir = (self.agent_dir - 1) % 4
+        elif action == Action.TURN_RIGHT:
+            self.agent_dir = (self.agent_dir + 1) % 4
+        elif action == Action.STOP:
+            terminated = True
+            success = bool(self._maps["nearest"][self.agent_pos[1], self.agent_pos[0]] <= self.success_distance_m + 1e-6)
+        else:
+            fx, fy = DIR_TO_VEC[self.agent_dir]
+            move = {
+                Action.FORWARD: (fx, fy),
+                Action.BACKWARD: (-fx, -fy),
+                Action.STRAFE_LEFT: (fy, -fx),
+                Action.STRAFE_RIGHT: (-fy, fx),
+            }[Action(action)]
+            nx, ny = self.agent_pos[0] + move[0], self.agent_pos[1] + move[1]
+            if self.world.kinds[ny, nx] == 0:
+                self.agent_pos = (nx, ny)
+                self.path_length_m += self.cell_size_m
+                self.trajectory.append((nx, ny))
+                if self.odometry_noise > 0:
+                    self.odom_offset += self.np_random.normal(0.0, self.odometry_noise, 2)
+            else:
+                self.collisions += 1
+        self._move_fish()
+        truncated = not terminated and self.step_count >= self.max_steps
+        if terminated or truncated:
+            self._last_end_pose = (self.agent_pos[0], self.agent_pos[1], self.agent_dir)
+        obs = self.gen_obs()
+        return obs, float(success), terminated, truncated, self._info(success)
+
+    # ------------------------------------------------------------------ observations
+
+    def _move_fish(self) -> None:
+        """Each fish drifts to a random neighbouring water cell with probability 0.3."""
+        r = self.np_random.random(len(self.fish) + len(self.particles))
+        rf = r[: len(self.fish)]
+        # r < 0.3 moves: the value picks one of four directions; r >= 0.3 stays (index 4 = no move).
+        step = _FISH_MOVES[np.minimum((rf * (4 / 0.3)).astype(np.int64), 4)]
+        new = self.fish + step
+        ok = self.world.kinds[new[:, 1].astype(np.int64), new[:, 0].astype(np.int64)] == 0
+        self.fish = np.where(ok[:, None], new, self.fish)
+        p = self.particles
+        p[:, 0] += 0.35
+        p[:, 1] += (r[len(self.fish) :] - 0.5) * 0.8
+        np.mod(p[:, :2], self.camera.size, out=p[:, :2])
+
+    def _look(self) -> WaterLook:
+        vr = self.deep_view_range_cells if self.task.deep else self.view_range_cells
+        return WaterLook.for_light(self.task.lux, vr)
+
+    def gen_obs(self) -> dict[str, Any]:
+        look = self._look()
+        x, y, d = self.agent_pos[0], self.agent_pos[1], self.agent_dir
+        image, self._visibility = self.camera.render(self._padded, self._pad, x, y, d, look, self.fish, self.particles)
+        self._last_image = image
+        obs: dict[str, Any] = {"image": image}
+        for view in self.extra_views:
+            obs[view], _ = self.camera.render(
+                self._padded, self._pad, x, y, (d + EXTRA_VIEWS[view]) % 4, look, self.fish, self.particles
+            )
+        if self.topdown:
+            obs["topdown"] = self.get_pov_render(tile_size=8)
+        sonar = self.sonar.scan(self._padded, self._pad, x, y, d) * self.cell_size_m
+        if self.sonar_noise_m > 0:
+            sonar = sonar + self.np_random.normal(0.0, self.sonar_noise_m, sonar.shape)
+        obs["sonar"] = np.clip(sonar, 0.0, self.spec_sensors.sonar_max_range_m).astype(np.float32)
+        px = self.agent_pos[0] + self.odom_offset[0]
+        py = self.agent_pos[1] + self.odom_offset[1]
+        obs["pose"] = np.array(
+            [np.clip(px, -self.width, 2 * self.width), np.clip(py, -self.height, 2 * self.height), self.agent_dir],
+            dtype=np.float32,
+        )
+        obs["mission"] = self.mission
+        return obs
+
+    def visible_pixels(self) -> dict[str, float]:
+        """Fog-weighted pixel count per kind in the last camera frame (for captions and metrics)."""
+        vis = self._visibility
+        counts = np.bincount(vis["kind"], weights=vis["pixels"], minlength=len(KINDS))
+        counts += np.bincount(vis["kind2"], weights=vis["pixels2"], minlength=len(KINDS))
+        return {KINDS[i].name: float(c) for i, c in enumerate(counts) if c > 0 and i > 0}
+
+    def visible_instances(self) -> set[tuple[str, int]]:
+        """Target instances (kind, instance) clearly visible in the last frame."""
+        vis = self._visibility
+        assert self.world is not None
+        kinds = np.concatenate([vis["kind"], vis["kind2"]])
+        if not _IS_TARGET[kinds].any():
+            return set()
+        pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
+        inst = self.world.instances[np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height,
+                                    np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width]
+        keep = (inst >= 0) & (kinds > 0) & (pixels > 0)
+        if not keep.any():
+            return set()
+        key = kinds[keep].astype(np.int64) * 64 + inst[keep]
+        totals = np.bincount(key, weights=pixels[keep])
+        threshold = VISIBLE_FRACTION * self.camera.size**2
+        return {(KINDS[int(k) // 64].name, int(k) % 64) for k in np.nonzero(totals >= threshold)[0]}
+
+    def _info(self, success: bool) -> dict[str, Any]:
+        x, y = self.agent_pos
+        visible = self.visible_instances()
+        return {
+            "task": self.task.name,
+            "task_index": self.task_index,
+            "target": self.task.target,
+            "mission": self.mission,
+            "world_seed": self.world_seed,
+            "step": self.step_count,
+            "agent_pos": (int(x), int(y)),
+            "agent_dir": int(self.agent_dir),
+            "start_pose": self.start_pose,
+            "distance_m": float(self._maps["nearest"][y, x]),
+            "geodesic_m": float(self._maps["geodesic"][y, x]),
+            "instance_distances_m": [float(d) for d in self._maps["instances"][:, y, x]],
+            "path_length_m": self.path_length_m,
+            "collisions": self.collisions,
+            "target_in_view": any(k == self.task.target for k, _ in visible),
+            "visible_instances": sorted(visible),
+            "success": success,
+        }
+
+    # ------------------------------------------------------------------ rendering
+
+    def top_down(self, cell_px: int | None = None) -> np.ndarray:
+        """Top-down RGB map of the world with fish, trajectory and the robot (privileged: for humans)."""
+        assert self.world is not None
+        n = self.width
+        px = cell_px or max(1, self.render_size // n)
+        img = KIND_COLORS[self.world.kinds]
+        img = np.repeat(np.repeat(img, px, axis=0), px, axis=1).copy()
+        if len(self.trajectory) > 1:
+            pts = ((np.array(self.trajectory) + 0.5) * px).astype(np.int32)
+            cv2.polylines(img, [pts], False, (255, 255, 255), max(1, px // 4))
+        for fx, fy in self.fish:
+            cv2.circle(img, (int(fx * px), int(fy * px)), max(1, px // 4), (140, 220, 210), -1)
+        ax, ay = self.agent_pos
+        c = ((ax + 0.5) * px, (ay + 0.5) * px)
+        dx, dy = DIR_TO_VEC[self.agent_dir]
+        r = max(2.0, px * 0.6)
+        tri = np.array(
+            [
+                (c[0] + dx * r, c[1] + dy * r),
+                (c[0] - dx * r * 0.6 - dy * r * 0.6, c[1] - dy * r * 0.6 + dx * r * 0.6),
+                (c[0] - dx * r * 0.6 + dy * r * 0.6, c[1] - dy * r * 0.6 - dx * r * 0.6),
+            ],
+            dtype=np.int32,
+        )
+        cv2.fillPoly(img, [tri], (255, 40, 40))
+        return img
+
+    def render(self) -> np.ndarray | None:
+        """``rgb_array``: the camera enlarged beside the top-down map, both ``render_size`` tall."""
+        if self.render_mode != "rgb_array":
+            return None
+        rs = self.render_size
+        cam = cv2.resize(self._last_image, (rs, rs), interpolation=cv2.INTER_NEAREST)
+        top = cv2.resize(self.top_down(), (rs, rs), interpolation=cv2.INTER_NEAREST)
+        return np.concatenate([cam, top], axis=1)

@@ -1,0 +1,172 @@
+"""Offline pieces of the VLM policy: reply parser, config validation, images, prompt, cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.vlm.cache import ResponseCache
+from agents.vlm.config import VLMConfig
+from agents.vlm.images import decode_data_url, encode_image, message_images
+from agents.vlm.memory import MemoryItem, place_hit
+from agents.vlm.parsing import Choice, parse_reply
+from agents.vlm.prompt import PromptBuilder, PromptContext
+
+LOW = ["turn_left", "turn_right", "forward", "stop"]
+HIGH = ["goto_node", "explore", "stop"]
+
+
+# -- parser --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"reasoning": "clear water", "action": "forward"}', "forward"),  # strict JSON
+        ('Here you go:\n```json\n{"action": "turn_right"}\n```\nGood luck', "turn_right"),  # fenced
+        ('I think {"action": "Turn Left", "reasoning": "wall"} is best', "turn_left"),  # first block, spelling
+        ("{'action': 'STOP', 'reasoning': 'there it is'}", "stop"),  # Python-literal dict
+        ('```\n{"action": "forward",}\n```', "forward"),  # trailing comma -> literal_eval
+        ('{"meta": {"v": 1}} and then {"action": "forward"}', "forward"),  # the dict with an action wins
+        ("Action: forward. Turning left would hit the rock.", "forward"),  # explicit action word wins
+        ("I will move forward now.", "forward"),  # a single action word
+        ('{"reasoning": "a } brace in text", "action": "stop"}', "stop"),  # braces inside strings
+    ],
+)
+def test_parser_accepts_common_reply_shapes(text: str, expected: str) -> None:
+    choice, _, error = parse_reply(text, LOW)
+    assert error is None, error
+    assert choice == Choice(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "empty"),
+        ("I am not sure what to do", "no JSON object"),
+        ("turn left or go forward?", "several actions"),
+        ('{"action": "jump"}', "'jump' is not one of"),
+        ('{"reasoning": "no decision"}', "no usable 'action'"),
+        ('{"action": "explore"}', "'explore' is not one of"),  # a high-level action in low mode
+    ],
+)
+def test_parser_reports_invalid_replies(text: str, fragment: str) -> None:
+    choice, _, error = parse_reply(text, LOW)
+    assert choice is None
+    assert error is not None and fragment in error
+
+
+def test_parser_high_level_nodes() -> None:
+    assert parse_reply('{"action": "goto_node", "node": 7}', HIGH, nodes=[3, 7]).choice == Choice("goto_node", 7)
+    assert parse_reply('{"action": "goto_node(3)"}', HIGH, nodes=[3]).choice == Choice("goto_node", 3)
+    assert parse_reply('{"action": "goto_node", "node": "node 3"}', HIGH, nodes=[3]).choice == Choice("goto_node", 3)
+    assert parse_reply("Let's go to node #3.", HIGH, nodes=[3]).choice == Choice("goto_node", 3)
+    assert parse_reply('{"action": "explore", "node": null}', HIGH, nodes=[3]).choice == Choice("explore")
+    assert "not one of the nodes shown: [3, 7]" in parse_reply('{"action": "goto_node", "node": 9}', HIGH,
+                                                              nodes=[7, 3]).error
+    assert "needs a node id" in parse_reply('{"action": "goto_node"}', HIGH, nodes=[3]).error
+    assert str(Choice("goto_node", 4)) == "goto_node 4"
+
+
+# -- config --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("mode", "medium"), ("base_url", "localhost:8000"), ("timeout_s", 0), ("max_retries", -1),
+        ("image_format", "gif"), ("views", ["image_up"]), ("low_level_actions", ["fly"]),
+        ("api_key_env", "sk-abc123"), ("default_action", "explore"), ("jitter", 2.0),
+    ],
+)
+def test_config_errors_name_the_field(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"VLMConfig.{field}="):
+        VLMConfig(**{field: value})
+
+
+def test_config_from_dict_rejects_unknown_keys_and_reads_yaml() -> None:
+    import yaml
+    from pathlib import Path
+
+    with pytest.raises(ValueError, match="unknown key.*'temprature'"):
+        VLMConfig.from_dict({"temprature": 0.2})
+    root = Path(__file__).resolve().parents[2] / "configs" / "agent"
+    for name in ("vlm.yaml", "vlm_ollama.yaml", "vlm_openai.yaml"):
+        cfg = VLMConfig.from_dict(yaml.safe_load((root / name).read_text()))
+        assert cfg.name == "vlm"
+    assert VLMConfig.from_dict(yaml.safe_load((root / "vlm_openai.yaml").read_text())).api_key_env == "OPENAI_API_KEY"
+    assert VLMConfig(mode="high").resolved_default_action() == "explore"
+    assert VLMConfig(mode="low").resolved_default_action() == "turn_left"
+
+
+# -- images, memory placement, prompt ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["png", "jpeg"])
+def test_image_round_trip(fmt: str) -> None:
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 255, (24, 40, 3), dtype=np.uint8)
+    url = encode_image(image, fmt)
+    assert url.startswith(f"data:image/{fmt};base64,")
+    back = decode_data_url(url)
+    assert back.shape == image.shape
+    if fmt == "png":
+        np.testing.assert_array_equal(back, image)  # lossless, and RGB order preserved
+    assert decode_data_url(encode_image(image, fmt, size=64)).shape == (64, 64, 3)
+    with pytest.raises(ValueError, match="uint8"):
+        encode_image(image.astype(np.float32))
+
+
+def test_place_hit_bearing_and_distance() -> None:
+    from types import SimpleNamespace as NS
+
+    def hit(x: float, y: float) -> NS:
+        return NS(score=0.5, meta=NS(x=x, y=y, node=1, thumbnail=None))
+
+    facing_east = (0.0, 0.0, 0.0)
+    assert place_hit(hit(0, 3), facing_east, 2.0).bearing_deg == pytest.approx(90.0)  # south = right
+    assert place_hit(hit(0, -3), facing_east, 2.0).bearing_deg == pytest.approx(-90.0)
+    facing_north = (0.0, 0.0, 3.0)
+    assert place_hit(hit(3, 0), facing_north, 2.0).bearing_deg == pytest.approx(90.0)  # east = right
+    assert place_hit(hit(3, 4), facing_east, 2.0).distance_m == pytest.approx(10.0)
+
+
+def test_prompt_contents() -> None:
+    cfg = VLMConfig(mode="high", image_size=32)
+    thumb = np.full((16, 16, 3), 200, np.uint8)
+    obs = {"image": np.zeros((8, 8, 3), np.uint8), "image_left": np.ones((8, 8, 3), np.uint8),
+           "sonar": np.array([3.0, 12.5], np.float32), "pose": np.array([2, 3, 1], np.float32),
+           "mission": "find the sunken ship"}
+    ctx = PromptContext(observation=obs, legal=HIGH, step=4, cell_size_m=5.0,
+                        memory=[MemoryItem(node=7, score=0.9, x=2, y=9, distance_m=30.0, bearing_deg=0.0,
+                                           thumbnail=thumb)],
+                        map_summary="3 nodes, 40 cells explored", history=["step 0: explore (ran 4 steps, done)"],
+                        previous_error="no JSON object", default_action="explore")
+    messages = PromptBuilder(cfg).build(ctx)
+    text = "\n".join(p["text"] for p in messages[1]["content"] if p["type"] == "text")
+    for fragment in ("find the sunken ship", "facing south", "node 7", "30.0 m away", "3 nodes, 40 cells",
+                     "could not be used: no JSON object; the default action explore was taken",
+                     "goto_node with node one of [7]", "nearest 3.0"):
+        assert fragment in text, fragment
+    images = list(message_images(messages))
+    assert [im.shape for im in images] == [(32, 32, 3)] * 3  # front, left, memory thumbnail, resized
+    schema = PromptBuilder.schema(HIGH)
+    assert schema["properties"]["action"]["enum"] == HIGH and schema["required"] == ["reasoning", "action", "node"]
+    assert "goto_node" in messages[0]["content"]
+
+
+# -- cache ---------------------------------------------------------------------------------------
+
+
+def test_cache_key_is_canonical_and_entries_persist(tmp_path) -> None:
+    cache = ResponseCache(tmp_path)
+    a = cache.key({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.0})
+    b = cache.key({"temperature": 0.0, "messages": [{"content": "x", "role": "user"}], "model": "m"})
+    assert a == b
+    assert a != cache.key({"model": "m", "messages": [{"role": "user", "content": "y"}], "temperature": 0.0})
+    assert cache.get(a) is None and cache.misses == 1
+    cache.put(a, {"text": "reply"})
+    assert ResponseCache(tmp_path).get(a)["text"] == "reply"  # a fresh instance reads it from disk
+    cache.path(a).write_text("{ torn")  # a corrupt entry is a miss, not a crash
+    assert cache.get(a) is None
+    assert not list(tmp_path.rglob("*.tmp"))

@@ -1,0 +1,246 @@
+"""Per-episode measures on hand-computed cases (the arithmetic is in the comments)."""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+import math
+
+import pytest
+
+import embodmem.metrics as metrics_module
+from embodmem.metrics import (
+    EpisodeMeasures,
+    distance_score,
+    instance_score,
+    is_success,
+    soft_spl,
+    soft_success,
+    spl,
+)
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(metrics_module).failed == 0
+
+
+# --- success ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stopped", "distance", "radius", "expected"),
+    [
+        (True, 1.0, 1.5, True),  # stopped inside the radius
+        (True, 1.5, 1.5, True),  # the boundary counts as inside
+        (True, 1.6, 1.5, False),  # stopped too far
+        (False, 0.0, 1.5, False),  # on the target but never stopped
+    ],
+)
+def test_is_success(stopped: bool, distance: float, radius: float, expected: bool) -> None:
+    assert is_success(stopped, distance, radius) is expected
+
+
+# --- SPL ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("success", "shortest", "taken", "expected"),
+    [
+        (True, 10.0, 20.0, 0.5),  # 1 * 10 / max(10, 20) = 10 / 20
+        (True, 10.0, 10.0, 1.0),  # optimal path
+        (True, 12.0, 16.0, 0.75),  # 12 / 16
+        (True, 10.0, 5.0, 1.0),  # p < l (coarse geodesic): 10 / max(10, 5) = 1, never above 1
+        (False, 10.0, 10.0, 0.0),  # S = 0
+        (True, 0.0, 0.0, 1.0),  # started on the goal and stopped at once: defined as 1
+        (True, 0.0, 5.0, 0.0),  # started on the goal but wandered: 0 / max(0, 5) = 0
+        (True, math.inf, 5.0, 0.0),  # no reachable target: no shortest path to compare with
+    ],
+)
+def test_spl(success: bool, shortest: float, taken: float, expected: float) -> None:
+    assert spl(success, shortest, taken) == pytest.approx(expected)
+
+
+def test_spl_rejects_negative_distances() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        spl(True, -1.0, 3.0)
+
+
+# --- SoftSPL --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("d0", "d1", "shortest", "taken", "expected"),
+    [
+        (10.0, 2.5, 10.0, 20.0, 0.375),  # (1 - 2.5/10) * 10/20 = 0.75 * 0.5
+        (10.0, 0.0, 10.0, 10.0, 1.0),  # reached the goal optimally
+        (10.0, 15.0, 10.0, 10.0, 0.0),  # ended farther than it started: max(0, 1 - 1.5) = 0
+        (0.0, 0.0, 0.0, 0.0, 1.0),  # d_start = 0 and d_final = 0: soft success 1, efficiency 1
+        (0.0, 2.0, 0.0, 4.0, 0.0),  # d_start = 0 but left the goal: soft success 0
+        (math.inf, 3.0, math.inf, 4.0, 0.0),  # unreachable
+    ],
+)
+def test_soft_spl(d0: float, d1: float, shortest: float, taken: float, expected: float) -> None:
+    assert soft_spl(d0, d1, shortest, taken) == pytest.approx(expected)
+
+
+def test_soft_success_credits_partial_progress() -> None:
+    # 1 - 4 / 16 = 0.75, independent of path length
+    assert soft_success(16.0, 4.0) == pytest.approx(0.75)
+
+
+# --- distance score -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("d", "expected"),
+    [
+        (0.0, 100.0),
+        (30.0, 100.0),  # the full-score threshold is inclusive
+        (47.5, 75.0),  # 100 * (100 - 47.5) / 70 = 100 * 52.5 / 70
+        (65.0, 50.0),  # 100 * 35 / 70
+        (100.0, 0.0),
+        (250.0, 0.0),
+    ],
+)
+def test_instance_score(d: float, expected: float) -> None:
+    assert instance_score(d) == pytest.approx(expected)
+
+
+def test_instance_score_custom_thresholds() -> None:
+    # full at <= 10, zero at 20: 15 m is halfway -> 50
+    assert instance_score(15.0, full_score_m=10.0, zero_score_m=20.0) == pytest.approx(50.0)
+
+
+def test_distance_score_one_instance() -> None:
+    assert distance_score([65.0]) == pytest.approx(50.0)  # weight 1.0 * 50
+
+
+def test_distance_score_two_instances_sorted_and_unsorted() -> None:
+    # sorted [10, 80]: 0.6 * 100 + 0.4 * (100 * 20 / 70) = 60 + 11.428571 = 71.428571
+    expected = 60.0 + 0.4 * 100.0 * 20.0 / 70.0
+    assert distance_score([10.0, 80.0]) == pytest.approx(expected)
+    assert distance_score([80.0, 10.0]) == pytest.approx(expected)
+    # the nearest instance gets 0.6 even when it is listed last: not 0.6 * 28.57 + 0.4 * 100 = 57.14
+    assert distance_score([80.0, 10.0]) != pytest.approx(0.6 * 100.0 * 20.0 / 70.0 + 40.0)
+
+
+def test_distance_score_three_instances_any_order() -> None:
+    # sorted [20, 65, 100] -> scores [100, 50, 0]: 0.6 * 100 + 0.2 * 50 + 0.2 * 0 = 70
+    for perm in itertools.permutations([100.0, 20.0, 65.0]):
+        assert distance_score(perm) == pytest.approx(70.0)
+    # all three found: 0.6 + 0.2 + 0.2 = 1 -> 100
+    assert distance_score([1.0, 2.0, 3.0]) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("n", [0, 4, 5])
+def test_distance_score_rejects_unsupported_instance_counts(n: int) -> None:
+    with pytest.raises(ValueError, match=f"got {n}"):
+        distance_score([10.0] * n)
+
+
+def test_distance_score_rejects_bad_distances() -> None:
+    with pytest.raises(ValueError):
+        distance_score([-1.0])
+    with pytest.raises(ValueError):
+        distance_score([math.nan])
+
+
+# --- EpisodeMeasures ------------------------------------------------------------------------------
+
+
+def _info(**kw: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "distance_m": 12.0,
+        "geodesic_m": 10.0,
+        "instance_distances_m": [12.0, 40.0],
+        "path_length_m": 0.0,
+        "collisions": 0,
+        "success": False,
+        "target_in_view": False,
+    }
+    base.update(kw)
+    return base
+
+
+def test_episode_measures_successful_episode() -> None:
+    m = EpisodeMeasures()
+    m.reset(_info())
+    m.update(2, _info(path_length_m=5.0, geodesic_m=6.0, collisions=1, target_in_view=True))
+    m.update(2, _info(path_length_m=10.0, geodesic_m=4.0, collisions=1))
+    m.update(
+        6,
+        _info(
+            path_length_m=15.0,
+            geodesic_m=0.0,
+            distance_m=1.0,
+            instance_distances_m=[35.0, 1.0],
+            collisions=1,
+            success=True,
+        ),
+    )
+    r = m.get()
+    assert r["success"] == 1
+    assert r["steps"] == 3
+    assert r["path_length"] == pytest.approx(15.0)
+    assert r["shortest_path"] == pytest.approx(10.0)
+    assert r["spl"] == pytest.approx(10.0 / 15.0)  # 1 * 10 / max(10, 15)
+    assert r["soft_spl"] == pytest.approx(10.0 / 15.0)  # (1 - 0/10) * 10/15
+    # sorted [1, 35]: 0.6 * 100 + 0.4 * 100 * (100 - 35) / 70 = 60 + 37.142857
+    assert r["distance_score"] == pytest.approx(60.0 + 40.0 * 65.0 / 70.0)
+    assert r["collisions"] == 1
+    assert r["final_distance_m"] == pytest.approx(1.0)
+    assert r["target_seen"] is True  # in view at step 1 only, still counts
+
+
+def test_episode_measures_failed_episode() -> None:
+    m = EpisodeMeasures()
+    m.reset(_info())
+    m.update(2, _info(path_length_m=20.0, geodesic_m=5.0, distance_m=50.0, instance_distances_m=[50.0, 90.0]))
+    r = m.get()
+    assert r["success"] == 0
+    assert r["spl"] == 0.0
+    assert r["soft_spl"] == pytest.approx(0.25)  # (1 - 5/10) * 10 / max(10, 20) = 0.5 * 0.5
+    # sorted [50, 90]: 0.6 * 100 * 50/70 + 0.4 * 100 * 10/70 = 42.857143 + 5.714286
+    assert r["distance_score"] == pytest.approx(0.6 * 100 * 50 / 70 + 0.4 * 100 * 10 / 70)
+    assert r["target_seen"] is False
+
+
+def test_episode_measures_counts_from_the_episode_start() -> None:
+    # The env's counters are cumulative; the episode's are the difference from reset.
+    m = EpisodeMeasures()
+    m.reset(_info(path_length_m=7.0, collisions=2))
+    m.update(0, _info(path_length_m=9.0, collisions=5))
+    r = m.get()
+    assert r["path_length"] == pytest.approx(2.0)  # 9 - 7
+    assert r["collisions"] == 3  # 5 - 2
+
+
+def test_episode_measures_target_seen_at_reset() -> None:
+    m = EpisodeMeasures()
+    m.reset(_info(target_in_view=True))
+    assert m.get()["target_seen"] is True
+    assert m.get()["steps"] == 0
+
+
+def test_success_fallback_rule_when_env_does_not_report() -> None:
+    info = _info(distance_m=1.0)
+    del info["success"]
+    m = EpisodeMeasures(success_distance_m=1.5, stop_action=6)
+    m.reset(info)
+    m.update(6, info)  # stop within 1.5 m
+    assert m.get()["success"] == 1
+    m.reset(info)
+    m.update(2, info)  # did not stop
+    assert m.get()["success"] == 0
+
+
+def test_episode_measures_errors() -> None:
+    m = EpisodeMeasures()
+    with pytest.raises(RuntimeError, match="before reset"):
+        m.update(0, _info())
+    with pytest.raises(RuntimeError, match="before reset"):
+        m.get()
+    info = _info()
+    del info["geodesic_m"]
+    with pytest.raises(KeyError, match="geodesic_m"):
+        m.reset(info)
