@@ -54,32 +54,46 @@ def merge_adjacent(
         raise ValueError(f"counts must be {n} positive integers, got {c.tolist()}")
     if target < 1:
         raise ValueError(f"target must be >= 1, got {target}")
-    blocked = np.zeros(max(n - 1, 0), dtype=bool)
+    blocked = np.zeros(n, dtype=bool)  # blocked[i]: i may not merge with its right neighbour
     if barriers is not None:
-        blocked = np.array(barriers, dtype=bool, copy=True)
-        if blocked.shape != (max(n - 1, 0),):
-            raise ValueError(f"barriers must have {max(n - 1, 0)} entries, got {blocked.shape}")
-    groups = [[i] for i in range(n)]
-    sims = np.einsum("ij,ij->i", v[:-1], v[1:]) if n > 1 else np.zeros(0)
-    while len(v) > target:
-        s = np.where(blocked, -np.inf, sims)
-        if s.size == 0 or not np.isfinite(s.max()):
+        b = np.asarray(barriers, dtype=bool)
+        if b.shape != (max(n - 1, 0),):
+            raise ValueError(f"barriers must have {max(n - 1, 0)} entries, got {b.shape}")
+        blocked[: n - 1] = b
+    # Linked list over the survivors; sims[i] is the cosine of i and its right neighbour (-inf: none).
+    nxt = list(range(1, n + 1))
+    prv = list(range(-1, n - 1))
+    sims = np.full(n, -np.inf)
+    if n > 1:
+        sims[:-1] = np.einsum("ij,ij->i", v[:-1], v[1:])
+    sims[blocked] = -np.inf
+    groups: list[list[int] | None] = [[i] for i in range(n)]
+    alive = n
+    while alive > target:
+        i = int(np.argmax(sims))  # earliest pair on ties
+        if sims[i] == -np.inf:
             break
-        i = int(np.argmax(s))
-        merged = c[i] * v[i] + c[i + 1] * v[i + 1]
-        norm = np.linalg.norm(merged)
-        v[i] = merged / norm if norm > 1e-12 else v[i + 1]
-        c[i] += c[i + 1]
-        groups[i].extend(groups.pop(i + 1))
-        v = np.delete(v, i + 1, axis=0)
-        c = np.delete(c, i + 1)
-        sims = np.delete(sims, i)
-        blocked = np.delete(blocked, i)
-        if i > 0:
-            sims[i - 1] = v[i - 1] @ v[i]
-        if i < len(v) - 1:
-            sims[i] = v[i] @ v[i + 1]
-    return v.astype(np.float32), c, groups
+        j = nxt[i]
+        merged = c[i] * v[i] + c[j] * v[j]
+        norm = float(np.sqrt(merged @ merged))
+        v[i] = merged / norm if norm > 1e-12 else v[j]
+        c[i] += c[j]
+        groups[i].extend(groups[j])  # type: ignore[union-attr]
+        groups[j] = None
+        nxt[i] = nxt[j]
+        if nxt[j] < n:
+            prv[nxt[j]] = i
+        blocked[i] = blocked[j]
+        sims[j] = -np.inf
+        sims[i] = -np.inf if (nxt[i] >= n or blocked[i]) else float(v[i] @ v[nxt[i]])
+        p = prv[i]
+        if p >= 0 and not blocked[p]:
+            sims[p] = float(v[p] @ v[i])
+        alive -= 1
+    keep = [i for i in range(n) if groups[i] is not None]
+    v, c = v[keep], c[keep]
+    groups = [groups[i] for i in keep]
+    return v.astype(np.float32), c, groups  # type: ignore[return-value]
 
 
 class Consolidated(NamedTuple):
@@ -192,6 +206,7 @@ class ShortTermFIFO:
         sims = queries @ self.vectors[keep].T
         for qi, row in enumerate(sims):
             order = np.argsort(-row, kind="stable")[:k]
-            out[qi] = [Hit(float(row[j]), self.ids[keep[j]], self.metas[keep[j]], "short_term")
-                       for j in order]
+            out[qi] = [
+                Hit(float(row[j]), self.ids[keep[j]], self.metas[keep[j]], "short_term") for j in order
+            ]
         return out

@@ -7,6 +7,7 @@ Long-term memory can hold a million frames, so metadata lives in a columnar :cla
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -95,14 +96,15 @@ def merge_metas(metas: Sequence[FrameMeta], hits: int | None = None) -> FrameMet
     the step span covers all members. Keeping the latest frame (rather than, say, the medoid) is
     cheap, deterministic and matches the record id, which is also the latest member's.
     """
-    last = metas[-1]
-    return dataclasses.replace(
-        last,
-        count=int(sum(m.count for m in metas)),
-        step_min=int(min(m.step_min for m in metas)),  # type: ignore[type-var]
-        step_max=int(max(m.step_max for m in metas)),  # type: ignore[type-var]
-        hits=int(sum(m.hits for m in metas)) if hits is None else hits,
-    )
+    out = copy.copy(metas[-1])  # dataclasses.replace is ~10x slower and this runs per record
+    if len(metas) > 1:
+        out.count = int(sum(m.count for m in metas))
+        out.step_min = int(min(m.step_min for m in metas))  # type: ignore[type-var]
+        out.step_max = int(max(m.step_max for m in metas))  # type: ignore[type-var]
+        out.hits = int(sum(m.hits for m in metas))
+    if hits is not None:
+        out.hits = hits
+    return out
 
 
 # Columns of MetaTable: name -> dtype. Strings (run_id, task) are stored as int32 codes.
@@ -238,8 +240,10 @@ class MetaTable:
             return
         if np.any(np.diff(ids) <= 0) or (self._n and ids[0] <= self._cols["ids"][self._n - 1]):
             last = int(self._cols["ids"][self._n - 1]) if self._n else None
-            raise ValueError(f"record ids must be strictly increasing (last stored id {last}, "
-                             f"new ids {ids[:5].tolist()}...)")
+            raise ValueError(
+                f"record ids must be strictly increasing (last stored id {last}, "
+                f"new ids {ids[:5].tolist()}...)"
+            )
         missing = set(self._cols) - set(cols)
         if missing:
             raise ValueError(f"missing metadata columns {sorted(missing)}")
@@ -255,7 +259,7 @@ class MetaTable:
         keep = np.ones(self._n, dtype=bool)
         keep[rows] = False
         k = int(keep.sum())
-        for name, a in self._cols.items():
+        for a in self._cols.values():
             a[:k] = a[: self._n][keep]
         self._n = k
 
@@ -343,8 +347,10 @@ class MetaTable:
         n = len(cols["ids"])
         for k, a in cols.items():
             if len(a) != n or a.dtype != t._cols[k].dtype:
-                raise ValueError(f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, "
-                                 f"expected {n} / {t._cols[k].dtype}")
+                raise ValueError(
+                    f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, "
+                    f"expected {n} / {t._cols[k].dtype}"
+                )
         t.append(cols)
         return t
 

@@ -29,23 +29,33 @@ def _group_keys(store: LongTermStore, cell: float, same_task: bool) -> np.ndarra
     return key
 
 
-def _leader_clusters(sims: np.ndarray, close: np.ndarray | None, threshold: float) -> np.ndarray:
+def _leader_clusters(sims: np.ndarray, close: np.ndarray | None, threshold: float) -> list[np.ndarray]:
     """Greedy leader clustering in time order: a record joins the earliest earlier leader it is
-    similar to, so every member is within ``threshold`` of its leader (no chaining drift)."""
-    g = len(sims)
-    label = np.full(g, -1, dtype=np.int64)
+    similar to, so every member is within ``threshold`` of its leader (no chaining drift).
+
+    Returns:
+        The clusters with at least two members, as arrays of positions.
+    """
     ok = sims >= threshold
     if close is not None:
         ok &= close
-    for i in range(g):
-        if label[i] >= 0:
+    np.fill_diagonal(ok, False)
+    cand = np.flatnonzero(ok.any(axis=1))  # records with no near-duplicate stay alone: skip them
+    if len(cand) == 0:
+        return []
+    free = np.zeros(len(sims), dtype=bool)
+    free[cand] = True
+    out = []
+    for i in cand:
+        if not free[i]:
             continue
-        label[i] = i
-        join = ok[i].copy()
-        join[: i + 1] = False
-        join &= label < 0
-        label[join] = i
-    return label
+        free[i] = False
+        join = ok[i] & free
+        join[:i] = False
+        if join.any():
+            free[join] = False
+            out.append(np.concatenate([[i], np.flatnonzero(join)]))
+    return out
 
 
 def sleep(
@@ -98,11 +108,10 @@ def sleep(
                 if dedup_distance is not None:
                     d2 = ((xy[rows, None, :] - xy[None, rows, :]) ** 2).sum(-1)
                     close = d2 <= dedup_distance**2
-                label = _leader_clusters(v @ v.T, close, dedup_threshold)
-                for lead in np.unique(label):
-                    members = np.flatnonzero(label == lead)
-                    if len(members) < 2:
-                        continue
+                # einsum, not BLAS: on a busy 2-core machine multi-threaded OpenBLAS spin-waits on
+                # small products (8 ms instead of 30 us for 100 x 100 x 128, measured here)
+                sims = np.einsum("ik,jk->ij", v, v)
+                for members in _leader_clusters(sims, close, dedup_threshold):
                     w = counts[rows[members]].astype(np.float64)
                     mean = (w[:, None] * v[members]).sum(axis=0)
                     groups.append(ids[rows[members]].copy())
@@ -112,13 +121,13 @@ def sleep(
         store.merge(groups, np.asarray(vectors, dtype=np.float32))
     drift = store.drift()
     reason = None
-    if store.needs_training and len(store):
+    if store.needs_training and store.trained and len(store):
         if retrain:
             reason = "asked"
         elif retrain is None and drift is not None and drift > drift_factor:
             reason = f"drift {drift:.2f} > {drift_factor}"
-    if reason is not None:
-        store.retrain()
+    if reason is not None and not store.retrain():
+        reason = None  # too little data left to retrain honestly
     after = store.stats()
     return {
         "records_before": before["records"],

@@ -24,7 +24,7 @@ import numpy as np
 from embodmem.memory.records import FrameMeta, Hit, MetaTable
 
 #: Filtered searches whose matching set is at most this large are answered exactly on decoded codes.
-EXACT_FILTER_MAX = 4096
+EXACT_FILTER_MAX = 1024
 
 
 def build_index(dim: int, factory: str) -> faiss.Index:
@@ -40,19 +40,43 @@ def build_index(dim: int, factory: str) -> faiss.Index:
     try:
         base = faiss.index_factory(int(dim), factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as e:  # FAISS reports parse errors as RuntimeError
-        raise ValueError(f"index_factory={factory!r} is not a valid FAISS factory string for "
-                         f"dim={dim}: {str(e).strip().splitlines()[-1]}") from None
+        raise ValueError(
+            f"index_factory={factory!r} is not a valid FAISS factory string for "
+            f"dim={dim}: {str(e).strip().splitlines()[-1]}"
+        ) from None
+    _tune_training(base)
     ivf = faiss.try_extract_index_ivf(base)
     if ivf is not None:
-        if isinstance(ivf, faiss.IndexIVFFastScan):
-            raise ValueError(f"index_factory={factory!r}: IVF fast-scan indexes cannot remove by id; "
-                             f"use e.g. 'IVF1024,PQ32' or a flat 'PQ32x4fs'")
+        if isinstance(faiss.downcast_index(ivf), faiss.IndexIVFFastScan):
+            raise ValueError(
+                f"index_factory={factory!r}: IVF fast-scan indexes cannot remove by id; "
+                f"use e.g. 'IVF1024,PQ32' or a flat 'PQ32x4fs'"
+            )
         ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
         return base
     if isinstance(base, (faiss.IndexHNSW, faiss.IndexNSG)):
-        raise ValueError(f"index_factory={factory!r}: graph indexes cannot remove records "
-                         f"(eviction and merging need removal)")
+        raise ValueError(
+            f"index_factory={factory!r}: graph indexes cannot remove records "
+            f"(eviction and merging need removal)"
+        )
     return faiss.IndexIDMap2(base)
+
+
+def _tune_training(index: faiss.Index) -> None:
+    """Make PQ training affordable on a small CPU, using FAISS's own knobs.
+
+    * Polysemous training, which the factory enables for "PQn" (without "np"), is switched off: it
+      costs seconds even on tiny sets and only serves Hamming-filtered search, never used here.
+    * Each PQ sub-quantizer k-means subsamples to 39 points per centroid (FAISS's recommended
+      minimum, 9,984 for 8-bit codes) instead of 256: on 2-4-d sub-spaces more points barely change
+      the codebook, and PQ64 training on 128-d drops from minutes to about half a minute.
+    """
+    inner = faiss.downcast_index(index)
+    while isinstance(inner, faiss.IndexPreTransform):
+        inner = faiss.downcast_index(inner.index)
+    if isinstance(inner, (faiss.IndexPQ, faiss.IndexIVFPQ)):
+        inner.do_polysemous_training = False
+        inner.pq.cp.max_points_per_centroid = 39
 
 
 def _codec(index: faiss.Index) -> faiss.Index:
@@ -185,10 +209,13 @@ class LongTermStore:
                 raise ValueError(
                     f"byte_budget={byte_budget} cannot hold train_min={self.train_min} raw vectors "
                     f"({4 * self.dim} bytes each) during the flat cold start of {index_factory!r}: "
-                    f"needs >= {need}; lower train_min or raise byte_budget")
+                    f"needs >= {need}; lower train_min or raise byte_budget"
+                )
         if byte_budget is not None and byte_budget < code_bytes_per_vector(probe):
-            raise ValueError(f"byte_budget={byte_budget} is smaller than one vector code "
-                             f"({code_bytes_per_vector(probe)} bytes)")
+            raise ValueError(
+                f"byte_budget={byte_budget} is smaller than one vector code "
+                f"({code_bytes_per_vector(probe)} bytes)"
+            )
         self.reset()
 
     # ----------------------------------------------------------------------------- lifecycle
@@ -256,8 +283,9 @@ class LongTermStore:
             return ids
         if np.any(np.diff(ids) <= 0) or (len(self) and ids[0] <= self.meta.ids[-1]):
             last = int(self.meta.ids[-1]) if len(self) else None
-            raise ValueError(f"ids must be strictly increasing and above the last stored id {last}, "
-                             f"got {ids[:8].tolist()}")
+            raise ValueError(
+                f"ids must be strictly increasing and above the last stored id {last}, got {ids[:8].tolist()}"
+            )
         if not self.trained and len(self) + len(x) >= self.train_min:
             self._train_and_migrate(extra=x)
         keep = self._make_room(len(x))
@@ -335,25 +363,40 @@ class LongTermStore:
 
     # ----------------------------------------------------------------------------- training
     def _training_set(self, extra: np.ndarray | None = None) -> np.ndarray:
-        """Raw recent vectors (plus ``extra``), topped up with decoded stored vectors, capped."""
+        """Vectors to train on, at most ``train_sample``.
+
+        Cold start: every raw vector seen so far (plus ``extra``, the batch being inserted).
+        Retraining: at most half recent raw vectors (where the data drifted to), the rest decoded
+        records sampled uniformly over the whole store, so that places seen long ago keep their
+        share of centroids.
+        """
         rng = np.random.default_rng(self.seed + self.trainings)
         _, raw = self.raw.valid()
-        parts = [raw] + ([extra] if extra is not None else [])
-        x = np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
-        if len(x) < self.train_sample and len(self):
-            need = min(self.train_sample - len(x), len(self))
+        if extra is not None:
+            raw = np.concatenate([raw, extra])
+        cap = self.train_sample // 2 if self.trained else self.train_sample
+        if len(raw) > cap:
+            raw = raw[np.sort(rng.choice(len(raw), size=cap, replace=False))]
+        parts = [raw]
+        need = min(self.train_sample - len(raw), len(self)) if self.trained else 0
+        if need > 0:
             pick = np.sort(rng.choice(len(self), size=need, replace=False))
-            x = np.concatenate([x, self.reconstruct(self.meta.ids[pick])])
-        if len(x) > self.train_sample:
-            x = x[np.sort(rng.choice(len(x), size=self.train_sample, replace=False))]
-        return np.ascontiguousarray(x, dtype=np.float32)
+            parts.append(self.reconstruct(self.meta.ids[pick]))
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
-    def _train_and_migrate(self, extra: np.ndarray | None = None) -> None:
+    def _train_and_migrate(self, extra: np.ndarray | None = None, train: np.ndarray | None = None) -> None:
         """Train the configured quantiser and move every stored record into it."""
-        train = self._training_set(extra)
+        if train is None:
+            train = self._training_set(extra)
         new = build_index(self.dim, self.index_factory)
         self._configure(new)
-        new.train(train)
+        try:
+            new.train(train)
+        except RuntimeError as e:
+            raise ValueError(
+                f"training index_factory={self.index_factory!r} on {len(train)} vectors failed "
+                f"(raise train_min/train_sample): {str(e).strip().splitlines()[-1]}"
+            ) from None
         fixed = len(faiss.serialize_index(new))
         raw_ids, raw_vecs = self.raw.valid()
         raw_pos = {int(i): j for j, i in enumerate(raw_ids)}
@@ -372,10 +415,20 @@ class LongTermStore:
         self.train_error = reconstruction_error(new, train)
         self._fixed_bytes = fixed
 
-    def retrain(self) -> None:
-        """Retrain the quantiser on recent raw vectors plus decoded stored ones, then re-index."""
-        if self.needs_training:
-            self._train_and_migrate()
+    def retrain(self) -> bool:
+        """Retrain the quantiser on recent raw vectors plus decoded stored ones, then re-index.
+
+        A store still in its flat cold start is left alone (it trains once ``train_min`` vectors
+        have arrived), and so is one whose training set would be smaller than ``train_min`` (after
+        heavy merging). Returns whether it retrained.
+        """
+        if not (self.needs_training and self.trained):
+            return False
+        train = self._training_set()
+        if len(train) < self.train_min:
+            return False
+        self._train_and_migrate(train=train)
+        return True
 
     def drift(self) -> float | None:
         """Reconstruction error of the recent raw vectors divided by the error at training time
@@ -409,63 +462,120 @@ class LongTermStore:
     ) -> list[list[Hit]]:
         """Top-``k`` records per query row, best first, restricted by the metadata filters.
 
-        Filters over-fetch from FAISS and keep matching records; when that cannot find ``k``
-        matches (or few records match) the matching records are scored exactly on their decoded
-        codes, so ``min(k, matching)`` hits are always returned.
+        ``min(k, matching records)`` hits are always returned: filters go into FAISS as an id
+        selector (a bitmap over ids) where the index supports it; IVF indexes widen ``nprobe`` (x4
+        up to all lists) for queries whose probed lists hold too few matches; indexes without
+        selector support (flat PQ, fast-scan) over-fetch and filter. Small matching sets, and any
+        query still short, are scored exactly on the decoded codes of the matching records.
         """
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if q.shape[1] != self.dim:
             raise ValueError(f"queries must have {self.dim} columns, got shape {q.shape}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        n = len(self)
         out: list[list[Hit]] = [[] for _ in range(len(q))]
-        if n == 0:
+        if len(self) == 0:
             return out
         mask = self.meta.filter_mask(task=task, step_range=step_range, run_id=run_id, episode=episode)
-        if mask is None:
-            D, I = self._index.search(q, min(k, n))
-            results = [(d[i >= 0], self.meta.rows_of(i[i >= 0])) for d, i in zip(D, I)]
-        else:
-            results = self._filtered(q, k, mask)
+        results = self._search_rows(q, k, mask)
         for qi, (scores, rows) in enumerate(results):
-            out[qi] = [Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)]
+            out[qi] = [
+                Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)
+            ]
             if count_hits and len(rows):
                 self.meta.add_hits(rows)
         return out
 
-    def _filtered(self, q: np.ndarray, k: int, mask: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        rows = np.flatnonzero(mask)
-        n, m = len(self), len(rows)
+    def _selector_params(self, sel: faiss.IDSelector | None, nprobe: int) -> faiss.SearchParameters | None:
+        """Search parameters carrying ``sel`` (and ``nprobe``), or ``None`` if the index has none."""
+        index = self._index
+        if isinstance(index, faiss.IndexIDMap2):
+            inner = faiss.downcast_index(index.index)
+            # IndexPQ and fast-scan reject selectors; IDMap2 translates only a top-level selector
+            ok = isinstance(inner, (faiss.IndexFlat, faiss.IndexScalarQuantizer))
+            return faiss.SearchParameters(sel=sel) if ok and sel is not None else None
+        params = faiss.SearchParametersIVF(nprobe=nprobe)
+        if sel is not None:
+            params.sel = sel
+        if isinstance(index, faiss.IndexPreTransform):
+            params = faiss.SearchParametersPreTransform(index_params=params)
+        return params
+
+    def _search_rows(
+        self, q: np.ndarray, k: int, mask: np.ndarray | None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(scores, rows)`` per query: the top ``min(k, matching)`` records."""
+        n = len(self)
+        rows = np.flatnonzero(mask) if mask is not None else None
+        m = n if rows is None else len(rows)
         want = min(k, m)
-        results: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(q)
-        if m == 0:
-            return [(np.zeros(0, np.float32), np.zeros(0, np.int64))] * len(q)
+        empty = (np.zeros(0, np.float32), np.zeros(0, np.int64))
+        results: list[tuple[np.ndarray, np.ndarray]] = [empty] * len(q)
+        if want == 0:
+            return results
         todo = np.arange(len(q))
-        if m > EXACT_FILTER_MAX:
-            kk = min(n, max(2 * k, math.ceil(2 * k * n / m)))
-            while len(todo):
-                D, I = self._index.search(q[todo], kk)
-                left = []
-                for j, qi in enumerate(todo):
-                    valid = I[j] >= 0
-                    r = self.meta.rows_of(I[j][valid])
-                    ok = mask[r]
-                    if ok.sum() >= want:
-                        results[qi] = (D[j][valid][ok][:want], r[ok][:want])
-                    else:
-                        left.append(qi)
-                todo = np.asarray(left, dtype=np.int64)
-                if kk >= min(n, 16 * EXACT_FILTER_MAX) or not len(todo):
-                    break
-                kk = min(n, kk * 4)
+        if rows is None or m > EXACT_FILTER_MAX:
+            sel, bitmap = None, None
+            if rows is not None:
+                ids = self.meta.ids[rows]
+                bits = np.zeros(int(self.meta.ids[-1]) + 1, dtype=bool)
+                bits[ids] = True
+                bitmap = np.packbits(bits, bitorder="little")  # FAISS reads bit i at byte i >> 3
+                sel = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bitmap))
+            ivf = faiss.try_extract_index_ivf(self._index)
+            nprobe = self.nprobe
+            params = self._selector_params(sel, nprobe)
+            if params is None and sel is not None:
+                todo = self._overfetch(q, k, want, mask, results)  # type: ignore[arg-type]
+            else:
+                while len(todo):
+                    scores, labels = self._index.search(q[todo], want, params=params)
+                    left = []
+                    for j, qi in enumerate(todo):
+                        valid = labels[j] >= 0
+                        if valid.sum() >= want:
+                            results[qi] = (scores[j][valid], self.meta.rows_of(labels[j][valid]))
+                        else:
+                            left.append(qi)
+                    todo = np.asarray(left, dtype=np.int64)
+                    if ivf is None or nprobe >= ivf.nlist:
+                        break
+                    nprobe = min(ivf.nlist, nprobe * 4)  # the probed lists held too few (matching) records
+                    params = self._selector_params(sel, nprobe)
+            del bitmap  # kept alive until here: the selector points into it
         if len(todo):
-            x = self.reconstruct(self.meta.ids[rows])
-            S = q[todo] @ x.T
+            sub = np.arange(n) if rows is None else rows
+            x = self.reconstruct(self.meta.ids[sub])
+            sims = np.einsum("qd,nd->qn", q[todo], x)
             for j, qi in enumerate(todo):
-                top = np.argsort(-S[j], kind="stable")[:want]
-                results[qi] = (S[j][top], rows[top])
-        return results  # type: ignore[return-value]
+                top = np.argsort(-sims[j], kind="stable")[:want]
+                results[qi] = (sims[j][top], sub[top])
+        return results
+
+    def _overfetch(
+        self, q: np.ndarray, k: int, want: int, mask: np.ndarray, results: list[tuple[np.ndarray, np.ndarray]]
+    ) -> np.ndarray:
+        """Filter by fetching more than ``k`` and keeping matches (indexes without selectors).
+        Fills ``results`` and returns the queries still short."""
+        n, m = len(self), int(mask.sum())
+        kk = min(n, max(2 * k, math.ceil(2 * k * n / m)))
+        todo = np.arange(len(q))
+        while len(todo):
+            scores, labels = self._index.search(q[todo], kk)
+            left = []
+            for j, qi in enumerate(todo):
+                valid = labels[j] >= 0
+                r = self.meta.rows_of(labels[j][valid])
+                ok = mask[r]
+                if ok.sum() >= want:
+                    results[qi] = (scores[j][valid][ok][:want], r[ok][:want])
+                else:
+                    left.append(qi)
+            todo = np.asarray(left, dtype=np.int64)
+            if kk >= min(n, 16 * EXACT_FILTER_MAX):
+                break
+            kk = min(n, kk * 4)
+        return todo
 
     def search_by_id(self, record_id: int, k: int, *, exclude_self: bool = True, **filters: Any) -> list[Hit]:
         """Records most similar to record ``record_id``'s own stored vector."""
@@ -506,8 +616,14 @@ class LongTermStore:
         """``(index bytes, arrays, json state)`` for persistence."""
         arrays = self.meta.to_arrays("meta_")
         arrays.update(raw_vecs=self.raw.vecs, raw_ids=self.raw.ids)
-        js = {"trained": self.trained, "train_error": self.train_error, "evicted": self.evicted,
-              "trainings": self.trainings, "raw_pos": self.raw.pos, "fixed_bytes": self._fixed_bytes}
+        js = {
+            "trained": self.trained,
+            "train_error": self.train_error,
+            "evicted": self.evicted,
+            "trainings": self.trainings,
+            "raw_pos": self.raw.pos,
+            "fixed_bytes": self._fixed_bytes,
+        }
         return faiss.serialize_index(self._index).tobytes(), arrays, js
 
     def load_state(self, index: faiss.Index, arrays: Any, js: dict[str, Any]) -> None:

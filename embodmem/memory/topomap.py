@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from typing import Any
 
 import networkx as nx
@@ -62,7 +63,10 @@ class TopologicalMap:
 
     def reset(self) -> None:
         """Remove every node and edge."""
-        self.graph = nx.Graph()
+        self._graph = nx.Graph()
+        self._dirty: set[int] = set()  # nodes whose "visits" attribute lags self._visits
+        self._xs: list[float] = []  # anchor poses as Python floats: scalar maths on them is fast
+        self._ys: list[float] = []
         self._n = 0
         self._pos = np.zeros((64, 2), dtype=np.float64)
         self._sum = np.zeros((64, self.dim), dtype=np.float32)
@@ -75,6 +79,15 @@ class TopologicalMap:
         return self._n
 
     # ----------------------------------------------------------------------------- queries
+    @property
+    def graph(self) -> nx.Graph:
+        """The networkx graph: nodes carry ``x``, ``y``, ``visits``; edges ``weight`` (Euclidean
+        distance between the node poses) and ``traversals``."""
+        for n in self._dirty:
+            self._graph.nodes[n]["visits"] = int(self._visits[n])
+        self._dirty.clear()
+        return self._graph
+
     @property
     def positions(self) -> np.ndarray:
         """``(n, 2)`` node anchor poses (x, y)."""
@@ -91,26 +104,26 @@ class TopologicalMap:
         return self._visits[: self._n]
 
     def _cell(self, x: float, y: float) -> tuple[int, int]:
-        return int(np.floor(x / self.node_distance)), int(np.floor(y / self.node_distance))
+        return math.floor(x / self.node_distance), math.floor(y / self.node_distance)
 
-    def _near(self, x: float, y: float) -> tuple[np.ndarray, np.ndarray]:
-        """Nodes within ``node_distance`` of (x, y) and their squared distances."""
+    def _near(self, x: float, y: float) -> list[tuple[float, int]]:
+        """``(squared distance, node)`` of the nodes within ``node_distance`` of (x, y)."""
         cx, cy = self._cell(x, y)
-        cand: list[int] = []
-        for dx in (-1, 0, 1):
-            for dy in (-1, 0, 1):
-                cand.extend(self._grid.get((cx + dx, cy + dy), ()))
-        if not cand:
-            return np.zeros(0, np.int64), np.zeros(0)
-        idx = np.asarray(cand, dtype=np.int64)
-        d2 = ((self._pos[idx] - (x, y)) ** 2).sum(axis=1)
-        ok = d2 <= self.node_distance**2
-        return idx[ok], d2[ok]
+        lim = self.node_distance**2
+        xs, ys, grid = self._xs, self._ys, self._grid
+        out = []
+        for gx in (cx - 1, cx, cx + 1):
+            for gy in (cy - 1, cy, cy + 1):
+                for i in grid.get((gx, gy), ()):
+                    d2 = (xs[i] - x) ** 2 + (ys[i] - y) ** 2
+                    if d2 <= lim:
+                        out.append((d2, i))
+        return out
 
     def localise(self, x: float, y: float) -> int | None:
         """The nearest node within ``node_distance`` of the pose, or ``None``."""
-        idx, d2 = self._near(x, y)
-        return int(idx[np.argmin(d2)]) if len(idx) else None
+        near = self._near(float(x), float(y))
+        return min(near)[1] if near else None
 
     def nearest_node(self, x: float, y: float) -> int | None:
         """The nearest node at any distance (``None`` for an empty map)."""
@@ -171,7 +184,7 @@ class TopologicalMap:
         elif rule == "embedding":
             node = self.localise_embedding(e)  # type: ignore[arg-type]
         elif rule == "pose_or_embedding":
-            idx, _ = self._near(x, y)
+            idx = np.asarray([i for _, i in self._near(x, y)], dtype=np.int64)
             node = None
             if len(idx):
                 sims = self._agg[idx] @ e
@@ -185,13 +198,13 @@ class TopologicalMap:
         if node is None:
             node = self._add_node(x, y)
         self._visits[node] += 1
-        self.graph.nodes[node]["visits"] = int(self._visits[node])
+        self._dirty.add(node)
         if e is not None:
             s = self._sum[node]
             s += e
-            norm = float(np.sqrt(s @ s))
+            norm = math.sqrt(float(s @ s))
             if norm > 0:
-                self._agg[node] = s / norm
+                np.divide(s, norm, out=self._agg[node])
         if self.prev is not None and self.prev != node:
             self._link(self.prev, node)
         self.prev = node
@@ -205,17 +218,20 @@ class TopologicalMap:
             self._agg = np.concatenate([self._agg, np.zeros_like(self._agg)])
             self._visits = np.concatenate([self._visits, np.zeros_like(self._visits)])
         self._pos[n] = (x, y)
+        self._xs.append(x)
+        self._ys.append(y)
         self._grid.setdefault(self._cell(x, y), []).append(n)
-        self.graph.add_node(n, x=x, y=y, visits=0)
+        self._graph.add_node(n, x=x, y=y, visits=0)
         self._n += 1
         return n
 
     def _link(self, a: int, b: int) -> None:
-        if self.graph.has_edge(a, b):
-            self.graph.edges[a, b]["traversals"] += 1
+        adj = self._graph._adj[a]  # direct adjacency access: this runs on every step
+        if b in adj:
+            adj[b]["traversals"] += 1
         else:
-            w = float(np.linalg.norm(self._pos[a] - self._pos[b]))
-            self.graph.add_edge(a, b, weight=w, traversals=1)
+            w = math.hypot(self._xs[a] - self._xs[b], self._ys[a] - self._ys[b])
+            self._graph.add_edge(a, b, weight=w, traversals=1)
 
     # ----------------------------------------------------------------------------- export
     def to_json(self) -> str:
@@ -229,12 +245,17 @@ class TopologicalMap:
             "node_similarity": self.node_similarity,
             "node_rule": self.node_rule,
             "prev": self.prev,
-            "nodes": [{"id": i, "x": float(p[0]), "y": float(p[1]), "visits": int(v)}
-                      for i, (p, v) in enumerate(zip(self.positions, self.visits))],
-            "edges": [[int(u), int(v), float(d["weight"]), int(d["traversals"])]
-                      for u, v, d in self.graph.edges(data=True)],
+            "nodes": [
+                {"id": i, "x": float(p[0]), "y": float(p[1]), "visits": int(v)}
+                for i, (p, v) in enumerate(zip(self.positions, self.visits))
+            ],
+            "edges": [
+                [int(u), int(v), float(d["weight"]), int(d["traversals"])]
+                for u, v, d in self.graph.edges(data=True)
+            ],
             "embedding_sums": base64.b64encode(
-                np.ascontiguousarray(self._sum[: self._n], dtype="<f4").tobytes()).decode("ascii"),
+                np.ascontiguousarray(self._sum[: self._n], dtype="<f4").tobytes()
+            ).decode("ascii"),
         }
         return json.dumps(obj)
 
@@ -259,13 +280,13 @@ class TopologicalMap:
                 raise ValueError(f"node ids must be 0..n-1 in order, got {node['id']} at {i}")
             m._add_node(node["x"], node["y"])
             m._visits[i] = node["visits"]
-            m.graph.nodes[i]["visits"] = node["visits"]
+            m._dirty.add(i)
             m._sum[i] = sums[i]
             norm = float(np.linalg.norm(sums[i]))
             if norm > 0:
                 m._agg[i] = sums[i] / norm
         for u, v, w, t in obj["edges"]:
-            m.graph.add_edge(u, v, weight=w, traversals=t)
+            m._graph.add_edge(u, v, weight=w, traversals=t)
         m.prev = obj["prev"]
         return m
 
@@ -288,8 +309,14 @@ class TopologicalMap:
         pix = np.rint((self.positions + 0.5) * cell_px).astype(np.int64)
         r = max(2, cell_px // 4)
         for u, v in self.graph.edges():
-            cv2.line(img, tuple(map(int, pix[u])), tuple(map(int, pix[v])), edge_color,
-                     max(1, cell_px // 10), cv2.LINE_AA)
+            cv2.line(
+                img,
+                tuple(map(int, pix[u])),
+                tuple(map(int, pix[v])),
+                edge_color,
+                max(1, cell_px // 10),
+                cv2.LINE_AA,
+            )
         for p in pix:
             cv2.circle(img, tuple(map(int, p)), r, node_color, -1, cv2.LINE_AA)
         if current is not None and 0 <= current < self._n:

@@ -1,0 +1,230 @@
+"""FrontierExplorer: the no-memory baseline, and the navigation skills every other agent reuses.
+
+Each step it folds the sonar scan into an occupancy grid, embeds the camera frame, and asks the
+recognizer whether the mission's target is in view. Until it is, it drives to the nearest frontier
+(a known-free cell next to unknown space). When it is, it guesses which cell the target occupies
+(where the centre sonar beam echoed), drives next to it, turns to face it, looks again, and stops
+if the second look agrees; otherwise it rules that cell out and explores on.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.base import Agent, Navigator, Observation
+from agents.mapping import OccupancyGrid, facing, plan_path, step_toward, turn_toward
+from agents.recognizer import TargetRecognizer
+from envs.spec import DIR_TO_VEC, Action, SensorSpec
+
+
+@dataclass
+class ExplorerConfig:
+    """Thresholds of the explorer (calibrated on calibration worlds, see benchmarks/calibrate.py)."""
+
+    detect_probability: float = 0.6
+    """P(target) of a frame above which the explorer goes to look closer."""
+    confirm_probability: float = 0.5
+    """P(target) when facing the candidate from next to it, above which it stops."""
+    max_candidate_range_m: float = 40.0
+    """Ignore sonar echoes farther than this when guessing the target's cell."""
+
+
+class FrontierExplorer(Agent, Navigator):
+    """Frontier exploration plus CLIP recognition of the mission's target; no memory across tasks."""
+
+    name = "explorer"
+
+    def __init__(self, embedder, config: ExplorerConfig | None = None):
+        super().__init__()
+        self.embedder = embedder
+        self.config = config or ExplorerConfig()
+        self.recognizer = TargetRecognizer(embedder)
+        self.grid: OccupancyGrid | None = None
+        self.spec: SensorSpec | None = None
+        self.pose = (0, 0, 0)
+        self.last_vector: np.ndarray | None = None
+        self.last_probability = 0.0
+        self.rejected: set[tuple[int, int]] = set()
+        self.candidate: tuple[int, int] | None = None
+        self.path: list[tuple[int, int]] = []
+        self.goal_kind = ""
+        self.steps = 0
+        self._last_action: int | None = None
+        self._last_pose: tuple[int, int, int] | None = None
+        self.profiler = None
+        """Set by the runner to time the agent's parts (embedding, mapping, memory, planning)."""
+
+    def timed(self, name: str):
+        """Context manager timing ``agent/<name>`` when a profiler is attached."""
+        return self.profiler.section(f"agent/{name}") if self.profiler is not None else nullcontext()
+
+    # ---------------------------------------------------------------- Agent protocol
+
+    def reset(self, observation: Observation, spec: SensorSpec) -> None:
+        super().reset(observation, spec)
+        if self.grid is None or self.spec != spec:
+            self.grid = OccupancyGrid(spec)
+        self.spec = spec
+        self.sonar_angles = np.array(spec.sonar_angles())
+        self.half_fov = np.radians(spec.camera_fov_deg) / 2
+        self.reset_spatial_memory_if_cold()
+        self.recognizer.set_mission(observation["mission"])
+        self.rejected = set()
+        self.candidate = None
+        self.path = []
+        self.goal_kind = ""
+        self.steps = 0
+        self._last_action = None
+        self._last_pose = None
+
+    def reset_spatial_memory_if_cold(self) -> None:
+        """The explorer remembers nothing between tasks: its map starts blank."""
+        assert self.grid is not None
+        self.grid.reset()
+
+    def act(self, observation: Observation) -> int:
+        self.update(observation)
+        self.steps += 1
+        with self.timed("planning"):
+            action = self.decide(observation)
+        self._last_action = action
+        return action
+
+    # ---------------------------------------------------------------- perception
+
+    def update(self, observation: Observation) -> None:
+        """Pose, bumps and sonar into the grid; the frame into a vector and a target probability."""
+        assert self.grid is not None
+        pose = observation["pose"]
+        self.pose = (int(round(float(pose[0]))), int(round(float(pose[1]))), int(pose[2]))
+        if self._last_action == Action.FORWARD and self._last_pose is not None and self._last_pose[:2] == self.pose[:2]:
+            dx, dy = DIR_TO_VEC[self.pose[2]]
+            self.grid.mark_occupied(self.pose[0] + dx, self.pose[1] + dy)  # bumped into something unseen
+            self.path = []
+        self._last_pose = self.pose
+        with self.timed("mapping"):
+            self.grid.update(self.pose, observation["sonar"])
+        with self.timed("embedding"):
+            self.last_vector = self.embedder.embed_images(observation["image"][None])[0]
+            self.last_probability = float(self.recognizer.probability(self.last_vector)[0])
+        self.trace.extra["p_target"] = self.last_probability
+
+    # ---------------------------------------------------------------- decisions
+
+    def decide(self, observation: Observation) -> int:
+        """Approach a candidate if there is one, else look for one, else explore."""
+        if self.candidate is None and self.last_probability >= self.config.detect_probability:
+            self.candidate = self.guess_target_cell(observation)
+            self.path = []
+        if self.candidate is not None:
+            action = self.approach_action()
+            if action is not None:
+                return action
+        action = self.frontier_action()
+        return int(Action.STOP) if action is None else action
+
+    def guess_target_cell(self, observation: Observation) -> tuple[int, int] | None:
+        """The cell the target most likely occupies: the nearest sonar echo inside the camera's view.
+
+        The sonar beams that fall in the camera's field of view echo from exactly the surfaces the
+        camera sees; the nearest one not yet ruled out is tried first (if it is wrong, the closer
+        look rules it out and the next detection tries the next).
+        """
+        assert self.grid is not None and self.spec is not None
+        sonar = observation["sonar"]
+        best: tuple[float, tuple[int, int]] | None = None
+        limit = min(self.config.max_candidate_range_m, self.spec.sonar_max_range_m) - 1e-3
+        for angle, r in zip(self.sonar_angles, sonar):
+            if abs(angle) > self.half_fov or r >= limit:
+                continue
+            cell = self.grid.echo_cell(self.pose, float(angle), float(r))
+            if cell is not None and cell not in self.rejected and self.grid.occupied[cell[1], cell[0]]:
+                if best is None or r < best[0]:
+                    best = (float(r), cell)
+        return None if best is None else best[1]
+
+    def approach_action(self) -> int | None:
+        """Go next to the candidate cell, face it, and stop if the target is confirmed there."""
+        assert self.grid is not None and self.candidate is not None
+        cx, cy = self.candidate
+        x, y, h = self.pose
+        if abs(cx - x) + abs(cy - y) == 1:
+            want = facing((x, y), self.candidate)
+            if h != want:
+                return turn_toward(h, want)
+            if self.last_probability >= self.config.confirm_probability:
+                self.trace.mode = "stop"
+                return int(Action.STOP)
+            self.rejected.add(self.candidate)
+            self.candidate = None
+            return None
+        goals = np.zeros_like(self.grid.free)
+        n = self.grid.size
+        for dx, dy in DIR_TO_VEC:
+            gx, gy = cx + dx, cy + dy
+            if 0 <= gx < n and 0 <= gy < n and not self.grid.occupied[gy, gx]:
+                goals[gy, gx] = True
+        action = self._follow(goals, "approach")
+        if action is None:
+            self.rejected.add(self.candidate)
+            self.candidate = None
+        return action
+
+    def frontier_action(self) -> int | None:
+        """Next action toward the nearest frontier (Navigator skill)."""
+        assert self.grid is not None
+        if self.path and self.goal_kind == "frontier" and self.grid.frontiers()[self.path[-1][1], self.path[-1][0]]:
+            nxt = self.path[0]
+            if not self.grid.occupied[nxt[1], nxt[0]]:
+                return self._step_on_path()
+        frontiers = self.grid.frontiers()
+        frontiers[self.pose[1], self.pose[0]] = False
+        if not frontiers.any():
+            return None
+        return self._follow(frontiers, "frontier")
+
+    def goto_cell_action(self, goals: np.ndarray, kind: str) -> int | None:
+        """Next action toward the nearest of ``goals`` (a bool mask), re-planning as the map grows."""
+        return self._follow(goals, kind)
+
+    def goto_node_action(self, node: int) -> int | None:  # Navigator skill; needs a map with nodes
+        return None
+
+    def map_summary(self) -> str:
+        assert self.grid is not None
+        known = int((self.grid.free | self.grid.occupied).sum())
+        return (
+            f"explored {known} of {self.grid.size ** 2} cells; {int(self.grid.frontiers().sum())} frontier cells; "
+            f"you are at cell ({self.pose[0]}, {self.pose[1]}) facing {['east', 'south', 'west', 'north'][self.pose[2]]}"
+        )
+
+    # ---------------------------------------------------------------- path following
+
+    def _follow(self, goals: np.ndarray, kind: str) -> int | None:
+        assert self.grid is not None
+        x, y, _ = self.pose
+        valid = bool(self.path) and self.goal_kind == kind and goals[self.path[-1][1], self.path[-1][0]]
+        if valid:
+            nxt = self.path[0]
+            valid = not self.grid.occupied[nxt[1], nxt[0]] and abs(nxt[0] - x) + abs(nxt[1] - y) == 1
+        if not valid:
+            path = plan_path(self.grid.passable(), (x, y), goals)
+            if not path:
+                self.path = []
+                return None
+            self.path = path
+            self.goal_kind = kind
+        self.trace.mode = kind
+        self.trace.goal_cell = self.path[-1]
+        return self._step_on_path()
+
+    def _step_on_path(self) -> int:
+        x, y, h = self.pose
+        nxt = self.path[0]
+        action = step_toward(self.pose, nxt)
+        if action == Action.FORWARD:
+            self.path.pop(0)
+        return action

@@ -1,0 +1,187 @@
+"""An occupancy grid built from sonar and pose, and shortest paths over it.
+
+This is all an agent knows of the world's layout: cells its sonar has swept are free, cells its
+sonar echoed from (or that it bumped into) are occupied, everything else is unknown. Paths are
+planned optimistically (unknown cells may be crossed) and re-planned when the sonar says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from envs.spec import DIR_TO_VEC, Action, SensorSpec
+from envs.world import bfs_distance
+
+SAMPLE_STEP = 0.25
+"""Spacing of the sample points along a sonar beam, in cells."""
+
+
+class OccupancyGrid:
+    """Free / occupied / unknown cells of a square survey area, from sonar scans.
+
+    Example:
+        >>> from envs.spec import SensorSpec
+        >>> spec = SensorSpec(5.0, 64, 75.0, 40.0, 3, 60.0, 40.0, 16)
+        >>> grid = OccupancyGrid(spec)
+        >>> grid.update((4, 4, 0), np.array([10.0, 10.0, 10.0], np.float32))  # echoes 2 cells east
+        >>> bool(grid.free[4, 5]), bool(grid.occupied[4, 6])
+        (True, True)
+    """
+
+    def __init__(self, spec: SensorSpec):
+        self.spec = spec
+        n = spec.grid_size
+        self.free = np.zeros((n, n), dtype=bool)
+        self.occupied = np.zeros((n, n), dtype=bool)
+        self.evidence = np.zeros((n, n), dtype=np.int16)
+        self.max_range = spec.sonar_max_range_m / spec.cell_size_m
+        self._t = np.arange(SAMPLE_STEP, self.max_range + SAMPLE_STEP, SAMPLE_STEP)
+        offsets = np.array(spec.sonar_angles())
+        # Per heading: sample points along every beam, relative to the cell centre.
+        self._dx = []
+        self._dy = []
+        for h in range(4):
+            ang = h * math.pi / 2 + offsets
+            self._dx.append(0.5 + np.cos(ang)[:, None] * self._t[None, :])
+            self._dy.append(0.5 + np.sin(ang)[:, None] * self._t[None, :])
+
+    def reset(self) -> None:
+        self.free[:] = False
+        self.occupied[:] = False
+        self.evidence[:] = 0
+
+    @property
+    def size(self) -> int:
+        return self.free.shape[0]
+
+    def update(self, pose: tuple[int, int, int], sonar_m: np.ndarray) -> None:
+        """Fold one sonar scan taken at ``pose`` (cell x, cell y, heading) into the grid.
+
+        Each cell keeps an evidence count: +2 per echo from it, -1 per beam that passed through it.
+        An echo near a cell corner can land in the neighbouring cell; later beams through that
+        cell outvote it, so one unlucky echo does not wall the robot in.
+        """
+        x, y, h = pose
+        n = self.size
+        if len(sonar_m):
+            r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
+            px = np.floor(x + self._dx[h]).astype(np.int64)
+            py = np.floor(y + self._dy[h]).astype(np.int64)
+            inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+            passed = inside & (self._t[None, :] < r[:, None] - 0.1)
+            flat = (py * n + px)
+            votes = -np.bincount(flat[passed], minlength=n * n)
+            echo = r < self.max_range - 1e-3
+            if echo.any():
+                j = np.minimum(np.searchsorted(self._t, r[echo] + 0.05), len(self._t) - 1)
+                ok = inside[echo, j]
+                votes += 2 * np.bincount(flat[echo, j][ok], minlength=n * n)
+            self.free.ravel()[flat[passed]] = True
+            self.evidence += np.clip(votes.reshape(n, n), -8, 8).astype(np.int16)
+            np.clip(self.evidence, -20, 100, out=self.evidence)
+        if 0 <= x < n and 0 <= y < n:
+            self.evidence[y, x] = min(self.evidence[y, x], -1)
+            self.free[y, x] = True
+        self.occupied = self.evidence > 0
+        self.free &= ~self.occupied
+
+    def mark_occupied(self, x: int, y: int) -> None:
+        """A bump: the robot could not enter (x, y). Certain, unlike a sonar echo."""
+        if 0 <= x < self.size and 0 <= y < self.size:
+            self.evidence[y, x] = 100
+            self.occupied[y, x] = True
+            self.free[y, x] = False
+
+    def frontiers(self) -> np.ndarray:
+        """Free cells with at least one unknown 4-neighbour, as a bool mask."""
+        unknown = ~(self.free | self.occupied)
+        near = np.zeros_like(unknown)
+        near[1:, :] |= unknown[:-1, :]
+        near[:-1, :] |= unknown[1:, :]
+        near[:, 1:] |= unknown[:, :-1]
+        near[:, :-1] |= unknown[:, 1:]
+        return self.free & near
+
+    def passable(self) -> np.ndarray:
+        """Cells a path may use: everything not known to be occupied (optimism about the unknown)."""
+        return ~self.occupied
+
+    def echo_cell(self, pose: tuple[int, int, int], angle: float, range_m: float) -> tuple[int, int] | None:
+        """The cell a beam at ``angle`` (radians from the heading) echoed from at ``range_m``."""
+        x, y, h = pose
+        a = h * math.pi / 2 + angle
+        r = range_m / self.spec.cell_size_m + 0.05
+        cx, cy = int(math.floor(x + 0.5 + math.cos(a) * r)), int(math.floor(y + 0.5 + math.sin(a) * r))
+        if 0 <= cx < self.size and 0 <= cy < self.size:
+            return cx, cy
+        return None
+
+    def first_hits(self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float) -> list[tuple[int, int]]:
+        """First cell known to be occupied along each ray (radians from the heading), within range.
+
+        What a camera at ``pose`` could have seen, according to the map: used to ask which cells a
+        remembered frame was looking at.
+        """
+        x, y, h = pose
+        t = np.arange(0.25, max_range, 0.25)
+        a = h * math.pi / 2 + np.asarray(angles)
+        px = np.floor(x + 0.5 + np.cos(a)[:, None] * t[None, :]).astype(np.int64)
+        py = np.floor(y + 0.5 + np.sin(a)[:, None] * t[None, :]).astype(np.int64)
+        n = self.size
+        inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+        occ = np.zeros_like(inside)
+        occ[inside] = self.occupied[py[inside], px[inside]]
+        first = np.argmax(occ, axis=1)
+        rows = np.nonzero(occ[np.arange(len(a)), first])[0]
+        return sorted({(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows})
+
+
+def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:
+    """Shortest 4-connected path from ``start`` to the nearest goal cell, excluding ``start``.
+
+    One BFS wavefront from the goals gives every cell's distance; the path descends it greedily.
+    Returns ``None`` when no goal is reachable, ``[]`` when ``start`` is already a goal.
+    """
+    sx, sy = start
+    field = bfs_distance(passable | goals, goals)
+    if not np.isfinite(field[sy, sx]):
+        return None
+    path = []
+    x, y = sx, sy
+    n_y, n_x = field.shape
+    while field[y, x] > 0:
+        best = None
+        for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
+            nx, ny = x + dx, y + dy
+            if 0 <= nx < n_x and 0 <= ny < n_y and field[ny, nx] < field[y, x]:
+                best = (nx, ny)
+                break
+        if best is None:
+            return None
+        x, y = best
+        path.append(best)
+    return path
+
+
+def step_toward(pose: tuple[int, int, int], cell: tuple[int, int]) -> int:
+    """Action that moves from ``pose`` toward the adjacent ``cell``: turn to face it, then forward."""
+    x, y, h = pose
+    want = DIR_TO_VEC.index((cell[0] - x, cell[1] - y))
+    return turn_toward(h, want)
+
+
+def turn_toward(heading: int, want: int) -> int:
+    """FORWARD when already facing ``want``, else the shorter turn."""
+    if heading == want:
+        return int(Action.FORWARD)
+    return int(Action.TURN_RIGHT) if (want - heading) % 4 == 1 else int(Action.TURN_LEFT)
+
+
+def facing(from_xy: tuple[int, int], to_xy: tuple[int, int]) -> int:
+    """Heading index that best points from one cell to another."""
+    dx, dy = to_xy[0] - from_xy[0], to_xy[1] - from_xy[1]
+    if abs(dx) >= abs(dy):
+        return 0 if dx > 0 else 2
+    return 1 if dy > 0 else 3

@@ -1,0 +1,37 @@
+"""OracleAgent: the shortest path with privileged knowledge of the world. The upper bound (SPL 1).
+
+It is the only agent handed the environment itself: it reads the geodesic distance map of the
+current target and walks down it, turning to face each step, then stops.
+"""
+
+from __future__ import annotations
+
+from agents.base import Agent, Observation
+from agents.mapping import step_toward
+from envs.spec import Action, SensorSpec
+from envs.underwater import UnderwaterEnv
+
+
+class OracleAgent(Agent):
+    """Follows the true geodesic distance field to the nearest success cell."""
+
+    name = "oracle"
+
+    def __init__(self, env: UnderwaterEnv):
+        super().__init__()
+        self.env = env
+
+    def reset(self, observation: Observation, spec: SensorSpec) -> None:
+        super().reset(observation, spec)
+
+    def act(self, observation: Observation) -> int:
+        env = self.env
+        field = env._task_maps(env.task)["geodesic"]
+        x, y = env.agent_pos
+        if field[y, x] == 0:
+            return int(Action.STOP)
+        best = min(
+            ((x + dx, y + dy) for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1))),
+            key=lambda c: field[c[1], c[0]],
+        )
+        return step_toward((x, y, env.agent_dir), best)

@@ -1,0 +1,54 @@
+"""The VLM policy wired into the harness: memory agent as navigator and memory writer.
+
+The memory agent does what a VLM should not have to: it maps the sonar, embeds every frame and
+writes it to memory, and runs the "go to node N" / "explore" skills. The VLM only decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from agents.base import Observation
+from agents.memory_agent import MemoryAgent
+from agents.vlm.policy import VLMPolicy
+from envs.spec import SensorSpec
+
+
+class VLMAgent(VLMPolicy):
+    """A :class:`VLMPolicy` whose navigator is a :class:`MemoryAgent` (reset and labelled with it)."""
+
+    name = "vlm"
+
+    def __init__(self, config: Any, navigator: MemoryAgent, embedder, **kwargs: Any):
+        super().__init__(config, navigator=navigator, memory=navigator.memory, embedder=embedder, **kwargs)
+        self.navigator: MemoryAgent
+
+    def reset(self, observation: Observation, spec: SensorSpec) -> None:
+        self.navigator.reset(observation, spec)
+        super().reset(observation, spec)
+
+    def act(self, observation: Observation) -> int:
+        self.navigator.steps += 1  # the navigator labels memory frames with the step
+        return super().act(observation)
+
+    def set_context(self, run_id: str, task: str, episode: int) -> None:
+        self.navigator.set_context(run_id, task, episode)
+
+    def reset_memory(self) -> None:
+        self.navigator.reset_memory()
+
+    def end_task(self, success: bool) -> None:
+        self.navigator.end_task(success)
+
+    @property
+    def grid(self):
+        return self.navigator.grid
+
+
+def build_vlm_agent(cfg: DictConfig, embedder, memory) -> VLMAgent:
+    """From the Hydra config: ``agent.vlm`` holds the VLMConfig fields."""
+    vlm_cfg = OmegaConf.to_container(cfg.agent.vlm, resolve=True) if cfg.agent.vlm is not None else {}
+    navigator = MemoryAgent(embedder, memory)
+    return VLMAgent(vlm_cfg, navigator, embedder)

@@ -1,0 +1,413 @@
+"""Benchmark of the long-term memory store at 10k, 100k and 1M frames.
+
+For each size and FAISS index factory it measures: insert rate (batches of 16, one FIFO
+consolidation, through ``LongTermStore.add`` with metadata, cold start and training included),
+single-query latency p50/p99 (``LongTermStore.search``, k=10, metadata materialised; also with a
+task filter), bytes per frame (vector code as FAISS stores it; ids, id map and metadata separately;
+and the serialised index size), 1-recall@10 (the query's exact nearest neighbour is among the ten
+returned) and 10-recall@10 (overlap of the ten returned with the exact ten), and the time of a sleep
+pass (dedup within map nodes at cosine >= 0.95).
+
+Vectors are synthetic clustered 128-d unit vectors by default (places with noisy views; said in the
+output), or real embeddings from ``--vectors FILE.npy``; reaching a size larger than that file needs
+``--tile``, which repeats the real vectors with Gaussian jitter and labels the rows as such.
+
+Usage:
+    python benchmarks/bench_memory.py --quick
+    python benchmarks/bench_memory.py --sizes 1M --factories "IVF1024,PQ64" --nprobe 8,16
+    python benchmarks/bench_memory.py --vectors frames.npy --tile --out /tmp/bench_memory
+
+FAISS runs on one thread (``--threads``) by default: latencies are stabler, and on a shared 2-core
+machine OpenMP spin-waiting made multi-threaded FAISS calls far slower.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _early_threads(argv: list[str]) -> str:
+    """``--threads`` value, read before numpy and FAISS load their BLAS (which reads it only then)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+# FAISS's bundled OpenBLAS sizes its thread pool from these at load time only; faiss.omp_set_num_threads
+# alone left small BLAS calls ~30x slower on a busy 2-core machine (spin-waiting threads).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, _early_threads(sys.argv[1:]))
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import faiss  # noqa: E402
+import numpy as np  # noqa: E402
+
+from embodmem.memory.records import NO_NODE
+from embodmem.memory.sleep import sleep
+from embodmem.memory.store import LongTermStore, _codec, build_index
+
+DEFAULT_FACTORIES = ["Flat", "SQfp16", "SQ8", "PQ64", "IVF1024,SQ8", "IVF1024,PQ64", "IVF1024,PQ32"]
+BATCH = 16  # records per insert: what one FIFO consolidation hands to long-term memory
+K = 10
+
+
+def parse_size(s: str) -> int:
+    """'10k' -> 10000, '1M' -> 1000000."""
+    s = s.strip()
+    mult = {"k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}.get(s[-1], 1)
+    return int(float(s[:-1] if mult > 1 else s) * mult)
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x
+
+
+def synthetic(
+    n: int, nq: int, dim: int, seed: int, per_place: int = 100, sigma: float = 0.5, dup_rate: float = 0.1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clustered unit vectors: ``n / per_place`` places, each view = place centre + noise of norm
+    ~``sigma`` (cosine ~0.8 between views of one place); a ``dup_rate`` fraction of views are near
+    copies (cosine ~0.999) of the previous view, the kind of redundancy sleep removes. Queries are
+    fresh views of random places.
+
+    Returns:
+        (base, queries, place id of each base vector)
+    """
+    rng = np.random.default_rng(seed)
+    places = max(1, n // per_place)
+    centres = unit(rng.standard_normal((places, dim), dtype=np.float32))
+    place = np.repeat(np.arange(places), per_place)[:n]
+    if len(place) < n:
+        place = np.concatenate([place, rng.integers(0, places, n - len(place))])
+    base = np.empty((n, dim), np.float32)
+    for s in range(0, n, 200_000):
+        p = place[s : s + 200_000]
+        base[s : s + len(p)] = unit(
+            centres[p] + sigma / np.sqrt(dim) * rng.standard_normal((len(p), dim), dtype=np.float32)
+        )
+    dup = np.flatnonzero(rng.random(n) < dup_rate)
+    dup = dup[(dup > 0) & (place[dup] == place[dup - 1])]
+    base[dup] = unit(
+        base[dup - 1] + 0.05 / np.sqrt(dim) * rng.standard_normal((len(dup), dim), dtype=np.float32)
+    )
+    qp = rng.integers(0, places, nq)
+    queries = unit(centres[qp] + sigma / np.sqrt(dim) * rng.standard_normal((nq, dim), dtype=np.float32))
+    return base, queries, place
+
+
+def real(
+    path: str, n: int, nq: int, seed: int, tile: bool, jitter: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """Real embeddings: queries are held out of the file; the rest is the base, tiled with jitter
+    when ``n`` exceeds it (only with ``tile``)."""
+    rng = np.random.default_rng(seed)
+    x = unit(np.load(path).astype(np.float32))
+    nq = min(nq, max(1, len(x) // 10))
+    perm = rng.permutation(len(x))
+    queries, pool = x[perm[:nq]], x[np.sort(perm[nq:])]
+    if n <= len(pool):
+        return np.ascontiguousarray(pool[:n]), queries, np.arange(n) // 100, f"real ({path})"
+    if not tile:
+        raise SystemExit(
+            f"--vectors {path} has {len(pool)} base vectors (after {nq} held-out queries), "
+            f"fewer than {n}: pass --tile to repeat them with jitter, or use smaller --sizes"
+        )
+    idx = np.arange(n) % len(pool)
+    base = np.empty((n, x.shape[1]), np.float32)
+    for s in range(0, n, 200_000):
+        i = idx[s : s + 200_000]
+        base[s : s + len(i)] = unit(
+            pool[i]
+            + jitter / np.sqrt(x.shape[1]) * rng.standard_normal((len(i), x.shape[1]), dtype=np.float32)
+        )
+    return (
+        base,
+        queries,
+        np.arange(n) // 100,
+        f"real ({path}), tiled x{n / len(pool):.1f} with jitter {jitter}",
+    )
+
+
+def train_min_for(factory: str, dim: int, n: int) -> int:
+    """Vectors collected before training: 39 per centroid (FAISS's advice; 256 centroids for 8-bit
+    PQ/SQ codebooks, nlist for IVF), but at most half the data so small sizes do train."""
+    ivf = faiss.try_extract_index_ivf(build_index(dim, factory))
+    want = 39 * max(256, ivf.nlist if ivf is not None else 0)
+    return max(1_000, min(want, n // 2))
+
+
+def columns(store: LongTermStore, place: np.ndarray, lo: int, hi: int) -> dict[str, np.ndarray]:
+    """Synthetic metadata for records ``lo:hi``: node = place, four tasks, 500-step episodes."""
+    i = np.arange(lo, hi)
+    p = place[lo:hi]
+    codes = np.asarray([store.meta.code(f"task{t}") for t in range(4)], np.int32)
+    run = store.meta.code("bench")
+    return {
+        "ids": i.astype(np.int64),
+        "run": np.full(len(i), run, np.int32),
+        "task": codes[(i * 4) // len(place)],
+        "episode": (i // 500).astype(np.int32),
+        "step": (i % 500).astype(np.int64),
+        "step_min": (i % 500).astype(np.int64),
+        "step_max": (i % 500).astype(np.int64),
+        "x": (p % 1000).astype(np.float64),
+        "y": (p // 1000).astype(np.float64),
+        "heading": (i % 4).astype(np.int32),
+        "node": np.where(p >= 0, p, NO_NODE).astype(np.int64),
+        "count": np.ones(len(i), np.int32),
+        "hits": np.zeros(len(i), np.int32),
+    }
+
+
+def run_one(
+    factory: str,
+    nprobes: list[int],
+    base: np.ndarray,
+    queries: np.ndarray,
+    place: np.ndarray,
+    gt: np.ndarray,
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    n, dim = base.shape
+    tm = train_min_for(factory, dim, n)
+    store = LongTermStore(dim, factory, train_min=tm, train_sample=tm, nprobe=nprobes[0], seed=args.seed)
+    t0 = time.perf_counter()
+    train_s = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in range(0, n, BATCH):
+            was = store.trained
+            t = time.perf_counter()
+            store.add(
+                base[s : s + BATCH],
+                columns(store, place, s, min(n, s + BATCH)),
+                np.arange(s, min(n, s + BATCH)),
+            )
+            if store.trained != was:  # the one insert that trains and migrates: reported apart
+                train_s = time.perf_counter() - t
+    insert_s = time.perf_counter() - t0 - train_s
+    st = store.stats()
+    index_file = len(faiss.serialize_index(store.index))
+    exhaustive = "IVF" not in factory
+    nq_recall = (
+        len(queries) if not exhaustive or n < 1_000_000 else min(len(queries), args.queries_exhaustive_1m)
+    )
+    nq_lat = args.latency_queries if not exhaustive or n < 1_000_000 else min(args.latency_queries, 50)
+    rows = []
+    for nprobe in nprobes if not exhaustive else nprobes[:1]:
+        store.nprobe = nprobe
+        store._configure(store.index)
+        _, ids = store.index.search(queries[:nq_recall], K)
+        g = gt[:nq_recall]
+        r1 = float(np.mean([g[i, 0] in ids[i] for i in range(len(g))]))
+        r10 = float(np.mean([len(set(g[i]) & set(ids[i])) / K for i in range(len(g))]))
+        lat, flat = [], []
+        for i in range(nq_lat):
+            q = queries[i : i + 1]
+            t = time.perf_counter()
+            store.search(q, K)
+            lat.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            store.search(q, K, task="task1")
+            flat.append(time.perf_counter() - t)
+        rows.append(
+            {
+                "frames": n,
+                "index": st["index"],
+                "nprobe": nprobe if not exhaustive else None,
+                "train_min": tm if store.needs_training else None,
+                "train_s": round(train_s, 2),
+                "code_B": st["code_bytes_per_frame"],
+                "sa_code_B": int(_codec(store.index).sa_code_size()),
+                "ids_map_B": round(st["index_id_bytes"] / n, 1),
+                "meta_B": round(st["metadata_bytes"] / n, 1),
+                "index_file_B": round(index_file / n, 1),
+                "insert_per_s": round(n / insert_s),
+                "p50_ms": round(1e3 * float(np.percentile(lat, 50)), 3),
+                "p99_ms": round(1e3 * float(np.percentile(lat, 99)), 3),
+                "p50_filtered_ms": round(1e3 * float(np.percentile(flat, 50)), 3),
+                "recall1@10": round(r1, 4),
+                "recall10@10": round(r10, 4),
+                "recall_queries": nq_recall,
+                "latency_queries": nq_lat,
+            }
+        )
+    if not args.no_sleep:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rep = sleep(store, dedup_threshold=0.95, retrain=False)
+        for r in rows:
+            r["sleep_s"] = round(rep["seconds"], 2)
+            r["sleep_merged"] = rep["merged_away"]
+    del store
+    gc.collect()
+    return rows
+
+
+def observe_cost(dim: int, seed: int) -> str:
+    """Amortised ``AgentMemory.observe`` cost (FIFO, consolidation, store insert and map), and
+    ``TopologicalMap.observe`` at 1,000 nodes."""
+    from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig, TopologicalMap
+
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    e = unit(rng.standard_normal((n, dim), dtype=np.float32))
+    metas = [FrameMeta("r", "t", i // 500, i % 500, float(i % 97), float(i // 97 % 89)) for i in range(n)]
+    mem = AgentMemory(MemoryConfig(dim=dim, faiss_threads=None))
+    t = time.perf_counter()
+    for v, m in zip(e, metas):
+        mem.observe(v, m)
+    per = (time.perf_counter() - t) / n
+    tm = TopologicalMap(dim=dim, node_distance=1.0)
+    grid = np.stack(np.meshgrid(np.arange(0, 64, 2.0), np.arange(0, 64, 2.0)), -1).reshape(-1, 2)[:1000]
+    for (x, y), v in zip(grid, e):
+        tm.observe(x, y, v)
+    walk = grid[rng.integers(0, 1000, 5000)] + rng.uniform(-0.4, 0.4, (5000, 2))
+    times = []
+    for (x, y), v in zip(walk, e[:5000]):
+        t = time.perf_counter()
+        tm.observe(x, y, v)
+        times.append(time.perf_counter() - t)
+    return (
+        f"AgentMemory.observe: {per * 1e6:.0f} us amortised over {n:,} frames (dim {dim}, Flat, FIFO "
+        f"32->16, {mem.stats()['nodes']} map nodes); TopologicalMap.observe at 1,000 nodes: "
+        f"p50 {np.median(times) * 1e6:.0f} us, p99 {np.percentile(times, 99) * 1e6:.0f} us"
+    )
+
+
+COLS = [
+    ("frames", "frames"),
+    ("index", "index"),
+    ("nprobe", "nprobe"),
+    ("train_min", "trained on"),
+    ("train_s", "train+migrate s"),
+    ("code_B", "code B/frame"),
+    ("ids_map_B", "ids+map B"),
+    ("meta_B", "meta B"),
+    ("index_file_B", "index file B/frame"),
+    ("insert_per_s", "insert/s"),
+    ("p50_ms", "p50 ms"),
+    ("p99_ms", "p99 ms"),
+    ("p50_filtered_ms", "p50 filtered ms"),
+    ("recall1@10", "1-R@10"),
+    ("recall10@10", "10-R@10"),
+    ("sleep_s", "sleep s"),
+    ("sleep_merged", "merged"),
+]
+
+
+def markdown(rows: list[dict[str, Any]], header: str) -> str:
+    lines = [header, "", "| " + " | ".join(h for _, h in COLS) + " |", "|" + "---|" * len(COLS)]
+    for r in rows:
+        cells = []
+        for k, _ in COLS:
+            v = r.get(k)
+            cells.append(
+                ""
+                if v is None
+                else (f"{v:,}" if isinstance(v, int) and k in ("frames", "insert_per_s") else str(v))
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10k,100k,1M", help="comma-separated sizes (default 10k,100k,1M)")
+    ap.add_argument("--quick", action="store_true", help="10k only")
+    ap.add_argument(
+        "--factories",
+        default=";".join(DEFAULT_FACTORIES),
+        help="semicolon-separated FAISS factory strings (default: %(default)s)",
+    )
+    ap.add_argument("--nprobe", default="16", help="comma-separated nprobe values for IVF factories")
+    ap.add_argument("--queries", type=int, default=1000, help="recall queries")
+    ap.add_argument(
+        "--queries-exhaustive-1m",
+        type=int,
+        default=200,
+        help="recall queries for exhaustive (non-IVF) indexes at >= 1M frames",
+    )
+    ap.add_argument(
+        "--latency-queries", type=int, default=300, help="single queries timed (50 for exhaustive at 1M)"
+    )
+    ap.add_argument("--vectors", help="real embeddings (.npy, n x d) instead of synthetic vectors")
+    ap.add_argument(
+        "--tile", action="store_true", help="with --vectors: repeat them with jitter to reach a size"
+    )
+    ap.add_argument("--jitter", type=float, default=0.05, help="noise norm added to tiled real vectors")
+    ap.add_argument("--dim", type=int, default=128, help="dimension of synthetic vectors")
+    ap.add_argument("--threads", type=int, default=1, help="FAISS OpenMP threads")
+    ap.add_argument("--no-sleep", action="store_true", help="skip the sleep-pass timing")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="write OUT.md and OUT.json")
+    args = ap.parse_args(argv)
+    faiss.omp_set_num_threads(args.threads)
+    sizes = [10_000] if args.quick else [parse_size(s) for s in args.sizes.split(",")]
+    factories = [f.strip() for f in args.factories.split(";") if f.strip()]
+    nprobes = [int(x) for x in args.nprobe.split(",")]
+    rows: list[dict[str, Any]] = []
+    source = ""
+    cost = observe_cost(args.dim, args.seed)
+    print(cost, flush=True)
+    for n in sizes:
+        if args.vectors:
+            base, queries, place, source = real(
+                args.vectors, n, args.queries, args.seed, args.tile, args.jitter
+            )
+        else:
+            base, queries, place = synthetic(n, args.queries, args.dim, args.seed)
+            source = (
+                "synthetic clustered unit vectors (100 noisy views per place, view-view cosine ~0.8, "
+                "10% near-duplicate views)"
+            )
+        t = time.perf_counter()
+        _, gt = faiss.knn(queries, base, K, metric=faiss.METRIC_INNER_PRODUCT)
+        print(
+            f"# {n:,} frames, {base.shape[1]}-d, {source}; exact top-{K} in {time.perf_counter() - t:.1f} s",
+            flush=True,
+        )
+        for f in factories:
+            t = time.perf_counter()
+            new = run_one(f, nprobes, base, queries, place, gt, args)
+            rows.extend(new)
+            for r in new:
+                print(json.dumps(r), f"({time.perf_counter() - t:.0f} s)", flush=True)
+        del base, queries, place, gt
+        gc.collect()
+    header = (
+        f"Memory store benchmark: {source}; {platform.processor() or platform.machine()}, "
+        f"FAISS {faiss.__version__}, {args.threads} FAISS/BLAS thread(s); k={K}; "
+        f"inserts in batches of {BATCH} "
+        f"(insert/s excludes the one-off train+migrate); "
+        f"latency = LongTermStore.search of one query incl. metadata; filtered = task filter matching 1/4."
+    )
+    md = markdown(rows, header) + "\n" + cost + "\n"
+    print()
+    print(md)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        from embodmem.atomic import atomic_write_json, atomic_write_text
+
+        atomic_write_text(out.with_suffix(".md"), md)
+        atomic_write_json(
+            out.with_suffix(".json"), {"source": source, "threads": args.threads, "observe": cost, "rows": rows}
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Labelled camera frames rendered from the environments, for training and judging the embedder.
+
+Each frame is labelled from what is actually visible in it (the renderer's per-column visibility,
+weighted by fog), never from where the camera was pointed: a barrel hidden behind a rock is not a
+barrel frame. Half the poses look at a target instance from 1-7 cells away, the rest are random,
+and light alternates between shallow (10 lux) and deep (1.5 lux) water.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
+from envs.spec import DIR_TO_VEC
+from envs.tasks import TASKS
+from envs.underwater import VISIBLE_FRACTION, UnderwaterEnv
+
+NO_TARGET = len(TARGET_KINDS)
+"""Class id of frames where no target is clearly visible."""
+CLASS_NAMES: tuple[str, ...] = TARGET_KINDS + ("none",)
+TRAIN_WORLDS = range(0, 400)
+VALIDATION_WORLDS = range(5000, 5040)
+TEST_WORLDS = range(9000, 9060)
+"""World seeds: training, checkpoint selection, and the held-out worlds every reported figure uses."""
+
+
+@dataclass
+class FrameSet:
+    """Frames with labels: ``label`` is the dominant visible target kind (or NO_TARGET)."""
+
+    images: np.ndarray
+    """(N, S, S, 3) uint8."""
+    label: np.ndarray
+    """(N,) int64 class ids into CLASS_NAMES."""
+    visible: np.ndarray
+    """(N, 8) bool: which target kinds are clearly visible (for retrieval precision)."""
+    deep: np.ndarray
+    """(N,) bool: rendered in deep-water light."""
+    distractor: np.ndarray
+    """(N,) int64 kind id of the dominant non-target thing in view (0 = open water)."""
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+
+def _label(env: UnderwaterEnv, threshold: float) -> tuple[int, np.ndarray, int]:
+    pixels = env.visible_pixels()
+    visible = np.array([pixels.get(k, 0.0) >= threshold for k in TARGET_KINDS])
+    target_px = np.array([pixels.get(k, 0.0) for k in TARGET_KINDS])
+    label = int(np.argmax(target_px)) if visible.any() else NO_TARGET
+    others = {k: v for k, v in pixels.items() if k not in TARGET_KINDS and v >= threshold}
+    distractor = KIND_INDEX[max(others, key=others.get)] if others else 0
+    return label, visible, distractor
+
+
+def render_frames(
+    world_seeds: range | list[int],
+    frames_per_world: int = 200,
+    image_size: int = 64,
+    world_size: int = 32,
+    seed: int = 0,
+    progress: bool = True,
+) -> FrameSet:
+    """Render ``frames_per_world`` labelled frames in each world (deterministic in all arguments)."""
+    rng = np.random.default_rng(seed)
+    threshold = VISIBLE_FRACTION * image_size**2
+    images, labels, visibles, deeps, distractors = [], [], [], [], []
+    shallow_task, deep_task = TASKS["wreck"], TASKS["deep_wreck"]
+    iterator = tqdm(list(world_seeds), desc="rendering frames", disable=not progress, unit="world")
+    for world_seed in iterator:
+        env = UnderwaterEnv(world_seed=int(world_seed), size=world_size, image_size=image_size)
+        env.reset(seed=int(rng.integers(2**31)))
+        free = env.world.free()
+        free_y, free_x = np.nonzero(free)
+        instances = [(k, cells) for k in TARGET_KINDS for cells in env.world.instance_cells(k)]
+        for i in range(frames_per_world):
+            env.task = deep_task if rng.random() < 0.5 else shallow_task
+            pose = None
+            if rng.random() < 0.6:
+                _, cells = instances[int(rng.integers(len(instances)))]
+                tx, ty = cells[int(rng.integers(len(cells)))]
+                d = int(rng.integers(4))
+                dist = int(rng.integers(1, 8))
+                lateral = int(rng.integers(-(dist // 2), dist // 2 + 1))
+                fx, fy = DIR_TO_VEC[d]
+                x, y = tx - fx * dist - fy * lateral, ty - fy * dist + fx * lateral
+                if 0 <= x < free.shape[1] and 0 <= y < free.shape[0] and free[y, x]:
+                    pose = (int(x), int(y), d)
+            if pose is None:
+                j = int(rng.integers(len(free_x)))
+                pose = (int(free_x[j]), int(free_y[j]), int(rng.integers(4)))
+            env.agent_pos, env.agent_dir = pose[:2], pose[2]
+            env._move_fish()
+            obs = env.gen_obs()
+            label, visible, distractor = _label(env, threshold)
+            images.append(obs["image"])
+            labels.append(label)
+            visibles.append(visible)
+            deeps.append(env.task.deep)
+            distractors.append(distractor)
+    return FrameSet(
+        images=np.stack(images),
+        label=np.array(labels, dtype=np.int64),
+        visible=np.stack(visibles),
+        deep=np.array(deeps),
+        distractor=np.array(distractors, dtype=np.int64),
+    )
+
+
+def kind_phrase(class_id: int) -> str:
+    """Mission phrase of a target class ("a sunken ship")."""
+    return KINDS[KIND_INDEX[CLASS_NAMES[class_id]]].phrase

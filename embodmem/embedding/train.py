@@ -1,0 +1,179 @@
+"""Train the project's own small CLIP on frames rendered by the environments.
+
+    python -m embodmem.embedding.train    # reproduces embodmem/assets/embodmem-tiny-clip.pt (500 steps)
+
+It uses open_clip's model, tokenizer and contrastive loss. Captions repeat (there are only so many
+ways to say "a sunken ship"), so a batch holds many true pairs besides the diagonal; the loss
+(:class:`SameClassClipLoss`, a subclass of open_clip's ``ClipLoss``) spreads each row's target over
+all pairs of the same class instead of calling them negatives. Checkpoints are judged on
+validation worlds every ``--eval-every`` steps and the best is kept (DESIGN.md section 8: quality
+swings between checkpoints). Same arguments, same machine: same checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from open_clip.loss import ClipLoss
+from tqdm import tqdm
+
+from embodmem.atomic import atomic_write_json
+from embodmem.embedding.captions import caption
+from embodmem.embedding.frames import NO_TARGET, TRAIN_WORLDS, VALIDATION_WORLDS, FrameSet, render_frames
+from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, create, save_checkpoint, tokenizer
+from embodmem.embedding.quality import evaluate
+
+
+class SameClassClipLoss(ClipLoss):
+    """open_clip's CLIP loss with soft targets: every same-class pair in the batch is a positive."""
+
+    def forward(self, image_features, text_features, logit_scale, classes: torch.Tensor):  # type: ignore[override]
+        logits_per_image, logits_per_text = self.get_logits(image_features, text_features, logit_scale)
+        same = (classes[:, None] == classes[None, :]).float()
+        targets = same / same.sum(dim=1, keepdim=True)
+        loss_i = -(targets * F.log_softmax(logits_per_image, dim=1)).sum(dim=1).mean()
+        loss_t = -(targets * F.log_softmax(logits_per_text, dim=1)).sum(dim=1).mean()
+        return (loss_i + loss_t) / 2
+
+
+def _class_keys(frames: FrameSet) -> np.ndarray:
+    """Positives share a key: the target kind, or for target-free frames the thing in view."""
+    return np.where(frames.label != NO_TARGET, frames.label, 100 + frames.distractor)
+
+
+def _images_to_tensor(images: np.ndarray, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    x = torch.from_numpy(images).permute(0, 3, 1, 2).float().div_(255.0)
+    return (x - mean) / std
+
+
+def embed_frames(model: torch.nn.Module, images: np.ndarray, mean: torch.Tensor, std: torch.Tensor) -> np.ndarray:
+    """Unit image vectors for evaluation (no cache: frames here are all distinct)."""
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for i in range(0, len(images), 256):
+            out.append(model.encode_image(_images_to_tensor(images[i : i + 256], mean, std), normalize=True).numpy())
+    model.train()
+    return np.concatenate(out)
+
+
+def train(
+    out: Path,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    eval_every: int,
+    frames_per_world: int,
+    seed: int,
+    stop_at: int | None = None,
+) -> dict:
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    train_frames = render_frames(TRAIN_WORLDS, frames_per_world, seed=seed)
+    val_frames = render_frames(VALIDATION_WORLDS, 150, seed=seed + 1)
+    model = create(DEFAULT_MODEL, None)
+    model.train()
+    tok = tokenizer(DEFAULT_MODEL)
+    mean = torch.tensor(model.visual.image_mean or (0.48145466, 0.4578275, 0.40821073)).view(1, 3, 1, 1)
+    std = torch.tensor(model.visual.image_std or (0.26862954, 0.26130258, 0.27577711)).view(1, 3, 1, 1)
+    loss_fn = SameClassClipLoss()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
+    warmup = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))
+    )
+
+    keys = _class_keys(train_frames)
+    counts = np.bincount(train_frames.label)
+    weights = 1.0 / counts[train_frames.label]
+    weights /= weights.sum()  # every class (and "none") drawn equally often
+    token_cache: dict[str, torch.Tensor] = {}
+
+    def tokens(texts: list[str]) -> torch.Tensor:
+        for t in texts:
+            if t not in token_cache:
+                token_cache[t] = tok([t])[0]
+        return torch.stack([token_cache[t] for t in texts])
+
+    best = {"score": -1.0}
+    history = []
+    start = time.perf_counter()
+    last = min(steps, stop_at or steps)
+    bar = tqdm(range(1, last + 1), desc="training tiny CLIP", unit="step")
+    for step in bar:
+        idx = rng.choice(len(train_frames), size=batch_size, p=weights)
+        imgs = train_frames.images[idx]
+        flip = rng.random(batch_size) < 0.5
+        imgs = np.where(flip[:, None, None, None], imgs[:, :, ::-1], imgs)
+        texts = [caption(int(train_frames.label[i]), bool(train_frames.deep[i]), int(train_frames.distractor[i]), rng) for i in idx]
+        image_features = model.encode_image(_images_to_tensor(np.ascontiguousarray(imgs), mean, std), normalize=True)
+        text_features = model.encode_text(tokens(texts), normalize=True)
+        loss = loss_fn(image_features, text_features, model.logit_scale.exp(), torch.from_numpy(keys[idx]))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        with torch.no_grad():
+            model.logit_scale.clamp_(0, math.log(100))
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+        if step % eval_every == 0 or step == last:
+            vectors = embed_frames(model, val_frames.images, mean, std)
+            model.eval()
+            with torch.inference_mode():
+                res = evaluate(vectors, val_frames, lambda t: model.encode_text(tok(t), normalize=True).numpy())
+            model.train()
+            score = min(res["min_p@5"], res["min_acc"]) + 0.1 * res["acc"]
+            history.append({"step": step, "loss": float(loss.item()), "score": score, **{k: res[k] for k in ("min_p@5", "min_acc", "acc")}})
+            tqdm.write(f"step {step}: loss {loss.item():.3f} min_p@5 {res['min_p@5']:.2f} min_acc {res['min_acc']:.3f} acc {res['acc']:.3f}")
+            if score > best["score"]:
+                best = {"score": score, "step": step, **res}
+                save_checkpoint(model, out)
+    info = {
+        "model": DEFAULT_MODEL,
+        "checkpoint": out.name,
+        "seed": seed,
+        "steps": steps,
+        "stopped_at": last,
+        "batch_size": batch_size,
+        "lr": lr,
+        "frames": len(train_frames),
+        "train_worlds": [TRAIN_WORLDS.start, TRAIN_WORLDS.stop],
+        "validation_worlds": [VALIDATION_WORLDS.start, VALIDATION_WORLDS.stop],
+        "best_step": best.get("step"),
+        "best_validation": {k: v for k, v in best.items() if k not in ("score", "step")},
+        "history": history,
+        "train_seconds": time.perf_counter() - start,
+    }
+    atomic_write_json(out.with_suffix(".train.json"), info)
+    return info
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Train embodmem's own small CLIP on rendered frames.")
+    parser.add_argument("--out", type=Path, default=DEFAULT_CHECKPOINT)
+    parser.add_argument("--steps", type=int, default=2500, help="length of the learning-rate schedule")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--eval-every", type=int, default=250)
+    parser.add_argument("--frames-per-world", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--stop-at", type=int, default=500,
+        help="stop after this many steps (the learning-rate schedule still spans --steps)",
+    )
+    args = parser.parse_args(argv)
+    info = train(
+        args.out, args.steps, args.batch_size, args.lr, args.eval_every, args.frames_per_world, args.seed, args.stop_at
+    )
+    print(json.dumps({k: info[k] for k in ("best_step", "train_seconds")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Episodic memory for embodied agents: FIFO with consolidation, a compressed FAISS store, a
+topological map, sleep-time consolidation and crash-safe persistence.
+
+Example:
+    >>> import numpy as np
+    >>> from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+    >>> mem = AgentMemory(MemoryConfig(dim=8))
+    >>> v = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    >>> mem.observe(v, FrameMeta(run_id="r", task="task1", episode=0, step=0, x=1.0, y=2.0))
+    0
+    >>> mem.query(v, k=1)[0].meta.x
+    1.0
+"""
+
+from __future__ import annotations
+
+from embodmem.memory.episodic import AgentMemory, MemoryConfig
+from embodmem.memory.fifo import ShortTermFIFO, merge_adjacent
+from embodmem.memory.persistence import MemoryLoadError
+from embodmem.memory.records import FrameMeta, Hit
+from embodmem.memory.sleep import sleep
+from embodmem.memory.store import LongTermStore
+from embodmem.memory.topomap import TopologicalMap
+
+__all__ = [
+    "AgentMemory",
+    "FrameMeta",
+    "Hit",
+    "LongTermStore",
+    "MemoryConfig",
+    "MemoryLoadError",
+    "ShortTermFIFO",
+    "TopologicalMap",
+    "merge_adjacent",
+    "sleep",
+]

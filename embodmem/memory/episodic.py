@@ -1,0 +1,509 @@
+"""The agent-facing memory: short-term FIFO + long-term FAISS store + topological map.
+
+:class:`AgentMemory` is what an agent holds. ``observe`` is the cheap online write (FIFO and map);
+``query`` reads both the long-term store and the frames not consolidated yet; ``sleep`` is the
+offline pass the runner calls between tasks; ``save``/``load`` move the memory between runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from embodmem.memory.fifo import ShortTermFIFO
+from embodmem.memory.persistence import MemoryLoadError, read_snapshot, write_snapshot
+from embodmem.memory.records import FrameMeta, Hit, MetaTable, fit_thumbnail
+from embodmem.memory.sleep import sleep as sleep_pass
+from embodmem.memory.store import LongTermStore, build_index
+from embodmem.memory.topomap import NODE_RULES, TopologicalMap
+
+_FILES = ("index.faiss", "arrays.npz", "map.json")
+
+
+@dataclass
+class MemoryConfig:
+    """Settings of :class:`AgentMemory`; validated at construction.
+
+    Example:
+        >>> MemoryConfig(index_factory="SQ8").bytes_hint
+        128
+    """
+
+    dim: int = 128
+    """Embedding dimension (the embedder's output size)."""
+    short_term_capacity: int = 32
+    """Raw frames held in the short-term FIFO before it is consolidated."""
+    consolidate_to: int = 16
+    """Records a full FIFO is merged down to (MovieChat: most similar adjacent pair first)."""
+    index_factory: str = "Flat"
+    """FAISS index-factory string of the long-term quantiser, e.g. "Flat", "SQfp16", "SQ8",
+    "PQ32", "IVF1024,PQ64" (inner product; no IDMap prefix)."""
+    nprobe: int = 16
+    """Inverted lists searched per query (IVF factories only): higher is slower and more exact."""
+    byte_budget: int | None = None
+    """Maximum bytes of long-term vector code (None: unlimited); ids and metadata not counted."""
+    eviction: str = "fifo"
+    """Which records go when the budget is hit: "fifo" (oldest) or "least_used" (fewest query
+    hits, then fewest merged frames, then oldest)."""
+    train_min: int = 10_000
+    """Vectors kept in a flat index before a trainable quantiser (PQ, IVF, SQ8) is trained.
+    Rule of thumb: at least 39 x the number of centroids (IVF nlist, or 256 for 8-bit PQ)."""
+    train_sample: int = 16_384
+    """Most vectors used to train; also the size of the recent raw-vector buffer used for drift
+    checks and retraining (reported separately from the budget)."""
+    drift_factor: float = 1.5
+    """Sleep retrains when recent vectors reconstruct this many times worse than at training."""
+    keep_thumbnails: bool = False
+    """Keep a small RGB thumbnail per record (for video panels and VLM prompts)."""
+    thumbnail_size: int = 32
+    """Side in pixels of kept thumbnails."""
+    node_rule: str = "pose"
+    """When the map creates a node: "pose", "embedding", "pose_or_embedding" or
+    "pose_and_embedding" (see TopologicalMap)."""
+    node_distance: float = 3.0
+    """Grid cells from every node beyond which a pose is a new place."""
+    node_similarity: float = 0.8
+    """Cosine to a node's aggregate embedding below which a view is a new place."""
+    dedup_threshold: float = 0.95
+    """Cosine at or above which sleep merges two records of the same place."""
+    dedup_distance: float | None = None
+    """If set, sleep also requires merged records to lie within this many cells."""
+    dedup_same_task: bool = False
+    """Sleep merges only records of the same task (keeps task filters exact)."""
+    seed: int = 0
+    """Seed for training-set sampling."""
+    faiss_threads: int | None = 1
+    """FAISS OpenMP threads, set process-wide when the memory is built. 1 by default: the agent's
+    small searches gain nothing from threads, and on a busy 2-core machine OpenMP spin-waiting made
+    FAISS calls up to 1000x slower. None leaves FAISS's setting alone."""
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, name: str, what: str) -> None:
+            if not ok:
+                raise ValueError(f"MemoryConfig.{name} must be {what}, got {getattr(self, name)!r}")
+
+        def is_int(v: Any) -> bool:
+            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+        def is_num(v: Any) -> bool:
+            return isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+
+        need(is_int(self.dim) and self.dim > 0, "dim", "a positive int")
+        need(
+            is_int(self.short_term_capacity) and self.short_term_capacity >= 1,
+            "short_term_capacity",
+            "an int >= 1",
+        )
+        need(
+            is_int(self.consolidate_to) and 1 <= self.consolidate_to <= self.short_term_capacity,
+            "consolidate_to",
+            f"an int in [1, short_term_capacity={self.short_term_capacity}]",
+        )
+        need(is_int(self.nprobe) and self.nprobe >= 1, "nprobe", "an int >= 1")
+        need(
+            self.byte_budget is None or (is_int(self.byte_budget) and self.byte_budget > 0),
+            "byte_budget",
+            "None or a positive int",
+        )
+        need(self.eviction in ("fifo", "least_used"), "eviction", "'fifo' or 'least_used'")
+        need(is_int(self.train_min) and self.train_min >= 1, "train_min", "an int >= 1")
+        need(
+            is_int(self.train_sample) and self.train_sample >= self.train_min,
+            "train_sample",
+            f"an int >= train_min={self.train_min}",
+        )
+        need(is_num(self.drift_factor) and self.drift_factor >= 1.0, "drift_factor", "a number >= 1")
+        need(isinstance(self.keep_thumbnails, bool), "keep_thumbnails", "a bool")
+        need(
+            is_int(self.thumbnail_size) and 4 <= self.thumbnail_size <= 256,
+            "thumbnail_size",
+            "an int in [4, 256]",
+        )
+        need(self.node_rule in NODE_RULES, "node_rule", f"one of {NODE_RULES}")
+        need(is_num(self.node_distance) and self.node_distance > 0, "node_distance", "a number > 0")
+        need(
+            is_num(self.node_similarity) and -1 <= self.node_similarity <= 1, "node_similarity", "in [-1, 1]"
+        )
+        need(
+            is_num(self.dedup_threshold) and -1 <= self.dedup_threshold <= 1, "dedup_threshold", "in [-1, 1]"
+        )
+        need(
+            self.dedup_distance is None or (is_num(self.dedup_distance) and self.dedup_distance > 0),
+            "dedup_distance",
+            "None or a number > 0",
+        )
+        need(isinstance(self.dedup_same_task, bool), "dedup_same_task", "a bool")
+        need(is_int(self.seed), "seed", "an int")
+        need(
+            self.faiss_threads is None or (is_int(self.faiss_threads) and self.faiss_threads >= 1),
+            "faiss_threads",
+            "None or an int >= 1",
+        )
+        try:
+            probe = build_index(self.dim, self.index_factory)
+        except ValueError as e:
+            raise ValueError(f"MemoryConfig.{e}") from None
+        if self.byte_budget is not None:
+            from embodmem.memory.store import code_bytes_per_vector
+
+            trainable = not probe.is_trained
+            need_bytes = self.train_min * 4 * self.dim if trainable else code_bytes_per_vector(probe)
+            if self.byte_budget < need_bytes:
+                why = (
+                    f"train_min={self.train_min} raw vectors during the flat cold start of "
+                    f"{self.index_factory!r}"
+                    if trainable
+                    else "one vector code"
+                )
+                raise ValueError(
+                    f"MemoryConfig.byte_budget={self.byte_budget} cannot hold {why} "
+                    f"(needs >= {need_bytes}); raise it or lower train_min"
+                )
+
+    @property
+    def bytes_hint(self) -> int:
+        """Bytes of vector code per record once trained (what the byte budget counts)."""
+        from embodmem.memory.store import code_bytes_per_vector
+
+        return code_bytes_per_vector(build_index(self.dim, self.index_factory))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-serialisable)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MemoryConfig:
+        """Build from a mapping (e.g. a Hydra ``DictConfig``), refusing unknown keys by name."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"MemoryConfig has no field(s) {unknown}; known: {sorted(names)}")
+        return cls(**{k: d[k] for k in d})
+
+
+class AgentMemory:
+    """Episodic memory of an embodied agent.
+
+    Args:
+        config: Settings (defaults when ``None``).
+
+    Example:
+        >>> mem = AgentMemory(MemoryConfig(dim=4, short_term_capacity=4, consolidate_to=2))
+        >>> for t in range(6):
+        ...     e = np.eye(4, dtype=np.float32)[t % 4]
+        ...     node = mem.observe(e, FrameMeta("run0", "task1", 0, t, float(t), 0.0))
+        >>> hits = mem.query(np.eye(4, dtype=np.float32)[1], k=1)
+        >>> hits[0].meta.step, hits[0].source
+        (5, 'short_term')
+    """
+
+    def __init__(self, config: MemoryConfig | None = None) -> None:
+        self.config = config if config is not None else MemoryConfig()
+        self.reset()
+
+    # ----------------------------------------------------------------------------- lifecycle
+    def reset(self) -> None:
+        """Forget everything (store, FIFO, map, counters); keep the config."""
+        c = self.config
+        if c.faiss_threads is not None:
+            faiss.omp_set_num_threads(c.faiss_threads)
+        self.store = LongTermStore(
+            c.dim,
+            c.index_factory,
+            byte_budget=c.byte_budget,
+            eviction=c.eviction,
+            train_min=c.train_min,
+            train_sample=c.train_sample,
+            nprobe=c.nprobe,
+            thumbnail_size=c.thumbnail_size if c.keep_thumbnails else None,
+            seed=c.seed,
+        )
+        self.fifo = ShortTermFIFO(c.dim, c.short_term_capacity, c.consolidate_to)
+        self.map = TopologicalMap(c.dim, c.node_distance, c.node_similarity, c.node_rule)
+        self.frames_written = 0
+        self.next_id = 0
+        self.consolidations = 0
+        self.sleeps = 0
+        self.queries = 0
+        self._segment: tuple[str, str, int] | None = None
+
+    # ----------------------------------------------------------------------------- writes
+    def _unit(self, embedding: np.ndarray) -> np.ndarray:
+        e = embedding
+        if not (isinstance(e, np.ndarray) and e.dtype == np.float32 and e.ndim == 1):
+            e = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        if e.shape[0] != self.config.dim:
+            raise ValueError(f"embedding has {e.shape[0]} values, memory dim is {self.config.dim}")
+        n2 = float(e @ e)
+        if not math.isfinite(n2) or n2 == 0.0:
+            raise ValueError(f"embedding must be finite and non-zero (squared norm {n2})")
+        return e if abs(n2 - 1.0) < 1e-4 else e / math.sqrt(n2)
+
+    def observe(self, embedding: np.ndarray, meta: FrameMeta) -> int:
+        """Write one frame: short-term FIFO (consolidating into long-term when full) and map.
+
+        ``meta.node`` is filled in with the map node; the caller's object is not modified.
+
+        Returns:
+            The map node the frame was localised to.
+        """
+        e = self._unit(embedding)
+        seg = (meta.run_id, meta.task, meta.episode)
+        if seg != self._segment:
+            self.map.break_trajectory()
+            self._segment = seg
+        node = self.map.observe(meta.x, meta.y, e)
+        thumb = meta.thumbnail
+        if thumb is not None:
+            thumb = fit_thumbnail(thumb, self.config.thumbnail_size) if self.config.keep_thumbnails else None
+        rec = copy.copy(meta)  # dataclasses.replace costs ~15 us; this runs on every step
+        rec.node, rec.thumbnail, rec.hits = node, thumb, 0
+        out = self.fifo.push(e, rec, self.next_id)
+        self.next_id += 1
+        self.frames_written += 1
+        if out is not None:
+            self._store(out)
+        return node
+
+    def _store(self, out: Any) -> None:
+        if len(out.ids):
+            self.store.add(out.vectors, out.metas, out.ids)
+            self.consolidations += 1
+
+    def flush(self) -> int:
+        """Consolidate the short-term frames (at the full-buffer ratio) into long-term memory.
+
+        Returns:
+            The number of records moved.
+        """
+        out = self.fifo.consolidate()
+        self._store(out)
+        return len(out.ids)
+
+    def sleep(self, retrain: bool | None = None) -> dict[str, Any]:
+        """Flush, then run the offline consolidation (:func:`embodmem.memory.sleep.sleep`)."""
+        flushed = self.flush()
+        c = self.config
+        report = sleep_pass(
+            self.store,
+            dedup_threshold=c.dedup_threshold,
+            dedup_distance=c.dedup_distance,
+            same_task=c.dedup_same_task,
+            cell=c.node_distance,
+            drift_factor=c.drift_factor,
+            retrain=retrain,
+        )
+        self.sleeps += 1
+        return {"flushed": flushed, **report}
+
+    # ----------------------------------------------------------------------------- reads
+    def query(
+        self,
+        vec_or_vecs: np.ndarray,
+        k: int = 5,
+        *,
+        task: str | Sequence[str] | None = None,
+        step_range: tuple[int, int] | None = None,
+        run_id: str | Sequence[str] | None = None,
+        episode: int | Sequence[int] | None = None,
+        include_short_term: bool = True,
+        count_hits: bool = True,
+    ) -> list[Hit] | list[list[Hit]]:
+        """Top-``k`` records by cosine over long-term memory and the unconsolidated frames.
+
+        Args:
+            vec_or_vecs: One query embedding ``(dim,)`` (text or image), or ``(n, dim)``.
+            k: Results per query.
+            task, step_range, run_id, episode: Metadata filters (``step_range`` inclusive,
+                matching a record whose merged step span overlaps it).
+            include_short_term: Also search the frames still in the FIFO.
+            count_hits: Count returned records as used (for ``least_used`` eviction).
+
+        Returns:
+            For one query a list of :class:`Hit`, best first; for several, one list per query.
+        """
+        q = np.asarray(vec_or_vecs, dtype=np.float32)
+        single = q.ndim == 1
+        q = np.atleast_2d(q)
+        norms = np.linalg.norm(q, axis=1, keepdims=True)
+        if q.shape[1] != self.config.dim or not np.all(norms > 0):
+            raise ValueError(
+                f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}"
+            )
+        q = np.ascontiguousarray(q / norms)
+        filters = {"task": task, "step_range": step_range, "run_id": run_id, "episode": episode}
+        lt = self.store.search(q, k, **filters)
+        st = self.fifo.search(q, k, **filters) if include_short_term else [[] for _ in q]
+        results = []
+        for a, b in zip(lt, st):
+            hits = sorted(
+                a + [dataclasses.replace(h, meta=dataclasses.replace(h.meta)) for h in b],
+                key=lambda h: -h.score,
+            )[:k]
+            results.append(hits)
+            if count_hits:
+                lt_ids = [h.id for h in hits if h.source == "long_term"]
+                if lt_ids:
+                    self.store.meta.add_hits(self.store.meta.rows_of(np.asarray(lt_ids)))
+                st_ids = {h.id for h in hits if h.source == "short_term"}
+                for m, rid in zip(self.fifo.metas, self.fifo.ids):
+                    if rid in st_ids:
+                        m.hits += 1
+        self.queries += len(q)
+        return results[0] if single else results
+
+    def hit_vectors(self, hits: Sequence[Hit]) -> np.ndarray:
+        """Stored vectors of ``hits`` (decoded for quantised stores), e.g. to re-score them."""
+        if not hits:
+            return np.zeros((0, self.config.dim), np.float32)
+        short = {rid: i for i, rid in enumerate(self.fifo.ids)}
+        vecs = self.fifo.vectors if short else None
+        long_ids = [h.id for h in hits if h.source != "short_term"]
+        long = dict(zip(long_ids, self.store.reconstruct(long_ids))) if long_ids else {}
+        return np.stack([vecs[short[h.id]] if h.source == "short_term" else long[h.id] for h in hits]).astype(
+            np.float32
+        )
+
+    def search_by_id(self, record_id: int, k: int = 5, **filters: Any) -> list[Hit]:
+        """Long-term records most similar to a long-term record's own stored vector (itself excluded)."""
+        return self.store.search_by_id(record_id, k, **filters)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and sizes: frames written/kept, bytes per frame (vector code), metadata and id
+        bytes, map size, evictions, consolidations, sleeps, queries."""
+        s = self.store.stats()
+        lt_frames = int(self.store.meta.col("count").sum())
+        return {
+            "frames_written": self.frames_written,
+            "frames_kept": len(self.store) + len(self.fifo),
+            "long_term_records": len(self.store),
+            "short_term_frames": len(self.fifo),
+            "frames_represented": lt_frames + len(self.fifo),
+            "bytes_per_frame": s["code_bytes_per_frame"],
+            "code_bytes": s["code_bytes"],
+            "byte_budget": s["byte_budget"],
+            "metadata_bytes": s["metadata_bytes"],
+            "index_id_bytes": s["index_id_bytes"],
+            "fixed_bytes": s["fixed_bytes"],
+            "raw_buffer_bytes": s["raw_buffer_bytes"],
+            "short_term_bytes": len(self.fifo) * self.config.dim * 4,
+            "index": s["index"],
+            "trained": s["trained"],
+            "trainings": s["trainings"],
+            "evicted": s["evicted"],
+            "consolidations": self.consolidations,
+            "sleeps": self.sleeps,
+            "queries": self.queries,
+            "nodes": len(self.map),
+            "edges": self.map.graph.number_of_edges(),
+        }
+
+    # ----------------------------------------------------------------------------- persistence
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Save atomically into ``directory`` (see :mod:`embodmem.memory.persistence`).
+
+        Returns:
+            The manifest path.
+        """
+        index_bytes, arrays, store_js = self.store.state()
+        fifo_meta = MetaTable(self.store.thumbnail_size)
+        fifo_meta.append(fifo_meta.columns_from_metas(np.asarray(self.fifo.ids, np.int64), self.fifo.metas))
+        arrays.update(fifo_meta.to_arrays("fifo_"))
+        arrays["fifo_vecs"] = np.ascontiguousarray(self.fifo.vectors)
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        state = {
+            "store": store_js,
+            "frames_written": self.frames_written,
+            "next_id": self.next_id,
+            "consolidations": self.consolidations,
+            "sleeps": self.sleeps,
+            "queries": self.queries,
+            "segment": list(self._segment) if self._segment else None,
+        }
+        files = {
+            "index.faiss": index_bytes,
+            "arrays.npz": buf.getvalue(),
+            "map.json": self.map.to_json().encode(),
+        }
+        return write_snapshot(
+            directory, files, {"dim": self.config.dim, "config": self.config.to_dict(), "state": state}
+        )
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str], expect_dim: int | None = None) -> AgentMemory:
+        """Load a memory saved by :meth:`save`.
+
+        Args:
+            directory: The save directory.
+            expect_dim: If given, refuse a memory of another dimension.
+
+        Raises:
+            MemoryLoadError: naming the file that is missing, truncated, corrupted or foreign.
+        """
+        directory = Path(directory)
+        manifest, files = read_snapshot(directory, _FILES)
+        mpath = directory / "manifest.json"
+        path = {k: directory / manifest["files"][k]["path"] for k in _FILES}
+        dim = manifest["dim"]
+        if expect_dim is not None and dim != expect_dim:
+            raise MemoryLoadError(mpath, f"foreign memory: dim {dim}, expected {expect_dim}")
+        try:
+            config = MemoryConfig.from_dict(manifest["config"])
+        except (TypeError, ValueError) as e:
+            raise MemoryLoadError(mpath, f"bad config: {e}") from None
+        if config.dim != dim:
+            raise MemoryLoadError(mpath, f"config dim {config.dim} != manifest dim {dim}")
+        mem = cls(config)
+        try:
+            index = faiss.deserialize_index(np.frombuffer(files["index.faiss"], dtype=np.uint8))
+        except RuntimeError as e:
+            raise MemoryLoadError(
+                path["index.faiss"], f"not a FAISS index ({str(e).strip().splitlines()[-1]})"
+            ) from None
+        if index.d != dim or index.metric_type != faiss.METRIC_INNER_PRODUCT:
+            raise MemoryLoadError(
+                path["index.faiss"],
+                f"foreign index: dim {index.d}, metric {index.metric_type}; "
+                f"expected dim {dim}, inner product",
+            )
+        try:
+            arrays = np.load(io.BytesIO(files["arrays.npz"]), allow_pickle=False)
+            mem.store.load_state(index, arrays, manifest["state"]["store"])
+            fifo_meta = MetaTable.from_arrays(arrays, mem.store.thumbnail_size, "fifo_")
+            fifo_vecs = np.asarray(arrays["fifo_vecs"], dtype=np.float32)
+        except (ValueError, KeyError, OSError) as e:
+            raise MemoryLoadError(path["arrays.npz"], f"inconsistent arrays ({e})") from None
+        if fifo_vecs.shape != (len(fifo_meta), dim) or len(fifo_meta) >= config.short_term_capacity:
+            raise MemoryLoadError(
+                path["arrays.npz"],
+                f"short-term buffer shape {fifo_vecs.shape} does not fit "
+                f"capacity {config.short_term_capacity} x dim {dim}",
+            )
+        mem.fifo._vecs[: len(fifo_meta)] = fifo_vecs
+        mem.fifo.metas = [fifo_meta.meta(i) for i in range(len(fifo_meta))]
+        mem.fifo.ids = [int(i) for i in fifo_meta.ids]
+        try:
+            mem.map = TopologicalMap.from_json(files["map.json"].decode("utf-8"))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            raise MemoryLoadError(path["map.json"], f"not a topological map ({e})") from None
+        if mem.map.dim != dim:
+            raise MemoryLoadError(path["map.json"], f"foreign map: dim {mem.map.dim}, expected {dim}")
+        st = manifest["state"]
+        mem.frames_written = int(st["frames_written"])
+        mem.next_id = int(st["next_id"])
+        mem.consolidations = int(st["consolidations"])
+        mem.sleeps = int(st["sleeps"])
+        mem.queries = int(st["queries"])
+        mem._segment = tuple(st["segment"]) if st["segment"] else None  # type: ignore[assignment]
+        return mem

@@ -1,0 +1,105 @@
+"""Short-term FIFO and MovieChat consolidation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from embodmem.memory import FrameMeta, ShortTermFIFO, merge_adjacent
+
+
+def test_merge_hand_worked_example() -> None:
+    # a=(1,0) b=(.8,.6) c=(0,1) d=(-.6,.8); cos(a,b)=.8, cos(b,c)=.6, cos(c,d)=.8.
+    v = np.array([[1, 0], [0.8, 0.6], [0, 1], [-0.6, 0.8]], dtype=np.float32)
+    out, counts, groups = merge_adjacent(v, [2, 1, 1, 1], target=2)
+    # Tie at .8: the earliest pair (a, b) goes first: 2a + b = (2.8, .6), |.| = sqrt(8.2), count 3.
+    # Then cos(ab, c) = .6/sqrt(8.2) = .21 < cos(c, d) = .8: c + d = (-.6, 1.8), |.| = sqrt(3.6), count 2.
+    assert groups == [[0, 1], [2, 3]]
+    assert counts.tolist() == [3, 2]
+    np.testing.assert_allclose(out[0], [2.8 / math.sqrt(8.2), 0.6 / math.sqrt(8.2)], rtol=1e-6)
+    np.testing.assert_allclose(out[1], [-0.6 / math.sqrt(3.6), 1.8 / math.sqrt(3.6)], rtol=1e-6)
+    # One more merge, count-weighted: 3 * ab + 2 * cd, renormalised.
+    out1, counts1, groups1 = merge_adjacent(v, [2, 1, 1, 1], target=1)
+    s = 3 * np.array([2.8, 0.6]) / math.sqrt(8.2) + 2 * np.array([-0.6, 1.8]) / math.sqrt(3.6)
+    np.testing.assert_allclose(out1[0], s / np.linalg.norm(s), rtol=1e-6)
+    assert counts1.tolist() == [5] and groups1 == [[0, 1, 2, 3]]
+
+
+def test_merge_respects_barriers_and_noop() -> None:
+    v = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=np.float32)
+    out, counts, groups = merge_adjacent(v, [1, 1, 1, 1], 1, barriers=[False, True, False])
+    assert groups == [[0, 1], [2, 3]] and counts.tolist() == [2, 2]
+    out, counts, groups = merge_adjacent(v, [1, 1, 1, 1], 4)
+    assert groups == [[0], [1], [2], [3]]
+    np.testing.assert_array_equal(out, v)
+
+
+@pytest.mark.parametrize("bad", [dict(target=0), dict(counts=[1, 0, 1, 1]), dict(barriers=[True])])
+def test_merge_rejects_bad_input(bad: dict) -> None:
+    kw = dict(vectors=np.eye(4, dtype=np.float32), counts=[1, 1, 1, 1], target=2) | bad
+    with pytest.raises(ValueError):
+        merge_adjacent(**kw)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    target=st.integers(1, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_merge_properties(n: int, target: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, 8)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    counts = rng.integers(1, 4, n)
+    out, c, groups = merge_adjacent(v, counts, target)
+    assert len(out) == min(n, target) == len(c) == len(groups)
+    assert sum(groups, []) == list(range(n))  # contiguous, in order, every frame once
+    assert [int(counts[g].sum()) for g in groups] == c.tolist()
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    capacity=st.integers(2, 12),
+    ratio=st.floats(0.1, 1.0),
+    n=st.integers(0, 60),
+    episode_len=st.integers(1, 30),
+)
+def test_fifo_order_and_capacity(capacity: int, ratio: float, n: int, episode_len: int) -> None:
+    target = max(1, int(capacity * ratio))
+    fifo = ShortTermFIFO(4, capacity, target)
+    rng = np.random.default_rng(n)
+    out_ids: list[int] = []
+    out_counts = 0
+    for i in range(n):
+        v = rng.standard_normal(4).astype(np.float32)
+        meta = FrameMeta("r", "t", i // episode_len, i, 0.0, 0.0)
+        res = fifo.push(v / np.linalg.norm(v), meta, i)
+        assert len(fifo) < capacity
+        assert fifo.ids == sorted(fifo.ids)
+        if res is not None:
+            assert len(res.ids) <= capacity and len(res.ids) >= target
+            out_ids.extend(res.ids.tolist())
+            out_counts += sum(m.count for m in res.metas)
+            for m, rid in zip(res.metas, res.ids):
+                assert m.step == rid and m.step_min <= m.step_max == m.step  # latest frame kept
+                assert m.step_max - m.step_min + 1 == m.count  # contiguous span
+                assert m.episode == m.step_min // episode_len  # never across an episode boundary
+    assert out_ids == sorted(out_ids) and len(set(out_ids)) == len(out_ids)
+    assert out_counts + len(fifo) == n
+
+
+def test_fifo_flush_ratio_and_search() -> None:
+    fifo = ShortTermFIFO(2, 8, 4)
+    e = np.array([[1, 0], [0, 1]], dtype=np.float32)
+    for i in range(5):
+        fifo.push(e[i % 2], FrameMeta("r", "t" if i < 3 else "u", 0, i, 0.0, 0.0), i)
+    hits = fifo.search(e[1:2], 3, task="t")[0]
+    assert [h.id for h in hits] == [1, 0, 2] and hits[0].source == "short_term"
+    out = fifo.consolidate()  # 5 frames at ratio 4/8 -> 3 records
+    assert len(out.ids) == 3 and len(fifo) == 0

@@ -1,0 +1,207 @@
+"""Save/load: identical answers, atomic generations, refusal of bad files by name."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import embodmem.memory.persistence as persistence
+from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig, MemoryLoadError
+
+D = 16
+
+
+def _memory(n: int, factory: str = "Flat", seed: int = 0, **kw: object) -> AgentMemory:
+    cfg = MemoryConfig(
+        dim=D,
+        short_term_capacity=8,
+        consolidate_to=4,
+        index_factory=factory,
+        train_min=40,
+        train_sample=80,
+        node_distance=2.0,
+        **kw,
+    )  # type: ignore[arg-type]
+    mem = AgentMemory(cfg)
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((5, D))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(n):
+            v = centres[(i // 7) % 5] + 0.3 * rng.standard_normal(D)
+            thumb = np.full((12, 12, 3), i % 255, np.uint8)
+            mem.observe(
+                v,
+                FrameMeta(
+                    "run",
+                    f"task{i // 40}",
+                    i // 20,
+                    i % 20,
+                    float(i % 13),
+                    float(i // 13),
+                    heading=i % 4,
+                    thumbnail=thumb,
+                ),
+            )
+    return mem
+
+
+def _answers(mem: AgentMemory, **filters: object) -> list[list[tuple[int, float, str]]]:
+    q = np.random.default_rng(42).standard_normal((6, D)).astype(np.float32)
+    res = mem.query(q, k=7, count_hits=False, **filters)  # type: ignore[arg-type]
+    return [[(h.id, h.score, h.source) for h in row] for row in res]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    n=st.integers(0, 120),
+    factory=st.sampled_from(["Flat", "SQ8", "PQ4x4", "IVF4,PQ4x4"]),
+    do_sleep=st.booleans(),
+)
+def test_save_load_answers_identically(
+    tmp_path_factory: pytest.TempPathFactory, n: int, factory: str, do_sleep: bool
+) -> None:
+    mem = _memory(n, factory, keep_thumbnails=True, thumbnail_size=8)
+    if do_sleep:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mem.sleep()
+    d = tmp_path_factory.mktemp("mem")
+    mem.save(d)
+    back = AgentMemory.load(d)
+    assert _answers(back) == _answers(mem)
+    assert _answers(back, task="task1") == _answers(mem, task="task1")
+    assert back.stats() == mem.stats()
+    assert back.config == mem.config
+    assert back.map.to_json() == mem.map.to_json()
+    if len(back.store):
+        a, b = back.store.meta.meta(0), mem.store.meta.meta(0)
+        assert a == b and np.array_equal(a.thumbnail, b.thumbnail)
+    # both continue identically
+    v = np.ones(D, np.float32)
+    meta = FrameMeta("run", "task9", 99, 0, 1.0, 1.0)
+    assert back.observe(v, meta) == mem.observe(v, meta)
+    assert _answers(back) == _answers(mem)
+
+
+def _saved(tmp_path: Path) -> tuple[AgentMemory, Path, dict]:
+    mem = _memory(60)
+    d = tmp_path / "mem"
+    mem.save(d)
+    return mem, d, json.loads((d / "manifest.json").read_text())
+
+
+def test_generations_replace_old_files(tmp_path: Path) -> None:
+    mem, d, man = _saved(tmp_path)
+    assert man["generation"] == 1 and man["dim"] == D and man["format"] == "embodmem.memory"
+    mem.observe(np.ones(D), FrameMeta("run", "x", 0, 0, 0.0, 0.0))
+    (d / "notes.txt").write_text("mine")
+    mem.save(d)
+    names = sorted(p.name for p in d.iterdir())
+    assert names == [
+        "arrays.000002.npz",
+        "index.000002.faiss",
+        "manifest.json",
+        "map.000002.json",
+        "notes.txt",
+    ]
+
+
+@pytest.mark.parametrize("target", ["index.faiss", "arrays.npz", "map.json"])
+def test_missing_truncated_corrupted_files_named(tmp_path: Path, target: str) -> None:
+    _, d, man = _saved(tmp_path)
+    path = d / man["files"][target]["path"]
+    good = path.read_bytes()
+    path.write_bytes(good[: len(good) // 2])
+    with pytest.raises(MemoryLoadError, match=f"{path.name}.*truncated"):
+        AgentMemory.load(d)
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0xFF
+    path.write_bytes(bytes(bad))
+    with pytest.raises(MemoryLoadError, match=f"{path.name}.*checksum"):
+        AgentMemory.load(d)
+    path.unlink()
+    with pytest.raises(MemoryLoadError, match=f"{path.name}.*missing"):
+        AgentMemory.load(d)
+
+
+def test_manifest_problems_named(tmp_path: Path) -> None:
+    _, d, man = _saved(tmp_path)
+    mpath = d / "manifest.json"
+    text = mpath.read_text()
+    mpath.write_text(text[: len(text) // 2])
+    with pytest.raises(MemoryLoadError, match="manifest.json.*truncated"):
+        AgentMemory.load(d)
+    for change, pattern in [({"format": "other.thing"}, "foreign"), ({"version": 99}, "version 99")]:
+        mpath.write_text(json.dumps(man | change))
+        with pytest.raises(MemoryLoadError, match=f"manifest.json.*{pattern}"):
+            AgentMemory.load(d)
+    mpath.write_text(json.dumps(man))
+    with pytest.raises(MemoryLoadError, match="manifest.json.*dim 16, expected 32"):
+        AgentMemory.load(d, expect_dim=32)
+    mpath.unlink()
+    with pytest.raises(MemoryLoadError, match="manifest.json.*missing"):
+        AgentMemory.load(d)
+
+
+def test_foreign_index_with_valid_checksum_named(tmp_path: Path) -> None:
+    _, d, man = _saved(tmp_path)
+    other = faiss.IndexIDMap2(faiss.IndexFlatIP(2 * D))
+    data = faiss.serialize_index(other).tobytes()
+    name = man["files"]["index.faiss"]["path"]
+    (d / name).write_bytes(data)
+    man["files"]["index.faiss"].update(bytes=len(data), sha256=persistence._sha256(data))
+    (d / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(MemoryLoadError, match=f"{name}.*foreign index: dim 32"):
+        AgentMemory.load(d)
+    (d / name).write_bytes(b"not faiss at all")
+    man["files"]["index.faiss"].update(bytes=16, sha256=persistence._sha256(b"not faiss at all"))
+    (d / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(MemoryLoadError, match=f"{name}.*not a FAISS index"):
+        AgentMemory.load(d)
+
+
+@pytest.mark.parametrize("crash_on", ["arrays", "map", "manifest"])
+def test_crash_during_save_keeps_previous_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_on: str
+) -> None:
+    mem, d, _ = _saved(tmp_path)
+    before = _answers(mem)
+    snapshot = {p.name: p.read_bytes() for p in d.iterdir()}
+    for i in range(30):
+        mem.observe(np.random.default_rng(i).standard_normal(D), FrameMeta("run", "new", 9, i, 0.0, 0.0))
+    real = persistence.atomic_write_bytes
+
+    def flaky(path: Path, data: bytes) -> Path:
+        if Path(path).name.startswith(crash_on):
+            real(Path(str(path) + ".partial"), data[: len(data) // 3])  # junk a real crash could leave
+            raise OSError("disk full")
+        return real(path, data)
+
+    monkeypatch.setattr(persistence, "atomic_write_bytes", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        mem.save(d)
+    monkeypatch.undo()
+    for name, data in snapshot.items():
+        assert (d / name).read_bytes() == data  # the good copy is untouched
+    assert _answers(AgentMemory.load(d)) == before
+    mem.save(d)  # the next save succeeds and cleans up the crashed generation's files
+    assert _answers(AgentMemory.load(d)) == _answers(mem)
+    assert not any(
+        p.name.startswith(("index.000002", "arrays.000002", "map.000002")) and not p.name.endswith(".partial")
+        for p in d.iterdir()
+    )
+
+
+def test_load_of_copied_directory(tmp_path: Path) -> None:
+    mem, d, _ = _saved(tmp_path)
+    shutil.copytree(d, tmp_path / "copy")
+    assert _answers(AgentMemory.load(tmp_path / "copy")) == _answers(mem)

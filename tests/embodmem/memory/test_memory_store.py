@@ -1,0 +1,261 @@
+"""Long-term FAISS store: cold start, budget, eviction, filters, and index/metadata agreement."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from embodmem.memory import FrameMeta, LongTermStore, sleep
+from embodmem.memory.store import build_index, code_bytes_per_vector
+
+D = 16
+
+
+def _vecs(n: int, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, D)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _metas(ids: np.ndarray, task: str = "t0") -> list[FrameMeta]:
+    return [
+        FrameMeta("r0", task, int(i) // 50, int(i), float(i % 9), float(i % 5), node=int(i) % 7) for i in ids
+    ]
+
+
+@pytest.mark.parametrize(
+    "factory, code",
+    [("Flat", 4 * D), ("SQfp16", 2 * D), ("SQ8", D), ("PQ4", 4), ("IVF4,PQ4", 4), ("OPQ4,PQ4", 4)],
+)
+def test_factories_code_size(factory: str, code: int) -> None:
+    assert code_bytes_per_vector(build_index(D, factory)) == code
+
+
+@pytest.mark.parametrize("bad", ["Nonsense42", "HNSW32", "IDMap,Flat", "IVF4,PQ4x4fs", ""])
+def test_bad_factories_named(bad: str) -> None:
+    with pytest.raises(ValueError, match="index_factory"):
+        build_index(D, bad)
+
+
+def test_pq_cold_start_flat_then_trained() -> None:
+    s = LongTermStore(D, "PQ4x4", train_min=100, train_sample=200)
+    assert not s.trained and s.stats()["code_bytes_per_frame"] == 4 * D
+    x = _vecs(150, 0)
+    ids = np.arange(150)
+    s.add(x[:90], _metas(ids[:90]), ids[:90])
+    assert not s.trained and s.stats()["index"] == "Flat (cold start)"
+    assert [h.id for h in s.search(x[5], 1)[0]] == [5]  # exact while flat
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s.add(x[90:], _metas(ids[90:]), ids[90:])
+    assert s.trained and s.stats()["code_bytes_per_frame"] == 2 and s.trainings == 1
+    assert np.array_equal(s.faiss_ids(), ids)
+    hits = s.search(x[:20], 10)
+    assert (
+        sum(int(i in [h.id for h in row]) for i, row in enumerate(hits)) >= 15
+    )  # PQ recall@10 on own vectors
+    assert s.train_error is not None and s.train_error > 0
+
+
+def test_filters_return_k_matches() -> None:
+    s = LongTermStore(D, "Flat")
+    x = _vecs(300, 1)
+    ids = np.arange(300)
+    metas = [FrameMeta(f"run{i % 2}", f"task{i % 3}", i // 100, i, 0.0, 0.0) for i in range(300)]
+    s.add(x, metas, ids)
+    for kw, pred in [
+        (dict(task="task1"), lambda m: m.task == "task1"),
+        (dict(run_id="run0", task=["task0", "task2"]), lambda m: m.run_id == "run0" and m.task != "task1"),
+        (dict(step_range=(10, 19)), lambda m: 10 <= m.step <= 19),
+        (dict(episode=2, task="task0"), lambda m: m.episode == 2 and m.task == "task0"),
+    ]:
+        want = [i for i in range(300) if pred(metas[i])]
+        for k in (1, 7, len(want), len(want) + 5):
+            hits = s.search(x[3], k, **kw)[0]
+            assert len(hits) == min(k, len(want))
+            assert all(pred(h.meta) for h in hits)
+            # exact: the best matching record by brute force comes first
+            best = max(want, key=lambda i: float(x[i] @ x[3]))
+            assert hits[0].id == best
+    assert s.search(x[0], 5, task="nope")[0] == []
+    with pytest.raises(ValueError, match="step_range"):
+        s.search(x[0], 5, step_range=(5, 1))
+
+
+def test_filtered_overfetch_on_large_ivf() -> None:
+    """Over a few thousand matching records the store over-fetches from FAISS (not exact scoring)."""
+    s = LongTermStore(D, "IVF8,SQ8", train_min=500, train_sample=1000, nprobe=2)
+    n = 12_000
+    x = _vecs(n, 2)
+    metas = [FrameMeta("r", "big" if i % 2 else "small", 0, i, 0.0, 0.0) for i in range(n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s.add(x, metas, np.arange(n))
+    for q in range(5):
+        hits = s.search(x[q], 10, task="big")[0]
+        assert len(hits) == 10 and all(h.meta.task == "big" for h in hits)
+
+
+def test_budget_fifo_evicts_oldest() -> None:
+    s = LongTermStore(D, "SQ8", byte_budget=50 * D, train_min=10, train_sample=64)
+    assert s.capacity == 12  # flat cold start: 4 bytes a dimension, so a quarter of SQ8's capacity
+    for b in range(10):
+        ids = np.arange(b * 20, b * 20 + 20)
+        s.add(_vecs(20, b), _metas(ids), ids)
+        assert s.stats()["code_bytes"] <= 50 * D
+    assert s.capacity == 50 and s.trained
+    assert s.meta.ids.tolist() == list(range(150, 200))
+    assert s.evicted == 150
+
+
+def test_budget_least_used_keeps_hit_records() -> None:
+    s = LongTermStore(D, "Flat", byte_budget=20 * 4 * D, eviction="least_used")
+    x = _vecs(40, 3)
+    s.add(x[:20], _metas(np.arange(20)), np.arange(20))
+    s.search(x[[2, 3]], 1, count_hits=True)
+    s.add(x[20:30], _metas(np.arange(20, 30)), np.arange(20, 30))
+    kept = set(s.meta.ids.tolist())
+    assert {2, 3} <= kept and len(kept) == 20 and set(range(20, 30)) <= kept
+    # a batch larger than the budget keeps its newest part
+    s.add(_vecs(25, 4), _metas(np.arange(100, 125)), np.arange(100, 125))
+    assert s.meta.ids.tolist() == list(range(105, 125))
+
+
+def test_budget_too_small_for_cold_start_is_named() -> None:
+    with pytest.raises(ValueError, match="byte_budget=1000.*train_min=100"):
+        LongTermStore(D, "PQ4", byte_budget=1000, train_min=100, train_sample=200)
+
+
+def test_ids_must_increase_and_search_by_id() -> None:
+    s = LongTermStore(D, "Flat")
+    x = _vecs(10, 5)
+    s.add(x, _metas(np.arange(10)), np.arange(10))
+    with pytest.raises(ValueError, match="strictly increasing"):
+        s.add(x[:1], _metas(np.array([3])), [3])
+    assert len(s) == 10
+    hits = s.search_by_id(4, 3)
+    assert len(hits) == 3 and 4 not in [h.id for h in hits]
+    assert s.search_by_id(4, 1, exclude_self=False)[0].id == 4
+    with pytest.raises(KeyError, match="99"):
+        s.search_by_id(99, 3)
+
+
+FACTORIES = ["Flat", "SQ8", "PQ4x4", "IVF4,Flat"]
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """Any sequence of inserts, merges, removals, searches and sleeps keeps FAISS and metadata equal,
+    the budget respected, and FIFO eviction removing exactly the oldest records."""
+
+    @initialize(
+        factory=st.sampled_from(FACTORIES),
+        budget=st.sampled_from([None, 40, 90]),
+        eviction=st.sampled_from(["fifo", "least_used"]),
+    )
+    def setup(self, factory: str, budget: int | None, eviction: str) -> None:
+        code = code_bytes_per_vector(build_index(D, factory))
+        self.budget = None if budget is None else budget * 4 * D  # room for 40/90 flat vectors
+        self.store = LongTermStore(
+            D, factory, byte_budget=self.budget, eviction=eviction, train_min=30, train_sample=60, nprobe=4
+        )
+        self.code = code
+        self.next_id = 0
+        self.seed = 0
+
+    @rule(n=st.integers(1, 25), task=st.sampled_from(["a", "b"]))
+    def add(self, n: int, task: str) -> None:
+        before = self.store.meta.ids.copy()
+        ids = np.arange(self.next_id, self.next_id + n)
+        self.next_id += n + 1
+        self.seed += 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kept = self.store.add(_vecs(n, self.seed), _metas(ids, task), ids)
+        after = set(self.store.meta.ids.tolist())
+        assert set(kept.tolist()) <= after
+        removed = [i for i in before.tolist() if i not in after]
+        if self.store.eviction == "fifo":
+            assert removed == before[: len(removed)].tolist()  # the oldest, in order
+
+    @precondition(lambda self: len(self.store) >= 4)
+    @rule(data=st.data())
+    def merge(self, data: st.DataObject) -> None:
+        ids = self.store.meta.ids
+        pick = data.draw(st.lists(st.sampled_from(ids.tolist()), min_size=2, max_size=6, unique=True))
+        v = self.store.reconstruct(pick).sum(axis=0)
+        total = int(self.store.meta.col("count")[self.store.meta.rows_of(np.asarray(pick))].sum())
+        (survivor,) = self.store.merge([np.asarray(pick)], (v / np.linalg.norm(v))[None])
+        assert survivor == max(pick)
+        assert self.store.search_by_id(survivor, 1, exclude_self=False)[0].meta.count == total
+
+    @precondition(lambda self: len(self.store) >= 1)
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        pick = data.draw(st.lists(st.sampled_from(self.store.meta.ids.tolist()), min_size=1, max_size=5))
+        self.store.remove(pick)
+        assert not set(pick) & set(self.store.meta.ids.tolist())
+
+    @rule(k=st.integers(1, 12), task=st.sampled_from([None, "a", "b"]))
+    def search(self, k: int, task: str | None) -> None:
+        hits = self.store.search(_vecs(1, 999), k, task=task)[0]
+        n_match = (
+            len(self.store)
+            if task is None
+            else int((self.store.meta.col("task") == self.store.meta.code(task, create=False)).sum())
+        )
+        assert len(hits) == min(k, n_match)
+        assert all(task is None or h.meta.task == task for h in hits)
+        assert [h.score for h in hits] == sorted([h.score for h in hits], reverse=True)
+
+    @rule(retrain=st.sampled_from([None, True]))
+    def do_sleep(self, retrain: bool | None) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rep = sleep(self.store, dedup_threshold=0.5, retrain=retrain)
+        assert rep["records_after"] == rep["records_before"] - rep["merged_away"]
+
+    @invariant()
+    def agree(self) -> None:
+        s = self.store
+        assert s.index.ntotal == len(s.meta)
+        assert np.array_equal(s.faiss_ids(), s.meta.ids)
+        assert np.all(np.diff(s.meta.ids) > 0)
+        if self.budget is not None:
+            assert s.stats()["code_bytes"] <= self.budget
+
+
+StoreMachine.TestCase.settings = settings(
+    max_examples=80,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_store_state_machine = StoreMachine.TestCase
+
+
+@pytest.mark.parametrize("factory", ["Flat", "SQ8", "PQ4", "IVF8,Flat", "OPQ4,IVF8,Flat"])
+def test_filter_matching_far_from_the_query(factory: str) -> None:
+    """Matches live in other clusters than the query: selectors, nprobe widening (IVF, nprobe=1)
+    and over-fetching (PQ, no selector support) must still return k matching records."""
+    rng = np.random.default_rng(7)
+    centres = _vecs(8, 8) * 4
+    label = np.repeat(np.arange(8), 500)
+    x = centres[label] + rng.standard_normal((4000, D)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    metas = [FrameMeta("r", f"c{c}", 0, i, 0.0, 0.0) for i, c in enumerate(label)]
+    s = LongTermStore(D, factory, train_min=2000, train_sample=4000, nprobe=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s.add(x, metas, np.arange(4000))
+    m = s.meta
+    m.set_values("task", np.arange(4000), np.where(label < 4, m.code("near"), m.code("far")))  # 2000 each
+    q = x[label == 0][:3]
+    for row in s.search(q, 10, task="far"):
+        assert len(row) == 10 and all(h.meta.task == "far" for h in row)
+    best_far = max(np.flatnonzero(label >= 4), key=lambda i: float(x[i] @ q[0]))
+    if factory in ("Flat", "IVF8,Flat"):
+        assert s.search(q[0], 1, task="far")[0][0].id == best_far

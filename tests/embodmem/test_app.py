@@ -1,0 +1,70 @@
+"""The Hydra app: composition, validation, outputs, and real launchers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ValidationError
+
+from embodmem.app import CONFIG_DIR, run
+
+SMALL = ["env.max_steps=25", "logger.progress=false", "logger.plots=false"]
+
+
+def _compose(overrides: list[str]):
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        return compose("config", overrides=overrides)
+
+
+def test_default_job_writes_every_output(tmp_path: Path) -> None:
+    records = run(_compose(SMALL), tmp_path)
+    conditions = {(r["agent"], r["condition"]) for r in records}
+    assert conditions == {("memory", "warm"), ("memory", "cold"), ("explorer", "single")}
+    for name in ("config.yaml", "metrics.jsonl", "summary.csv", "transfer.csv", "profile.json"):
+        assert (tmp_path / name).is_file(), name
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 6
+    assert len(list((tmp_path / "episodes").glob("*.json"))) == 6
+
+
+def test_invalid_values_name_the_key_and_the_allowed_values() -> None:
+    with pytest.raises((ConfigCompositionException, ValidationError)) as err:
+        _compose(["agent.name=octopus"])
+    assert "octopus" in str(err.value.__cause__ or err.value) or "octopus" in str(err.value)
+    cfg = _compose(["experiment.sequence=atlantis"])
+    with pytest.raises(ValueError, match=r"experiment.sequence='atlantis' is unknown; allowed: .*wreck_then_barrel"):
+        run(cfg, "/tmp/never-written")
+    cfg = _compose(["agent.detect_probability=1.5"])
+    with pytest.raises(ValueError, match=r"agent.detect_probability=1.5"):
+        run(cfg, "/tmp/never-written")
+
+
+def test_console_error_is_one_clear_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "embodmem", "experiment.conditions=[lukewarm]", f"hydra.run.dir={tmp_path}"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "experiment.conditions: 'lukewarm' is not allowed; allowed: warm, cold" in proc.stderr
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
+def test_sweeps_run_through_real_launchers(tmp_path: Path, launcher: str) -> None:
+    cmd = [
+        sys.executable, "-m", "embodmem", "-m", "agent=explorer,random", "experiment.baselines=[]",
+        f"hydra/launcher={launcher}", f"hydra.sweep.dir={tmp_path}", "experiment.tasks=[barrel]", *SMALL,
+    ]
+    if launcher == "joblib":
+        cmd.append("hydra.launcher.n_jobs=2")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files = sorted(tmp_path.rglob("metrics.jsonl"))
+    assert len(files) == 2
+    report = subprocess.run([sys.executable, "-m", "embodmem.report", str(tmp_path), "--no-plots", "-q"],
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "summary.csv").is_file()

@@ -1,0 +1,292 @@
+"""Tests for embodmem/video.py: frame composition, encoding, the episode recorder, RecordVideo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import cv2
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from agents.base import Agent, AgentTrace, Retrieval
+from agents.random_agent import RandomAgent
+from embodmem.memory import TopologicalMap
+from embodmem.runner import run_episode
+from embodmem.video import (
+    EpisodeRecorder,
+    MapSnapshot,
+    Scene,
+    StepRecord,
+    compose_frame,
+    episode_video_name,
+    render_frames,
+    write_video,
+)
+from envs.underwater import UnderwaterEnv
+
+ENV_KW = {"size": 24, "max_steps": 8, "image_size": 32}
+SIZE = 64
+FRAME_SHAPE = (124, 3 * SIZE, 3)
+"""Frame at size 64: the three 64 px panels, and a 60 px text strip below them."""
+
+
+def decode(path: Path) -> list[np.ndarray]:
+    cap = cv2.VideoCapture(str(path))
+    assert cap.isOpened(), f"OpenCV cannot open {path}"
+    frames = []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        frames.append(frame)
+    cap.release()
+    return frames
+
+
+def short_episode(n: int = 6, seed: int = 0) -> tuple[Scene, list[StepRecord]]:
+    env = UnderwaterEnv(task="barrel", **ENV_KW)
+    env.reset(seed=seed)
+    scene = Scene.from_env(env)
+    steps = []
+    for a in [2, 1, 2, 2, 0, 2, 2, 1][:n]:
+        obs, _, _, _, info = env.step(a)
+        steps.append(StepRecord.capture(env, obs, info, a))
+    return scene, steps
+
+
+def video_cfg(**kw) -> SimpleNamespace:
+    base = {"enabled": True, "episodes": "all", "fps": 4, "size": 32, "format": "mp4"}
+    return SimpleNamespace(**{**base, **kw})
+
+
+def labelled(result, success: int) -> None:
+    result.record.update(
+        sequence="wreck_then_barrel", world_seed=0, seed=0, task_index=1, agent="random", condition="single", success=success
+    )
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def test_compose_frame_enlarges_camera_with_nearest_neighbour() -> None:
+    cam = np.zeros((4, 4, 3), np.uint8)
+    cam[0, 0] = (255, 0, 0)
+    panel = np.zeros((SIZE, SIZE, 3), np.uint8)
+    frame = compose_frame(cam, panel, panel, ["a", "b"], SIZE)
+    assert frame.dtype == np.uint8 and frame.shape[1] == 3 * SIZE and frame.shape[0] > SIZE
+    block = frame[:16, :16]
+    assert (block == (255, 0, 0)).all(), "one camera pixel becomes a sharp 16x16 block"
+    assert frame.shape[0] % 2 == 0 and frame.shape[1] % 2 == 0, "codecs need even sizes"
+
+
+def test_render_frames_count_and_summary() -> None:
+    scene, steps = short_episode()
+    frames = list(render_frames(scene, steps, SIZE, {"success": 1, "spl": 0.5, "steps": 6, "path_length": 20.0}, hold_frames=3))
+    assert len(frames) == len(steps) + 3
+    assert {f.shape for f in frames} == {FRAME_SHAPE}
+    assert np.array_equal(frames[-1], frames[-3]), "the summary frame is held"
+    assert frames[-1].mean() < frames[-4].mean(), "the summary dims the last frame"
+    assert len(list(render_frames(scene, steps, SIZE, None))) == len(steps)
+
+
+def test_memory_panel_shows_thumbnails_then_lets_them_go() -> None:
+    scene, steps = short_episode()
+    thumb = np.zeros((8, 8, 3), np.uint8)
+    thumb[:] = (0, 255, 0)  # pure green appears nowhere else
+    steps[1].query = "find oil drums"
+    steps[1].retrievals = [Retrieval(0.9, 0, (3.0, 4.0, 1), "wreck", 12, thumb), Retrieval(0.4, None, (5.0, 5.0, 0), "wreck", 20)]
+    frames = list(render_frames(scene, steps, SIZE, None, hold_steps=2))
+
+    def green(f: np.ndarray) -> int:
+        mem = f[:SIZE, 2 * SIZE :]
+        return int(((mem[..., 0] < 30) & (mem[..., 1] > 150) & (mem[..., 2] < 30)).sum())
+
+    assert green(frames[0]) == 0
+    assert green(frames[1]) > 50 and green(frames[3]) > 50, "shown at the query and held (dimmed)"
+    assert green(frames[4]) == 0, "gone after hold_steps"
+
+
+def test_topological_map_is_drawn_from_a_snapshot() -> None:
+    topo = TopologicalMap(dim=2, node_distance=2.0)
+    for x in (2.0, 5.0, 8.0):
+        topo.observe(x, 3.0)
+    snap = MapSnapshot.of(topo)
+    assert snap.positions.shape == (3, 2) and sorted(map(tuple, snap.edges.tolist())) == [(0, 1), (1, 2)]
+    topo.observe(20.0, 20.0)
+    assert len(snap.positions) == 3, "a snapshot does not follow later changes"
+    scene, steps = short_episode(2)
+    plain = list(render_frames(scene, steps, SIZE, None))[-1]
+    steps[-1].graph, steps[-1].current_node = snap, 1
+    drawn = list(render_frames(scene, steps, SIZE, None))[-1]
+    top = slice(SIZE, 2 * SIZE)
+    assert not np.array_equal(plain[:SIZE, top], drawn[:SIZE, top])
+    assert np.array_equal(plain[:SIZE, :SIZE], drawn[:SIZE, :SIZE]), "the camera panel is untouched"
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+@pytest.mark.parametrize("fmt", ["webm", "mp4"])
+def test_video_decodes_with_expected_frame_count_and_size(tmp_path: Path, fmt: str) -> None:
+    scene, steps = short_episode()
+    path = tmp_path / f"episode.{fmt}"
+    n = write_video(path, render_frames(scene, steps, SIZE, {"success": 0}, hold_frames=4), fps=4)
+    assert n == len(steps) + 4
+    frames = decode(path)
+    assert len(frames) == n
+    assert frames[0].shape == FRAME_SHAPE
+    if fmt == "webm":
+        with path.open("rb") as fh:
+            assert fh.read(4) == b"\x1a\x45\xdf\xa3", "a Matroska/WebM file"
+        cap = cv2.VideoCapture(str(path))
+        assert int(cap.get(cv2.CAP_PROP_FOURCC)).to_bytes(4, "little") == b"VP90"
+    assert list(tmp_path.iterdir()) == [path], "no temporary files left behind"
+
+
+def test_write_video_is_atomic_and_checks_its_input(tmp_path: Path) -> None:
+    path = tmp_path / "v.mp4"
+    path.write_bytes(b"old")
+
+    def broken():
+        yield np.zeros((32, 32, 3), np.uint8)
+        raise RuntimeError("renderer crashed")
+
+    with pytest.raises(RuntimeError, match="renderer crashed"):
+        write_video(path, broken())
+    assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
+    with pytest.raises(ValueError, match="shape"):
+        write_video(path, [np.zeros((32, 32, 3), np.uint8), np.zeros((34, 32, 3), np.uint8)])
+    with pytest.raises(ValueError, match="no frames"):
+        write_video(path, [])
+    with pytest.raises(ValueError, match=r"\.webm, \.mp4"):
+        write_video(tmp_path / "v.avi", [np.zeros((32, 32, 3), np.uint8)])
+    assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
+
+
+def test_episode_video_name_carries_episode_and_result() -> None:
+    record = {
+        "sequence": "wreck_then_barrel", "world_seed": 0, "seed": 0, "task_index": 1,
+        "agent": "memory", "condition": "warm", "success": 1, "spl": 0.8214,
+    }
+    assert episode_video_name(record) == "seq=wreck_then_barrel-world=0-seed=0-task=1-agent=memory-cond=warm-success=1-spl=0.82.webm"
+    assert episode_video_name({"success": 0}, "mp4") == "episode-success=0.mp4"
+
+
+# --------------------------------------------------------------------------- recorder
+
+
+def record_episodes(tmp_path: Path, successes: list[int], **cfg) -> tuple[EpisodeRecorder, list]:
+    env = UnderwaterEnv(task="barrel", **ENV_KW)
+    agent = RandomAgent(seed=0, stop_probability=0.0)
+    rec = EpisodeRecorder(video_cfg(**cfg), tmp_path / "videos")
+    rec.bind(env, agent)
+    results = []
+    for i, s in enumerate(successes):
+        result = run_episode(env, agent, {"task": "barrel"}, i, on_step=rec.step)
+        labelled(result, s)
+        result.record["task_index"] = i + 1
+        rec.finish(result)
+        results.append(result)
+    return rec, results
+
+
+@pytest.mark.parametrize(
+    ("episodes", "expected"), [("all", [1, 2, 3]), ("failures", [2, 3]), ("first", [1]), ("none", [])]
+)
+def test_recorder_selects_episodes(tmp_path: Path, episodes: str, expected: list[int]) -> None:
+    rec, results = record_episodes(tmp_path, [1, 0, 0], episodes=episodes)
+    assert [int(p.name.split("task=")[1].split("-")[0]) for p in rec.paths] == expected
+    for r in results:
+        if r.record["task_index"] in expected:
+            assert (tmp_path / r.record["video"]).is_file()
+            assert r.record["video"].startswith("videos/") and f"success={r.record['success']}" in r.record["video"]
+        else:
+            assert "video" not in r.record
+    for p in rec.paths:
+        frames = decode(p)
+        assert len(frames) == ENV_KW["max_steps"] + 4, "one frame per step plus one second of summary"
+        assert frames[0].shape == (92, 96, 3)
+
+
+def test_recorder_accepts_the_hydra_config(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from embodmem.config import VideoConfig, VideoEpisodes, VideoFormat
+
+    cfg = OmegaConf.structured(VideoConfig(enabled=True, episodes=VideoEpisodes.first, fps=2, size=32, format=VideoFormat.mp4))
+    rec = EpisodeRecorder(cfg, tmp_path)
+    assert (rec.episodes, rec.format, rec.fps, rec.size) == ("first", "mp4", 2, 32)
+    with pytest.raises(ValueError, match="video.episodes"):
+        EpisodeRecorder(video_cfg(episodes="some"), tmp_path)
+
+
+class ScriptedMemoryAgent(Agent):
+    """Moves forward and 'queries memory' at step 3, keeping the retrievals on its trace."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = SimpleNamespace(map=TopologicalMap(dim=2, node_distance=2.0))
+        self.current_node: int | None = None
+        self.t = 0
+
+    def act(self, observation) -> int:
+        self.t += 1
+        x, y, _ = observation["pose"]
+        self.current_node = self.memory.map.observe(float(x), float(y))
+        if self.t == 3:
+            thumb = np.full((8, 8, 3), (0, 255, 0), np.uint8)
+            self.trace = AgentTrace("find oil drums", [Retrieval(0.7, 0, (1.0, 1.0, 0), "wreck", 4, thumb)], (5, 5), "recall")
+        return 2 if self.t % 3 else 1
+
+
+def test_recorder_keeps_live_retrievals_with_thumbnails_and_the_graph(tmp_path: Path) -> None:
+    env = UnderwaterEnv(task="barrel", **ENV_KW)
+    agent = ScriptedMemoryAgent()
+    rec = EpisodeRecorder(video_cfg(size=64), tmp_path)
+    rec.bind(env, agent)
+    obs, info = env.reset(seed=0)
+    agent.reset(obs, env.sensor_spec)
+    for _ in range(5):
+        a = agent.act(obs)
+        obs, _, _, _, info = env.step(a)
+        rec.step({"obs": obs, "info": info, "action": a, "agent": agent})
+    ep = rec._episode
+    assert ep is not None and [s.step for s in ep.steps] == [1, 2, 3, 4, 5]
+    assert list(ep.live) == [3], "a retrieval list is taken once, at the step it appeared"
+    assert ep.steps[2].mode == "recall" and ep.steps[2].goal_cell == (5, 5)
+    assert ep.steps[-1].graph is not None and len(ep.steps[-1].graph.positions) == len(agent.memory.map)
+    assert ep.steps[-1].current_node == agent.current_node
+
+
+# --------------------------------------------------------------------------- Gymnasium's RecordVideo
+
+
+def test_rgb_array_render_is_a_steady_video_frame() -> None:
+    env = gym.wrappers.RenderCollection(UnderwaterEnv(task="wreck", render_mode="rgb_array", render_size=64, **ENV_KW))
+    env.reset(seed=0)
+    for a in (2, 1, 2):
+        env.step(a)
+    frames = env.render()
+    assert len(frames) == 4
+    assert {(f.shape, f.dtype) for f in frames} == {((64, 128, 3), np.dtype(np.uint8))}
+
+
+def test_record_video_wrapper_writes_a_decodable_video(tmp_path: Path) -> None:
+    pytest.importorskip("moviepy", reason="gymnasium's RecordVideo needs moviepy (gymnasium[other])")
+    env = UnderwaterEnv(task="wreck", render_mode="rgb_array", render_size=64, **ENV_KW)
+    folder = tmp_path / "videos"  # RecordVideo warns when its folder already exists
+    env = gym.wrappers.RecordVideo(env, str(folder), episode_trigger=lambda _: True, disable_logger=True)
+    env.reset(seed=0)
+    done, n = False, 1
+    while not done:
+        _, _, terminated, truncated, _ = env.step(2)
+        done, n = terminated or truncated, n + 1
+    env.close()
+    videos = sorted(folder.glob("*.mp4"))
+    assert len(videos) == 1
+    frames = decode(videos[0])
+    assert len(frames) == n and frames[0].shape == (64, 128, 3)
