@@ -136,9 +136,9 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
             spec = SequenceSpec(sequence, tasks, int(world_seed), int(cfg.seed), condition, start, starts)
 
             def on_episode(result, agent=agent, spec=spec):
-                writer.write(result, kwargs)
                 if recorder is not None:
                     recorder.finish(result)
+                writer.write(result, kwargs)
                 bar.update(1)
                 if exp.gem_eval and spec.condition == "warm":
                     after = result.record["task_index"]

@@ -103,6 +103,8 @@ def run_episode(
         actions.append(action)
         digests.append(observation_digest(obs))
         seen.update(k for k, _ in info["visible_instances"])
+        if on_step is not None:
+            on_step({"obs": obs, "info": info, "action": action, "agent": agent})
         if agent.trace.retrievals and agent.trace.query:
             retrievals.append(
                 {
@@ -112,8 +114,6 @@ def run_episode(
                 }
             )
             agent.trace.retrievals = []
-        if on_step is not None:
-            on_step({"obs": obs, "info": info, "action": action, "agent": agent})
         done = terminated or truncated
     agent.end_task(bool(info["success"]))
     record = measures.get()
@@ -126,6 +126,7 @@ def run_episode(
         "task": env.task.name,
         "episode_seed": episode_seed,
         "start_pose": list(info["start_pose"]),
+        "start": reset_options.get("start"),
         "actions": actions,
         "action_names": [ACTION_NAMES[a] for a in actions],
         "obs_digests": digests,

@@ -17,7 +17,7 @@ from envs.objects import DISTRACTOR_KINDS, KIND_INDEX, KINDS, TARGET_KINDS
 FOOTPRINTS: dict[str, list[list[tuple[int, int]]]] = {
     "mining_robot": [[(0, 0)]],
     "pipeline": [[(i, 0) for i in range(5)], [(i, 0) for i in range(4)]],
-    "barrel": [[(0, 0)]],
+    "barrel": [[(0, 0), (1, 0)]],  # a pair of drum stacks
     "wreck": [[(i, j) for i in range(4) for j in range(2)]],
     "electrical_box": [[(0, 0)]],
     "wind_station": [[(0, 0), (1, 0), (0, 1), (1, 1)]],

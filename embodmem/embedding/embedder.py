@@ -38,6 +38,7 @@ class ClipEmbedder:
         batch_size: int = 64,
         cache_size: int = 50_000,
         threads: int | None = None,
+        jit: bool = True,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} must be >= 1")
@@ -60,6 +61,8 @@ class ClipEmbedder:
         self.std = self.std.view(1, 3, 1, 1).to(self.device)
         self.batch_size = batch_size
         self.cache_size = cache_size
+        self.jit = jit and self.device.type == "cpu"
+        self._traced = None
         self._image_cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._text_cache: dict[str, np.ndarray] = {}
         self.dim = int(self.embed_texts(["probe"]).shape[1])
@@ -74,11 +77,30 @@ class ClipEmbedder:
             x = F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear", align_corners=False, antialias=True)
         return (x - self.mean) / self.std
 
+    def _single_frame_encoder(self, x: torch.Tensor):
+        """A traced, frozen copy of the image tower for batches of one frame (the agent's hot path).
+
+        Eager PyTorch spends most of a one-frame forward pass dispatching ops; tracing once and
+        freezing halves the time per frame. Other batch sizes use the eager model.
+        """
+        if self._traced is None:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                traced = torch.jit.trace(self.model.visual, x)
+                self._traced = torch.jit.freeze(traced.eval())
+        return self._traced
+
     @torch.inference_mode()
     def _encode_images(self, images: np.ndarray) -> np.ndarray:
         out = []
         for i in range(0, len(images), self.batch_size):
-            feats = self.model.encode_image(self._preprocess(images[i : i + self.batch_size]), normalize=True)
+            x = self._preprocess(images[i : i + self.batch_size])
+            if len(x) == 1 and self.jit:
+                feats = F.normalize(self._single_frame_encoder(x)(x), dim=-1)
+            else:
+                feats = self.model.encode_image(x, normalize=True)
             out.append(feats.float().cpu().numpy())
         self.frames_embedded += len(images)
         return np.concatenate(out).astype(np.float32)

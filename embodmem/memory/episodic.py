@@ -24,7 +24,7 @@ from embodmem.memory.fifo import ShortTermFIFO
 from embodmem.memory.persistence import MemoryLoadError, read_snapshot, write_snapshot
 from embodmem.memory.records import FrameMeta, Hit, MetaTable, fit_thumbnail
 from embodmem.memory.sleep import sleep as sleep_pass
-from embodmem.memory.store import LongTermStore, build_index
+from embodmem.memory.store import LongTermStore, build_index, code_bytes_per_vector
 from embodmem.memory.topomap import NODE_RULES, TopologicalMap
 
 _FILES = ("index.faiss", "arrays.npz", "map.json")
@@ -154,8 +154,6 @@ class MemoryConfig:
         except ValueError as e:
             raise ValueError(f"MemoryConfig.{e}") from None
         if self.byte_budget is not None:
-            from embodmem.memory.store import code_bytes_per_vector
-
             trainable = not probe.is_trained
             need_bytes = self.train_min * 4 * self.dim if trainable else code_bytes_per_vector(probe)
             if self.byte_budget < need_bytes:
@@ -173,8 +171,6 @@ class MemoryConfig:
     @property
     def bytes_hint(self) -> int:
         """Bytes of vector code per record once trained (what the byte budget counts)."""
-        from embodmem.memory.store import code_bytes_per_vector
-
         return code_bytes_per_vector(build_index(self.dim, self.index_factory))
 
     def to_dict(self) -> dict[str, Any]:
@@ -252,7 +248,8 @@ class AgentMemory:
     def observe(self, embedding: np.ndarray, meta: FrameMeta) -> int:
         """Write one frame: short-term FIFO (consolidating into long-term when full) and map.
 
-        ``meta.node`` is filled in with the map node; the caller's object is not modified.
+        The stored record is a copy of ``meta`` with ``node`` set to the map node (and the thumbnail
+        resized, or dropped unless ``keep_thumbnails``); the caller's object is not modified.
 
         Returns:
             The map node the frame was localised to.

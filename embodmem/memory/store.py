@@ -412,7 +412,10 @@ class LongTermStore:
         self._index = new
         self.trained = True
         self.trainings += 1
-        self.train_error = reconstruction_error(new, train)
+        # Baseline for drift(): the error on the very population drift() measures (recent raw
+        # vectors), so a fresh quantiser has drift 1.0 whatever mix it was trained on.
+        _, recent = self.raw.valid()
+        self.train_error = reconstruction_error(new, recent if len(recent) else train)
         self._fixed_bytes = fixed
 
     def retrain(self) -> bool:

@@ -104,7 +104,7 @@ def test_memory_panel_shows_thumbnails_then_lets_them_go() -> None:
         return int(((mem[..., 0] < 30) & (mem[..., 1] > 150) & (mem[..., 2] < 30)).sum())
 
     assert green(frames[0]) == 0
-    assert green(frames[1]) > 50 and green(frames[3]) > 50, "shown at the query and held (dimmed)"
+    assert green(frames[1]) > 50 and green(frames[3]) > 50, "shown at the query and held"
     assert green(frames[4]) == 0, "gone after hold_steps"
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from embodmem.memory import FrameMeta, LongTermStore, sleep
+from embodmem.memory.store import reconstruction_error
 
 D = 8
 
@@ -72,15 +73,17 @@ def test_retrain_on_drift_and_when_asked() -> None:
         s.add(a, metas[:100], np.arange(100))
         assert s.trained and s.trainings == 1
         s.add(b, metas[100:], np.arange(100, 300))
+        err_before = reconstruction_error(s.index, b)
         rep = sleep(s, dedup_threshold=1.01, drift_factor=1.5)
+        assert reconstruction_error(s.index, b) < err_before / 2
         assert rep["retrained"] and "drift" in rep["retrain_reason"] and rep["drift"] > 1.5
-        assert s.drift() is not None and s.drift() < 1.5
+        assert s.drift() == pytest.approx(1.0)  # the baseline is re-measured on the recent vectors
         rep = sleep(s, dedup_threshold=1.01, retrain=True)
         assert rep["retrained"] and rep["retrain_reason"] == "asked"
         assert not sleep(s, dedup_threshold=1.01, retrain=False)["retrained"]
     assert np.array_equal(s.faiss_ids(), np.arange(300)) and s.trainings == 3
     hits = s.search(b[:10], 5)
-    assert sum(i + 100 in [h.id for h in row] for i, row in enumerate(hits)) >= 8
+    assert sum(i + 100 in [h.id for h in row] for i, row in enumerate(hits)) >= 5  # 2-byte codes
 
 
 def test_report_keys_and_flat_never_retrains() -> None:
