@@ -53,7 +53,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("landing_platform", "an H-marked landing platform", (250, 120, 0), 0.3, "helipad", True, 1),
     # --- distractors and landmarks ---
     Kind("cable", "electrical cables", (25, 25, 25), 0.12, "cable"),
-    Kind("tower_wreckage", "tower wreckage", (120, 60, 50), 0.9, "lattice"),
+    Kind("tower_wreckage", "tower wreckage", (95, 125, 130), 0.9, "lattice"),
     Kind("metal_debris", "metal debris", (130, 130, 120), 0.25, "debris"),
     Kind("collapsed_tower", "a collapsed tower", (110, 100, 90), 0.45, "lattice"),
     Kind("rock_arch", "a rock arch", (80, 75, 70), 1.0, "arch"),

@@ -73,7 +73,11 @@ def train(
     frames_per_world: int,
     seed: int,
     stop_at: int | None = None,
+    threads: int = 1,
 ) -> dict:
+    # One thread: bit-for-bit reproducible reductions, and no OpenMP spin-waiting against other
+    # processes on a small machine (which made 2-thread steps several times slower here).
+    torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     train_frames = render_frames(TRAIN_WORLDS, frames_per_world, seed=seed)
@@ -139,6 +143,7 @@ def train(
         "model": DEFAULT_MODEL,
         "checkpoint": out.name,
         "seed": seed,
+        "threads": threads,
         "steps": steps,
         "stopped_at": last,
         "batch_size": batch_size,
@@ -168,9 +173,11 @@ def main(argv: list[str] | None = None) -> None:
         "--stop-at", type=int, default=500,
         help="stop after this many steps (the learning-rate schedule still spans --steps)",
     )
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: reproducible)")
     args = parser.parse_args(argv)
     info = train(
-        args.out, args.steps, args.batch_size, args.lr, args.eval_every, args.frames_per_world, args.seed, args.stop_at
+        args.out, args.steps, args.batch_size, args.lr, args.eval_every, args.frames_per_world, args.seed, args.stop_at,
+        args.threads,
     )
     print(json.dumps({k: info[k] for k in ("best_step", "train_seconds")}, indent=1))
 

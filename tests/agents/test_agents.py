@@ -1,0 +1,91 @@
+"""Agents: the protocol, no privileged state, recognition and memory recall on real frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.explorer import FrontierExplorer
+from agents.memory_agent import MemoryAgent
+from agents.oracle import OracleAgent
+from agents.random_agent import RandomAgent
+from embodmem.embedding.embedder import ClipEmbedder
+from embodmem.memory import FrameMeta
+from embodmem.runner import run_episode
+from envs.spec import DIR_TO_VEC
+from envs.underwater import UnderwaterEnv
+
+
+@pytest.fixture(scope="module")
+def embedder() -> ClipEmbedder:
+    return ClipEmbedder(threads=1)
+
+
+def _holds_env(obj, depth: int = 0, seen: set | None = None) -> bool:
+    seen = seen if seen is not None else set()
+    if id(obj) in seen or depth > 3:
+        return False
+    seen.add(id(obj))
+    if isinstance(obj, UnderwaterEnv):
+        return True
+    children = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+    if isinstance(obj, dict):
+        children = list(obj.values())
+    elif isinstance(obj, (list, tuple, set)):
+        children = list(obj)
+    return any(_holds_env(c, depth + 1, seen) for c in children if not isinstance(c, (np.ndarray, str, int, float)))
+
+
+def test_only_the_oracle_holds_the_environment(embedder: ClipEmbedder) -> None:
+    env = UnderwaterEnv(task="barrel", world_seed=1, max_steps=30)
+    for agent in (RandomAgent(0), FrontierExplorer(embedder), MemoryAgent(embedder)):
+        run_episode(env, agent, {"task": "barrel"}, episode_seed=0)
+        assert not _holds_env(agent), agent.name
+    assert _holds_env(OracleAgent(env))
+
+
+def _frames_facing(env: UnderwaterEnv, kind: str, distances=(2, 3)) -> list[tuple[tuple[int, int, int], np.ndarray]]:
+    out = []
+    free = env.world.free()
+    for cells in env.world.instance_cells(kind):
+        for cx, cy in cells:
+            for d, (dx, dy) in enumerate(DIR_TO_VEC):
+                for dist in distances:
+                    x, y = cx - dx * dist, cy - dy * dist
+                    if 0 <= x < env.width and 0 <= y < env.height and free[y, x]:
+                        obs, _ = env.reset(seed=0, options={"task": "wreck", "start_pose": (x, y, d)})
+                        if env.visible_pixels().get(kind, 0) > 40:
+                            out.append(((x, y, d), obs))
+    return out
+
+
+def test_recognizer_tells_the_mission_target_from_others(embedder: ClipEmbedder) -> None:
+    env = UnderwaterEnv(world_seed=9001)
+    agent = FrontierExplorer(embedder)
+    agent.recognizer.set_mission("find oil drums")
+    barrels = _frames_facing(env, "barrel")
+    wrecks = _frames_facing(env, "wreck")
+    assert barrels and wrecks
+    p_barrel = agent.recognizer.probability(embedder.embed_images(np.stack([o["image"] for _, o in barrels])))
+    p_wreck = agent.recognizer.probability(embedder.embed_images(np.stack([o["image"] for _, o in wrecks])))
+    assert np.median(p_barrel) > 0.8 and np.median(p_wreck) < 0.2
+
+
+def test_memory_recall_triangulates_the_target_from_remembered_frames(embedder: ClipEmbedder) -> None:
+    """Frames of the barrel seen from several places point the memory agent at the barrel's cells."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    obs, _ = env.reset(seed=0, options={"task": "barrel"})
+    agent.reset(obs, env.sensor_spec)
+    agent.grid.occupied[:] = env.world.kinds > 0  # the map a previous task would have built
+    agent.grid.free[:] = env.world.kinds == 0
+    for i, ((x, y, d), o) in enumerate(_frames_facing(env, "barrel")):
+        vec = embedder.embed_images(o["image"][None])[0]
+        agent.memory.observe(vec, FrameMeta("r", "wreck", 0, i, float(x), float(y), d))
+    for i in range(40):  # plenty of other memories
+        o, _ = env.reset(seed=i, options={"task": "wreck", "start": "random"})
+        agent.memory.observe(embedder.embed_images(o["image"][None])[0], FrameMeta("r", "wreck", 0, 100 + i, 0.0, 0.0, 0))
+    cell = agent.recall_target_cell()
+    barrel_cells = {tuple(c) for c in env.world.instance_cells("barrel")[0]}
+    assert cell is not None
+    assert min(abs(cell[0] - bx) + abs(cell[1] - by) for bx, by in barrel_cells) <= 1
