@@ -15,21 +15,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents.base import Agent, Navigator, Observation
-from agents.mapping import OccupancyGrid, facing, plan_path, step_toward, turn_toward
+from agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
 from agents.recognizer import TargetRecognizer
 from envs.spec import DIR_TO_VEC, Action, SensorSpec
+
+
+_MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.BACKWARD): 2, int(Action.STRAFE_LEFT): 3}
+"""Move actions -> quarter turns clockwise from the heading of the cell they try to enter."""
 
 
 @dataclass
 class ExplorerConfig:
     """Thresholds of the explorer (calibrated on calibration worlds, see benchmarks/calibrate.py)."""
 
-    detect_probability: float = 0.6
+    detect_probability: float = 0.5
     """P(target) of a frame above which the explorer goes to look closer."""
     confirm_probability: float = 0.5
     """P(target) when facing the candidate from next to it, above which it stops."""
     max_candidate_range_m: float = 40.0
     """Ignore sonar echoes farther than this when guessing the target's cell."""
+    look_range_cells: float = 4.0
+    """A cell counts as searched once the camera has looked at it from this close."""
 
 
 class FrontierExplorer(Agent, Navigator):
@@ -70,6 +76,7 @@ class FrontierExplorer(Agent, Navigator):
         self.spec = spec
         self.sonar_angles = np.array(spec.sonar_angles())
         self.half_fov = np.radians(spec.camera_fov_deg) / 2
+        self.view_rays = np.linspace(-self.half_fov, self.half_fov, 11)
         self.reset_spatial_memory_if_cold()
         self.recognizer.set_mission(observation["mission"])
         self.rejected = set()
@@ -100,13 +107,15 @@ class FrontierExplorer(Agent, Navigator):
         assert self.grid is not None
         pose = observation["pose"]
         self.pose = (int(round(float(pose[0]))), int(round(float(pose[1]))), int(pose[2]))
-        if self._last_action == Action.FORWARD and self._last_pose is not None and self._last_pose[:2] == self.pose[:2]:
-            dx, dy = DIR_TO_VEC[self.pose[2]]
+        turns = _MOVE_TURNS.get(self._last_action) if self._last_action is not None else None
+        if turns is not None and self._last_pose is not None and self._last_pose[:2] == self.pose[:2]:
+            dx, dy = DIR_TO_VEC[(self.pose[2] + turns) % 4]
             self.grid.mark_occupied(self.pose[0] + dx, self.pose[1] + dy)  # bumped into something unseen
             self.path = []
         self._last_pose = self.pose
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
+            self.grid.look(self.pose, self.view_rays, self.config.look_range_cells)
         with self.timed("embedding"):
             self.last_vector = self.embedder.embed_images(observation["image"][None])[0]
             self.last_probability = float(self.recognizer.probability(self.last_vector)[0])
@@ -174,17 +183,31 @@ class FrontierExplorer(Agent, Navigator):
         return action
 
     def frontier_action(self) -> int | None:
-        """Next action toward the nearest frontier (Navigator skill)."""
+        """Next action toward the nearest frontier (Navigator skill).
+
+        If no frontier can be reached, the map may be wrong (an echo off a cell corner can wall the
+        robot in): head for the nearest unknown cell through anything it has not actually bumped
+        into. Returns ``None`` only when nothing unknown is left.
+        """
         assert self.grid is not None
-        if self.path and self.goal_kind == "frontier" and self.grid.frontiers()[self.path[-1][1], self.path[-1][0]]:
+        if self.path and self.goal_kind in ("frontier", "unknown"):
+            gx, gy = self.path[-1]
+            still_goal = self.grid.unseen_goals()[gy, gx] if self.goal_kind == "frontier" else not (
+                self.grid.free[gy, gx] or self.grid.occupied[gy, gx]
+            )
             nxt = self.path[0]
-            if not self.grid.occupied[nxt[1], nxt[0]]:
+            if still_goal and not self.grid.occupied[nxt[1], nxt[0]] and abs(nxt[0] - self.pose[0]) + abs(nxt[1] - self.pose[1]) == 1:
                 return self._step_on_path()
-        frontiers = self.grid.frontiers()
+        frontiers = self.grid.unseen_goals()
         frontiers[self.pose[1], self.pose[0]] = False
-        if not frontiers.any():
-            return None
-        return self._follow(frontiers, "frontier")
+        if frontiers.any():
+            action = self._follow(frontiers, "frontier")
+            if action is not None:
+                return action
+        unknown = ~(self.grid.free | self.grid.occupied)
+        if unknown.any():
+            return self._follow(unknown, "unknown", passable=self.grid.evidence < 100)
+        return None
 
     def goto_cell_action(self, goals: np.ndarray, kind: str) -> int | None:
         """Next action toward the nearest of ``goals`` (a bool mask), re-planning as the map grows."""
@@ -203,7 +226,7 @@ class FrontierExplorer(Agent, Navigator):
 
     # ---------------------------------------------------------------- path following
 
-    def _follow(self, goals: np.ndarray, kind: str) -> int | None:
+    def _follow(self, goals: np.ndarray, kind: str, passable: np.ndarray | None = None) -> int | None:
         assert self.grid is not None
         x, y, _ = self.pose
         valid = bool(self.path) and self.goal_kind == kind and goals[self.path[-1][1], self.path[-1][0]]
@@ -211,7 +234,7 @@ class FrontierExplorer(Agent, Navigator):
             nxt = self.path[0]
             valid = not self.grid.occupied[nxt[1], nxt[0]] and abs(nxt[0] - x) + abs(nxt[1] - y) == 1
         if not valid:
-            path = plan_path(self.grid.passable(), (x, y), goals)
+            path = plan_path(self.grid.passable() if passable is None else passable, (x, y), goals)
             if not path:
                 self.path = []
                 return None
@@ -222,8 +245,12 @@ class FrontierExplorer(Agent, Navigator):
         return self._step_on_path()
 
     def _step_on_path(self) -> int:
-        x, y, h = self.pose
+        """Explore facing forward (the camera and sonar look where the robot goes); travel to a
+        chosen target without turning (strafe or back up), since turns cost steps."""
         nxt = self.path[0]
+        if self.goal_kind == "approach":
+            self.path.pop(0)
+            return move_toward(self.pose, nxt)
         action = step_toward(self.pose, nxt)
         if action == Action.FORWARD:
             self.path.pop(0)

@@ -36,6 +36,8 @@ class OccupancyGrid:
         self.free = np.zeros((n, n), dtype=bool)
         self.occupied = np.zeros((n, n), dtype=bool)
         self.evidence = np.zeros((n, n), dtype=np.int16)
+        self.seen = np.zeros((n, n), dtype=bool)
+        """Cells the camera has looked at from close enough to recognise a target there."""
         self.max_range = spec.sonar_max_range_m / spec.cell_size_m
         self._t = np.arange(SAMPLE_STEP, self.max_range + SAMPLE_STEP, SAMPLE_STEP)
         offsets = np.array(spec.sonar_angles())
@@ -51,6 +53,24 @@ class OccupancyGrid:
         self.free[:] = False
         self.occupied[:] = False
         self.evidence[:] = 0
+        self.seen[:] = False
+
+    def look(self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float) -> None:
+        """Mark the cells inside the camera's view up to ``look_range`` cells (and the first
+        occupied cell on each ray) as seen. What was only swept by sonar is not "seen": a small
+        target there may have gone unnoticed."""
+        x, y, h = pose
+        t = np.arange(0.25, look_range, 0.25)
+        a = h * math.pi / 2 + np.asarray(angles)
+        px = np.floor(x + 0.5 + np.cos(a)[:, None] * t[None, :]).astype(np.int64)
+        py = np.floor(y + 0.5 + np.sin(a)[:, None] * t[None, :]).astype(np.int64)
+        n = self.size
+        inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+        occ = np.zeros_like(inside)
+        occ[inside] = self.occupied[py[inside], px[inside]]
+        blocked = np.cumsum(occ, axis=1) - occ > 0  # beyond the first occupied cell
+        ok = inside & ~blocked
+        self.seen[py[ok], px[ok]] = True
 
     @property
     def size(self) -> int:
@@ -93,6 +113,10 @@ class OccupancyGrid:
             self.evidence[y, x] = 100
             self.occupied[y, x] = True
             self.free[y, x] = False
+
+    def unseen_goals(self) -> np.ndarray:
+        """Cells worth looking at: not yet seen by the camera and not known to be occupied."""
+        return ~self.seen & ~self.occupied
 
     def frontiers(self) -> np.ndarray:
         """Free cells with at least one unknown 4-neighbour, as a bool mask."""
@@ -170,6 +194,16 @@ def step_toward(pose: tuple[int, int, int], cell: tuple[int, int]) -> int:
     x, y, h = pose
     want = DIR_TO_VEC.index((cell[0] - x, cell[1] - y))
     return turn_toward(h, want)
+
+
+def move_toward(pose: tuple[int, int, int], cell: tuple[int, int]) -> int:
+    """Action that enters the adjacent ``cell`` without turning: forward, backward or a strafe.
+
+    For goal-directed travel over a known map, where the camera need not face the way it goes.
+    """
+    x, y, h = pose
+    d = DIR_TO_VEC.index((cell[0] - x, cell[1] - y))
+    return int((Action.FORWARD, Action.STRAFE_RIGHT, Action.BACKWARD, Action.STRAFE_LEFT)[(d - h) % 4])
 
 
 def turn_toward(heading: int, want: int) -> int:

@@ -29,14 +29,17 @@ def main() -> None:
     parser.add_argument("--detect", default="0.5,0.7,0.9")
     parser.add_argument("--memory", default="0.5,0.7,0.9")
     parser.add_argument("--worlds", type=int, default=len(CALIBRATION_WORLDS))
+    parser.add_argument("--out", default="benchmarks/results/calibration.md")
     args = parser.parse_args()
     tasks = get_sequence("wreck_then_barrel")
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         base = compose("config")
     embedder = build_embedder(base)
     worlds = list(CALIBRATION_WORLDS)[: args.worlds]
-    print("| detect_probability | memory_probability | task-1 success | task-2 success | task-2 SPL | score |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    lines = [
+        "| detect_probability | memory_probability | task-1 success | task-2 success | task-2 SPL | score |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
     best = None
     for d, m in itertools.product([float(x) for x in args.detect.split(",")], [float(x) for x in args.memory.split(",")]):
         with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
@@ -50,11 +53,17 @@ def main() -> None:
             s2.append(res[1].record["success"])
             spl2.append(res[1].record["spl"])
         score = statistics.mean(a * b for a, b in zip(s2, spl2)) + statistics.mean(s1)
-        print(f"| {d} | {m} | {statistics.mean(s1):.2f} | {statistics.mean(s2):.2f} | {statistics.mean(spl2):.2f} | {score:.3f} |", flush=True)
+        lines.append(
+            f"| {d} | {m} | {statistics.mean(s1):.2f} | {statistics.mean(s2):.2f} | {statistics.mean(spl2):.2f} | {score:.3f} |"
+        )
         if best is None or score > best[0]:
             best = (score, d, m)
     assert best is not None
-    print(f"\nbest: detect_probability={best[1]} memory_probability={best[2]} (score {best[0]:.3f})")
+    lines.append(f"\nbest: detect_probability={best[1]} memory_probability={best[2]} (score {best[0]:.3f})")
+    print("\n".join(lines))
+    from embodmem.atomic import atomic_write_text
+
+    atomic_write_text(args.out, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -58,11 +58,19 @@ class MemoryConfig:
     train_min: int = 10_000
     """Vectors kept in a flat index before a trainable quantiser (PQ, IVF, SQ8) is trained.
     Rule of thumb: at least 39 x the number of centroids (IVF nlist, or 256 for 8-bit PQ)."""
+    pq_train_points: int = 39
+    """Training points per centroid for each PQ sub-quantizer (FAISS's max_points_per_centroid).
+    39 (FAISS's recommended minimum) trains IVF1024,PQ64 about 4x faster than FAISS's default 256
+    (33 s vs 120 s here) for 0.973 vs 0.986 1-recall@10 at 200k frames (no difference at 1M).
+    Training runs inside the observe call that reaches train_min, so it stalls that step."""
     train_sample: int = 16_384
     """Most vectors used to train; also the size of the recent raw-vector buffer used for drift
     checks and retraining (reported separately from the budget)."""
-    drift_factor: float = 1.5
-    """Sleep retrains when recent vectors reconstruct this many times worse than at training."""
+    drift_factor: float = 3.0
+    """Sleep retrains when recent vectors reconstruct this many times worse than at training.
+    Retraining re-encodes every record whose raw vector is gone from its decoded code, which
+    costs accuracy, so it only pays when the old quantiser is badly off (measured here: PQ64 at
+    drift ~2 lost recall by retraining; IVF at drift 25-10,000 gained up to 0.3)."""
     keep_thumbnails: bool = False
     """Keep a small RGB thumbnail per record (for video panels and VLM prompts)."""
     thumbnail_size: int = 32
@@ -117,6 +125,7 @@ class MemoryConfig:
         )
         need(self.eviction in ("fifo", "least_used"), "eviction", "'fifo' or 'least_used'")
         need(is_int(self.train_min) and self.train_min >= 1, "train_min", "an int >= 1")
+        need(is_int(self.pq_train_points) and self.pq_train_points >= 1, "pq_train_points", "an int >= 1")
         need(
             is_int(self.train_sample) and self.train_sample >= self.train_min,
             "train_sample",
@@ -221,6 +230,7 @@ class AgentMemory:
             train_min=c.train_min,
             train_sample=c.train_sample,
             nprobe=c.nprobe,
+            pq_train_points=c.pq_train_points,
             thumbnail_size=c.thumbnail_size if c.keep_thumbnails else None,
             seed=c.seed,
         )

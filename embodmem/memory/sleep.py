@@ -65,7 +65,7 @@ def sleep(
     dedup_distance: float | None = None,
     same_task: bool = False,
     cell: float = 3.0,
-    drift_factor: float = 1.5,
+    drift_factor: float = 3.0,
     retrain: bool | None = None,
     max_group: int = 2048,
 ) -> dict[str, Any]:

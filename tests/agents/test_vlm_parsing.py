@@ -92,9 +92,11 @@ def test_config_from_dict_rejects_unknown_keys_and_reads_yaml() -> None:
         VLMConfig.from_dict({"temprature": 0.2})
     root = Path(__file__).resolve().parents[2] / "configs" / "agent"
     for name in ("vlm.yaml", "vlm_ollama.yaml", "vlm_openai.yaml"):
-        cfg = VLMConfig.from_dict(yaml.safe_load((root / name).read_text()))
-        assert cfg.name == "vlm"
-    assert VLMConfig.from_dict(yaml.safe_load((root / "vlm_openai.yaml").read_text())).api_key_env == "OPENAI_API_KEY"
+        data = yaml.safe_load((root / name).read_text())
+        assert data["name"] == "vlm"  # the Hydra agent group; the VLM's own settings sit under vlm:
+        VLMConfig.from_dict(data["vlm"])
+    openai_cfg = yaml.safe_load((root / "vlm_openai.yaml").read_text())["vlm"]
+    assert VLMConfig.from_dict(openai_cfg).api_key_env == "OPENAI_API_KEY"
     assert VLMConfig(mode="high").resolved_default_action() == "explore"
     assert VLMConfig(mode="low").resolved_default_action() == "turn_left"
 

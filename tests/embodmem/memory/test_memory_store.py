@@ -247,7 +247,7 @@ def test_filter_matching_far_from_the_query(factory: str) -> None:
     x = centres[label] + rng.standard_normal((4000, D)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     metas = [FrameMeta("r", f"c{c}", 0, i, 0.0, 0.0) for i, c in enumerate(label)]
-    s = LongTermStore(D, factory, train_min=2000, train_sample=4000, nprobe=1)
+    s = LongTermStore(D, factory, train_min=300, train_sample=600, nprobe=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s.add(x, metas, np.arange(4000))
