@@ -12,6 +12,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from agents.base import Agent, Navigator, Observation
@@ -36,6 +37,10 @@ class ExplorerConfig:
     """Ignore sonar echoes farther than this when guessing the target's cell."""
     look_range_cells: float = 4.0
     """A cell counts as searched once the camera has looked at it from this close."""
+    reuse_below: float = 0.0
+    """Reuse the last frame's embedding when the new frame differs from it by less than this
+    (mean absolute difference of 16x16 thumbnails, 0-255): open water seen while swimming
+    straight changes only by drifting particles. 0 embeds every frame."""
 
 
 class FrontierExplorer(Agent, Navigator):
@@ -60,6 +65,8 @@ class FrontierExplorer(Agent, Navigator):
         self.steps = 0
         self._last_action: int | None = None
         self._last_pose: tuple[int, int, int] | None = None
+        self._last_small: np.ndarray | None = None
+        self.frames_embedded = 0
         self.profiler = None
         """Set by the runner to time the agent's parts (embedding, mapping, memory, planning)."""
 
@@ -86,6 +93,8 @@ class FrontierExplorer(Agent, Navigator):
         self.steps = 0
         self._last_action = None
         self._last_pose = None
+        self._last_small = None
+        self.last_vector = None
 
     def reset_spatial_memory_if_cold(self) -> None:
         """The explorer remembers nothing between tasks: its map starts blank."""
@@ -117,7 +126,19 @@ class FrontierExplorer(Agent, Navigator):
             self.grid.update(self.pose, observation["sonar"])
             self.grid.look(self.pose, self.view_rays, self.config.look_range_cells)
         with self.timed("embedding"):
-            self.last_vector = self.embedder.embed_images(observation["image"][None])[0]
+            image = observation["image"]
+            small = None
+            if self.config.reuse_below > 0:
+                small = cv2.resize(image, (16, 16), interpolation=cv2.INTER_AREA).astype(np.int16)
+            if (
+                small is None
+                or self.last_vector is None
+                or self._last_small is None
+                or np.abs(small - self._last_small).mean() >= self.config.reuse_below
+            ):
+                self.last_vector = self.embedder.embed_images(image[None])[0]
+                self._last_small = small
+                self.frames_embedded += 1
             self.last_probability = float(self.recognizer.probability(self.last_vector)[0])
         self.trace.extra["p_target"] = self.last_probability
 

@@ -9,13 +9,19 @@ so launchers pickle nothing but the config.
 
 from __future__ import annotations
 
-import json
-import logging
-import sys
+import os
+
+# One BLAS/OpenMP thread unless the user says otherwise: the agent's work is many small calls, and
+# on a busy 2-core machine OpenMP spin-waiting made them tens of times slower (must precede numpy).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import logging  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path
 from typing import Any
 
-import hydra
+import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm

@@ -112,7 +112,7 @@ class AgentConfig:
     """P(target) of the current frame above which the agent approaches (calibrated: benchmarks/calibrate.py)."""
     confirm_probability: float = 0.5
     """P(target) next to the candidate above which the agent stops."""
-    memory_probability: float = 0.7
+    memory_probability: float = 0.5
     """P(target) of a remembered frame above which the memory agent goes there (calibrated)."""
     memory_k: int = 8
     """Frames retrieved per memory query."""

@@ -9,9 +9,11 @@ red absorbed first, light falling off with depth, drifting particles and passing
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from envs.objects import KIND_HEIGHTS, KINDS, TEX, texture_atlas
@@ -137,6 +139,7 @@ class WaterLook:
     """Fog colour, float32 RGB in [0, 1]."""
 
     @staticmethod
+    @functools.lru_cache(maxsize=64)
     def for_light(lux: float, view_range: float) -> "WaterLook":
         """Shallow water (10 lux) is blue-green and bright; deep water (1.5 lux) is dim navy."""
         b = float(np.clip((lux / 10.0) ** 0.5, 0.05, 1.0))
@@ -164,6 +167,7 @@ class Camera:
         cols = np.arange(size, dtype=np.float64) + 0.5 - half
         self.col_offsets = np.arctan(cols / self.focal)
         self.col_cos = np.cos(self.col_offsets).astype(np.float32)
+        self.col_cos2 = np.concatenate([self.col_cos, self.col_cos])
         self.rows = (np.arange(size, dtype=np.float32) + 0.5)[:, None]
         self.atlas = texture_atlas()
         self._backgrounds: dict[tuple[float, float], np.ndarray] = {}
@@ -225,7 +229,7 @@ class Camera:
         """
         half = self.size / 2.0
         d = np.where(np.isfinite(dist), dist, look.view_range).astype(np.float32)
-        perp = np.maximum(d * np.tile(self.col_cos, len(d) // self.size), 1e-3)
+        perp = np.maximum(d * (self.col_cos if len(d) == self.size else self.col_cos2), 1e-3)
         top = half - self.focal * (KIND_HEIGHTS[kind] - CAMERA_Z) / perp
         floor = half + self.focal * CAMERA_Z / perp
         bottom = np.where(kind > 0, np.minimum(floor, clip_bottom), -1.0)
@@ -323,18 +327,15 @@ class Camera:
         near = (f > 0.4) & (f < look.view_range) & (np.abs(lat) < f * (s / (2 * self.focal)) + 0.5)
         for fi, li in zip(f[near], lat[near]):
             cx = s / 2 + self.focal * li / fi
+            col = int(min(max(cx, 0), s - 1))
+            if depth[col] <= fi:  # a nearer wall hides it (z-buffer at the fish's centre column)
+                continue
             r = self.focal * 0.12 / fi
             cy = s / 2 - self.focal * 0.08 / fi
-            x0, x1 = int(max(cx - 2 * r, 0)), int(min(cx + 2 * r + 1, s))
-            y0, y1 = int(max(cy - r, 0)), int(min(cy + r + 1, s))
-            if x0 >= x1 or y0 >= y1:
-                continue
-            yy, xx = np.mgrid[y0:y1, x0:x1]
-            inside = ((xx + 0.5 - cx) / (2 * r + 1e-6)) ** 2 + ((yy + 0.5 - cy) / (r + 1e-6)) ** 2 <= 1.0
-            inside &= depth[xx] > fi
             fog = 1.0 - math.exp(-FOG_DENSITY * fi / look.view_range)
-            color = np.array([0.55, 0.85, 0.8], dtype=np.float32) * look.brightness * (1 - fog) + look.water_rgb * fog
-            img[yy[inside], xx[inside]] = (np.clip(color, 0, 1) * 255).astype(np.uint8)
+            color = np.array([0.55, 0.85, 0.8]) * look.brightness * (1 - fog) + look.water_rgb * fog
+            axes = (max(1, int(round(2 * r))), max(1, int(round(r))))
+            cv2.ellipse(img, (int(round(cx)), int(round(cy))), axes, 0, 0, 360, tuple(int(c) for c in np.clip(color, 0, 1) * 255), -1)
 
 
 class Sonar:

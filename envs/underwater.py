@@ -390,11 +390,12 @@ class UnderwaterEnv(MiniGridEnv):
         sonar = self.sonar.scan(self._padded, self._pad, x, y, d) * self.cell_size_m
         if self.sonar_noise_m > 0:
             sonar = sonar + self.np_random.normal(0.0, self.sonar_noise_m, sonar.shape)
-        obs["sonar"] = np.clip(sonar, 0.0, self.spec_sensors.sonar_max_range_m).astype(np.float32)
+            sonar = np.clip(sonar, 0.0, self.spec_sensors.sonar_max_range_m)
+        obs["sonar"] = sonar.astype(np.float32, copy=False)
         px = self.agent_pos[0] + self.odom_offset[0]
         py = self.agent_pos[1] + self.odom_offset[1]
         obs["pose"] = np.array(
-            [np.clip(px, -self.width, 2 * self.width), np.clip(py, -self.height, 2 * self.height), self.agent_dir],
+            [min(max(px, -self.width), 2 * self.width), min(max(py, -self.height), 2 * self.height), self.agent_dir],
             dtype=np.float32,
         )
         obs["mission"] = self.mission
