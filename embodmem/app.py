@@ -85,13 +85,20 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
     if name == "explorer":
         from agents.explorer import ExplorerConfig, FrontierExplorer
 
-        return FrontierExplorer(embedder, ExplorerConfig(a.detect_probability, a.confirm_probability))
+        return FrontierExplorer(
+            embedder,
+            ExplorerConfig(
+                detect_probability=a.detect_probability, confirm_probability=a.confirm_probability,
+                reuse_below=a.reuse_below,
+            ),
+        )
     if name == "memory":
         from agents.memory_agent import MemoryAgent, MemoryAgentConfig
 
         conf = MemoryAgentConfig(
-            a.detect_probability, a.confirm_probability, memory_probability=a.memory_probability,
-            memory_k=a.memory_k, requery_every=a.requery_every,
+            detect_probability=a.detect_probability, confirm_probability=a.confirm_probability,
+            reuse_below=a.reuse_below, memory_probability=a.memory_probability, memory_k=a.memory_k,
+            requery_every=a.requery_every,
         )
         return MemoryAgent(embedder, build_memory(cfg, embedder.dim), conf)
     if name == "vlm":

@@ -118,6 +118,9 @@ class AgentConfig:
     """Frames retrieved per memory query."""
     requery_every: int = 20
     """Steps between memory queries while exploring."""
+    reuse_below: float = 0.0
+    """Reuse the last frame's embedding when the new frame differs by less than this (mean abs
+    difference of 16x16 thumbnails, 0-255); 0 embeds every frame."""
     vlm: Optional[Any] = None
     """VLM policy settings (agents.vlm.VLMConfig fields) when name=vlm."""
 

@@ -68,3 +68,24 @@ def test_sweeps_run_through_real_launchers(tmp_path: Path, launcher: str) -> Non
                             capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "summary.csv").is_file()
+
+
+def test_memory_migrates_between_runs_with_sleep_and_gem(tmp_path: Path) -> None:
+    """Run 1 saves its warm memory (with sleep between tasks and GEM rows); run 2 starts from it."""
+    first = tmp_path / "first"
+    cfg = _compose(SMALL + [
+        "experiment.baselines=[]", "experiment.conditions=[warm]", "experiment.save_memory=true",
+        "experiment.sleep_between_tasks=true", "experiment.gem_eval=true",
+    ])
+    records = run(cfg, first)
+    evals = [r for r in records if r["condition"] == "eval"]
+    assert sorted({r["eval_after"] for r in evals}) == [0, 1, 2] and len(evals) == 6
+    assert (first / "gem.csv").is_file()
+    saved = first / "memory" / "world0"
+    assert saved.is_dir()
+    second = tmp_path / "second"
+    cfg = _compose(SMALL + ["experiment.baselines=[]", "experiment.conditions=[warm]", f"experiment.load_memory={saved}"])
+    again = run(cfg, second)
+    warm1 = [r for r in records if r["condition"] == "warm"]
+    # the second run starts with the first run's frames already in memory
+    assert again[0]["memory_frames"] > warm1[0]["memory_frames"]
