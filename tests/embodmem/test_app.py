@@ -81,7 +81,7 @@ def test_memory_migrates_between_runs_with_sleep_and_gem(tmp_path: Path) -> None
     evals = [r for r in records if r["condition"] == "eval"]
     assert sorted({r["eval_after"] for r in evals}) == [0, 1, 2] and len(evals) == 6
     assert (first / "gem.csv").is_file()
-    saved = first / "memory" / "world0"
+    saved = first / "memory" / f"world{cfg.experiment.world_seeds[0]}"
     assert saved.is_dir()
     second = tmp_path / "second"
     cfg = _compose(SMALL + ["experiment.baselines=[]", "experiment.conditions=[warm]", f"experiment.load_memory={saved}"])
