@@ -55,12 +55,13 @@ class OccupancyGrid:
         self.evidence[:] = 0
         self.seen[:] = False
 
-    def look(self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float) -> None:
-        """Mark the cells inside the camera's view up to ``look_range`` cells (and the first
-        occupied cell on each ray) as seen. What was only swept by sonar is not "seen": a small
-        target there may have gone unnoticed."""
+    def _march(
+        self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Sample cells every quarter cell along rays (radians from the heading) from the cell
+        centre; returns their x, y, whether inside the map, and whether known occupied."""
         x, y, h = pose
-        t = np.arange(0.25, look_range, 0.25)
+        t = np.arange(0.25, max_range, 0.25)
         a = h * math.pi / 2 + np.asarray(angles)
         px = np.floor(x + 0.5 + np.cos(a)[:, None] * t[None, :]).astype(np.int64)
         py = np.floor(y + 0.5 + np.sin(a)[:, None] * t[None, :]).astype(np.int64)
@@ -68,6 +69,13 @@ class OccupancyGrid:
         inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
         occ = np.zeros_like(inside)
         occ[inside] = self.occupied[py[inside], px[inside]]
+        return px, py, inside, occ
+
+    def look(self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float) -> None:
+        """Mark the cells inside the camera's view up to ``look_range`` cells (and the first
+        occupied cell on each ray) as seen. What was only swept by sonar is not "seen": a small
+        target there may have gone unnoticed."""
+        px, py, inside, occ = self._march(pose, angles, look_range)
         blocked = np.cumsum(occ, axis=1) - occ > 0  # beyond the first occupied cell
         ok = inside & ~blocked
         self.seen[py[ok], px[ok]] = True
@@ -148,17 +156,9 @@ class OccupancyGrid:
         What a camera at ``pose`` could have seen, according to the map: used to ask which cells a
         remembered frame was looking at.
         """
-        x, y, h = pose
-        t = np.arange(0.25, max_range, 0.25)
-        a = h * math.pi / 2 + np.asarray(angles)
-        px = np.floor(x + 0.5 + np.cos(a)[:, None] * t[None, :]).astype(np.int64)
-        py = np.floor(y + 0.5 + np.sin(a)[:, None] * t[None, :]).astype(np.int64)
-        n = self.size
-        inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
-        occ = np.zeros_like(inside)
-        occ[inside] = self.occupied[py[inside], px[inside]]
+        px, py, _, occ = self._march(pose, angles, max_range)
         first = np.argmax(occ, axis=1)
-        rows = np.nonzero(occ[np.arange(len(a)), first])[0]
+        rows = np.nonzero(occ[np.arange(len(first)), first])[0]
         return sorted({(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows})
 
 
