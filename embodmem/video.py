@@ -54,6 +54,7 @@ import numpy as np
 from agents.base import Retrieval
 from envs.objects import KIND_COLORS
 from envs.spec import ACTION_NAMES, DIR_TO_VEC
+from envs.underwater import robot_triangle
 
 log = logging.getLogger(__name__)
 
@@ -293,16 +294,7 @@ def _draw_graph(img: np.ndarray, graph: MapSnapshot, px: int, current: int | Non
 
 
 def _draw_robot(img: np.ndarray, c: tuple[int, int], heading: int, px: int) -> None:
-    dx, dy = DIR_TO_VEC[heading % 4]
-    r = max(2.0, px * 0.7)
-    tri = np.array(
-        [
-            (c[0] + dx * r, c[1] + dy * r),
-            (c[0] - dx * r * 0.6 - dy * r * 0.6, c[1] - dy * r * 0.6 + dx * r * 0.6),
-            (c[0] - dx * r * 0.6 + dy * r * 0.6, c[1] - dy * r * 0.6 - dx * r * 0.6),
-        ],
-        dtype=np.int32,
-    )
+    tri = robot_triangle(c, heading, max(2.0, px * 0.7))
     cv2.fillPoly(img, [tri], _AGENT, cv2.LINE_AA)
     cv2.polylines(img, [tri], True, (0, 0, 0), 1, cv2.LINE_AA)
 

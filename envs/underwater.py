@@ -29,6 +29,21 @@ _FISH_MOVES = np.array([(1, 0), (-1, 0), (0, 1), (0, -1), (0, 0)], dtype=np.floa
 _IS_TARGET = np.array([k.is_target for k in KINDS])
 
 
+def robot_triangle(center: tuple[float, float], heading: int, radius: float) -> np.ndarray:
+    """Corners (int32, 3x2) of the arrow that marks the robot on top-down maps."""
+    cx, cy = center
+    dx, dy = DIR_TO_VEC[heading % 4]
+    r = radius
+    return np.array(
+        [
+            (cx + dx * r, cy + dy * r),
+            (cx - dx * r * 0.6 - dy * r * 0.6, cy - dy * r * 0.6 + dx * r * 0.6),
+            (cx - dx * r * 0.6 + dy * r * 0.6, cy - dy * r * 0.6 - dx * r * 0.6),
+        ],
+        dtype=np.int32,
+    )
+
+
 def _mission_text(mission: str) -> str:
     return mission
 
@@ -464,18 +479,7 @@ class UnderwaterEnv(MiniGridEnv):
         for fx, fy in self.fish:
             cv2.circle(img, (int(fx * px), int(fy * px)), max(1, px // 4), (140, 220, 210), -1)
         ax, ay = self.agent_pos
-        c = ((ax + 0.5) * px, (ay + 0.5) * px)
-        dx, dy = DIR_TO_VEC[self.agent_dir]
-        r = max(2.0, px * 0.6)
-        tri = np.array(
-            [
-                (c[0] + dx * r, c[1] + dy * r),
-                (c[0] - dx * r * 0.6 - dy * r * 0.6, c[1] - dy * r * 0.6 + dx * r * 0.6),
-                (c[0] - dx * r * 0.6 + dy * r * 0.6, c[1] - dy * r * 0.6 - dx * r * 0.6),
-            ],
-            dtype=np.int32,
-        )
-        cv2.fillPoly(img, [tri], (255, 40, 40))
+        cv2.fillPoly(img, [robot_triangle(((ax + 0.5) * px, (ay + 0.5) * px), self.agent_dir, max(2.0, px * 0.6))], (255, 40, 40))
         return img
 
     def render(self) -> np.ndarray | None:

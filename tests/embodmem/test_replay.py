@@ -16,21 +16,11 @@ from embodmem.replay import ReplayError, ReplayMismatch, load_log, main, replay,
 from embodmem.runner import LOG_FORMAT, RunWriter, run_episode
 from embodmem.video import EpisodeRecorder
 from envs.underwater import UnderwaterEnv
+from tests.embodmem.video_helpers import decode
 
 ENV_KW: dict[str, Any] = {"size": 24, "max_steps": 20, "image_size": 32, "odometry_noise": 0.1}
 """Odometry noise draws from the episode RNG: a replay must reproduce it too."""
 FPS = 3
-
-
-def decode(path: Path) -> list[np.ndarray]:
-    cap = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        frames.append(frame)
-    return frames
 
 
 def write_logged_episode(run_dir: Path, start: str, world_seed: int = 2, recorder: EpisodeRecorder | None = None):

@@ -25,24 +25,12 @@ from embodmem.video import (
     write_video,
 )
 from envs.underwater import UnderwaterEnv
+from tests.embodmem.video_helpers import decode
 
 ENV_KW = {"size": 24, "max_steps": 8, "image_size": 32}
 SIZE = 64
 FRAME_SHAPE = (124, 3 * SIZE, 3)
 """Frame at size 64: the three 64 px panels, and a 60 px text strip below them."""
-
-
-def decode(path: Path) -> list[np.ndarray]:
-    cap = cv2.VideoCapture(str(path))
-    assert cap.isOpened(), f"OpenCV cannot open {path}"
-    frames = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        frames.append(frame)
-    cap.release()
-    return frames
 
 
 def short_episode(n: int = 6, seed: int = 0) -> tuple[Scene, list[StepRecord]]:
