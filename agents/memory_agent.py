@@ -23,7 +23,7 @@ from envs.spec import DIR_TO_VEC, Action, SensorSpec
 class MemoryAgentConfig(ExplorerConfig):
     """Explorer thresholds plus when to trust memory."""
 
-    memory_probability: float = 0.5
+    memory_probability: float = 0.7
     """P(target) of a remembered frame above which the agent goes there instead of exploring."""
     memory_k: int = 8
     """Frames retrieved per query."""

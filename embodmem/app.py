@@ -57,7 +57,9 @@ def build_embedder(cfg: DictConfig):
 
     e = cfg.embedder
     pretrained = DEFAULT_CHECKPOINT if e.pretrained == "default" else e.pretrained
-    return ClipEmbedder(e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads)
+    return ClipEmbedder(
+        e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads, runtime=getattr(e.runtime, "value", e.runtime)
+    )
 
 
 def build_memory(cfg: DictConfig, dim: int):

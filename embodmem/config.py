@@ -32,6 +32,12 @@ class Start(str, Enum):
     continue_ = "continue"
 
 
+class EmbedderRuntime(str, Enum):
+    auto = "auto"
+    onnx = "onnx"
+    torch = "torch"
+
+
 class VideoFormat(str, Enum):
     webm = "webm"
     mp4 = "mp4"
@@ -99,7 +105,9 @@ class EmbedderConfig:
     cache_size: int = 50_000
     """Frames whose embeddings are cached by content."""
     threads: int = 1
-    """torch CPU threads (1: the agent embeds one frame at a time; more threads only spin)."""
+    """torch / ONNX Runtime CPU threads (1: the agent embeds one frame at a time; more threads only spin)."""
+    runtime: EmbedderRuntime = EmbedderRuntime.auto
+    """Single frames: auto (ONNX Runtime when a graph exported from this checkpoint exists), onnx or torch."""
 
 
 @dataclass
@@ -112,7 +120,7 @@ class AgentConfig:
     """P(target) of the current frame above which the agent approaches (calibrated: benchmarks/calibrate.py)."""
     confirm_probability: float = 0.5
     """P(target) next to the candidate above which the agent stops."""
-    memory_probability: float = 0.5
+    memory_probability: float = 0.7
     """P(target) of a remembered frame above which the memory agent goes there (calibrated)."""
     memory_k: int = 8
     """Frames retrieved per memory query."""

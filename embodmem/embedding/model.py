@@ -1,6 +1,6 @@
 """Building open_clip models: the project's own small CLIP, or any open_clip architecture.
 
-The default model, ``embodmem-tiny-clip`` (a 4-layer, width-64 ViT with 8-pixel patches at 64x64 and
+The default model, ``embodmem-tiny-clip`` (a 4-layer, width-64 ViT with 16-pixel patches at 64x64 and
 a 2-layer text tower, 128-d embeddings), is an ordinary open_clip architecture: its config is
 registered with ``open_clip.add_model_config`` and its weights load through ``pretrained=PATH``,
 exactly as a user's ViT-B-32 checkpoint would.
@@ -12,12 +12,17 @@ from pathlib import Path
 
 import open_clip
 import torch
+import torch.nn.functional as F
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_MODEL = "embodmem-tiny-clip"
 DEFAULT_CHECKPOINT = ASSETS / "embodmem-tiny-clip.pt"
 
 _registered = False
+
+#: open_clip's normalisation, used when a model's config does not name its own.
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 def register_configs() -> None:
@@ -63,3 +68,25 @@ def save_checkpoint(model: torch.nn.Module, path: str | Path, half: bool = True)
 
     state = {k: (v.half() if half and v.is_floating_point() else v) for k, v in model.state_dict().items()}
     return atomic_write_with(path, lambda fh: torch.save(state, fh))
+
+
+class FrameEncoder(torch.nn.Module):
+    """Camera frames as the environment gives them (uint8, N x H x W x 3) -> unit image vectors.
+
+    One module holds the whole path (scale, resize, normalise, image tower, L2-normalise) so that
+    the embedder, the trainer and the exported ONNX graph cannot drift apart.
+    """
+
+    def __init__(self, visual: torch.nn.Module):
+        super().__init__()
+        self.visual = visual
+        size = visual.image_size
+        self.image_size = int(size[0] if isinstance(size, (tuple, list)) else size)
+        self.register_buffer("mean", torch.tensor(getattr(visual, "image_mean", None) or CLIP_MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(getattr(visual, "image_std", None) or CLIP_STD).view(1, 3, 1, 1))
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        x = frames.permute(0, 3, 1, 2).float() / 255.0
+        if x.shape[-2:] != (self.image_size, self.image_size):
+            x = F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear", align_corners=False, antialias=True)
+        return F.normalize(self.visual((x - self.mean) / self.std), dim=-1)

@@ -1,6 +1,8 @@
 """Train the project's own small CLIP on frames rendered by the environments.
 
-    python -m embodmem.embedding.train    # reproduces embodmem/assets/embodmem-tiny-clip.pt (500 steps)
+    python -m embodmem.embedding.train    # reproduces embodmem/assets/embodmem-tiny-clip.pt (2500 steps)
+
+and exports the image tower with its preprocessing to ONNX beside it (the agent's hot path).
 
 It uses open_clip's model, tokenizer and contrastive loss. Captions repeat (there are only so many
 ways to say "a sunken ship"), so a batch holds many true pairs besides the diagonal; the loss
@@ -27,7 +29,8 @@ from tqdm import tqdm
 from embodmem.atomic import atomic_write_json
 from embodmem.embedding.captions import caption
 from embodmem.embedding.frames import NO_TARGET, TRAIN_WORLDS, VALIDATION_WORLDS, FrameSet, render_frames
-from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, create, save_checkpoint, tokenizer
+from embodmem.embedding.export import export_frame_encoder
+from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create, save_checkpoint, tokenizer
 from embodmem.embedding.quality import evaluate
 
 
@@ -48,19 +51,14 @@ def _class_keys(frames: FrameSet) -> np.ndarray:
     return np.where(frames.label != NO_TARGET, frames.label, 100 + frames.distractor)
 
 
-def _images_to_tensor(images: np.ndarray, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    x = torch.from_numpy(images).permute(0, 3, 1, 2).float().div_(255.0)
-    return (x - mean) / std
-
-
-def embed_frames(model: torch.nn.Module, images: np.ndarray, mean: torch.Tensor, std: torch.Tensor) -> np.ndarray:
+def embed_frames(encoder: FrameEncoder, images: np.ndarray) -> np.ndarray:
     """Unit image vectors for evaluation (no cache: frames here are all distinct)."""
-    model.eval()
+    encoder.eval()
     out = []
     with torch.inference_mode():
         for i in range(0, len(images), 256):
-            out.append(model.encode_image(_images_to_tensor(images[i : i + 256], mean, std), normalize=True).numpy())
-    model.train()
+            out.append(encoder(torch.from_numpy(images[i : i + 256])).numpy())
+    encoder.train()
     return np.concatenate(out)
 
 
@@ -85,8 +83,7 @@ def train(
     model = create(DEFAULT_MODEL, None)
     model.train()
     tok = tokenizer(DEFAULT_MODEL)
-    mean = torch.tensor(model.visual.image_mean or (0.48145466, 0.4578275, 0.40821073)).view(1, 3, 1, 1)
-    std = torch.tensor(model.visual.image_std or (0.26862954, 0.26130258, 0.27577711)).view(1, 3, 1, 1)
+    encoder = FrameEncoder(model.visual)
     loss_fn = SameClassClipLoss()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
     warmup = max(1, steps // 20)
@@ -117,7 +114,7 @@ def train(
         flip = rng.random(batch_size) < 0.5
         imgs = np.where(flip[:, None, None, None], imgs[:, :, ::-1], imgs)
         texts = [caption(int(train_frames.label[i]), bool(train_frames.deep[i]), int(train_frames.distractor[i]), rng) for i in idx]
-        image_features = model.encode_image(_images_to_tensor(np.ascontiguousarray(imgs), mean, std), normalize=True)
+        image_features = encoder(torch.from_numpy(np.ascontiguousarray(imgs)))
         text_features = model.encode_text(tokens(texts), normalize=True)
         loss = loss_fn(image_features, text_features, model.logit_scale.exp(), torch.from_numpy(keys[idx]))
         opt.zero_grad(set_to_none=True)
@@ -128,7 +125,7 @@ def train(
             model.logit_scale.clamp_(0, math.log(100))
         bar.set_postfix(loss=f"{loss.item():.3f}")
         if step % eval_every == 0 or step == last:
-            vectors = embed_frames(model, val_frames.images, mean, std)
+            vectors = embed_frames(encoder, val_frames.images)
             model.eval()
             with torch.inference_mode():
                 res = evaluate(vectors, val_frames, lambda t: model.encode_text(tok(t), normalize=True).numpy())
@@ -157,6 +154,7 @@ def train(
         "train_seconds": time.perf_counter() - start,
     }
     atomic_write_json(out.with_suffix(".train.json"), info)
+    export_frame_encoder(DEFAULT_MODEL, out)  # the agent's one-frame path (ONNX Runtime)
     return info
 
 
@@ -170,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--frames-per-world", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--stop-at", type=int, default=500,
+        "--stop-at", type=int, default=None,
         help="stop after this many steps (the learning-rate schedule still spans --steps)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: reproducible)")

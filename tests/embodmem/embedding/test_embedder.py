@@ -6,10 +6,12 @@ import numpy as np
 import open_clip
 import pytest
 import torch
+import torch.nn.functional as F
 
 from embodmem.embedding.embedder import ClipEmbedder
+from embodmem.embedding.export import export_frame_encoder, frame_graph_path, load_frame_session
 from embodmem.embedding.frames import TEST_WORLDS, render_frames
-from embodmem.embedding.model import DEFAULT_CHECKPOINT, create
+from embodmem.embedding.model import CLIP_MEAN, CLIP_STD, DEFAULT_CHECKPOINT, DEFAULT_MODEL, create
 from embodmem.embedding.quality import evaluate
 
 
@@ -59,6 +61,44 @@ def test_bad_inputs_are_refused(embedder: ClipEmbedder) -> None:
         ClipEmbedder(pretrained="/nonexistent/weights.pt")
 
 
+def test_single_frames_run_on_onnx_runtime_and_agree_with_torch(embedder: ClipEmbedder) -> None:
+    """The shipped ONNX graph belongs to the shipped checkpoint and gives torch's vectors."""
+    assert frame_graph_path(DEFAULT_CHECKPOINT, 64).is_file()
+    assert embedder._frame_session(64, 64) is not None
+    imgs = np.random.default_rng(2).integers(0, 255, (4, 64, 64, 3), dtype=np.uint8)
+    one_at_a_time = np.concatenate([embedder.embed_images(img[None]) for img in imgs])
+    with torch.inference_mode():
+        batched = embedder.encoder(torch.from_numpy(imgs)).numpy()
+    np.testing.assert_allclose(one_at_a_time, batched, atol=1e-5)
+    torch_only = ClipEmbedder(threads=1, runtime="torch", cache_size=0)
+    np.testing.assert_allclose(torch_only.embed_images(imgs[:1]), batched[:1], atol=1e-5)
+    with pytest.raises(ValueError, match="runtime='tensorrt' is not one of auto, onnx, torch"):
+        ClipEmbedder(runtime="tensorrt")
+
+
+def test_a_graph_exported_from_another_checkpoint_is_refused(tmp_path) -> None:
+    """Retraining changes the checkpoint; the old graph must then never run. (96-px frames: the graph resizes.)"""
+    ckpt = tmp_path / "tiny.pt"
+    ckpt.write_bytes(DEFAULT_CHECKPOINT.read_bytes())
+    export_frame_encoder(DEFAULT_MODEL, ckpt, frame_size=96)
+    img = np.random.default_rng(3).integers(0, 255, (1, 96, 96, 3), dtype=np.uint8)
+    fresh = ClipEmbedder(pretrained=ckpt, threads=1, runtime="onnx", cache_size=0)
+    assert fresh._frame_session(96, 96) is not None
+    with torch.inference_mode():
+        np.testing.assert_allclose(fresh.embed_images(img), fresh.encoder(torch.from_numpy(img)).numpy(), atol=1e-5)
+    state = torch.load(ckpt)
+    state["visual.proj"] = state["visual.proj"].flip(1)
+    torch.save(state, ckpt)  # "retrained"
+    assert load_frame_session(ckpt, 96) is None
+    with pytest.raises(ValueError, match="no ONNX graph for .*tiny.pt"):
+        ClipEmbedder(pretrained=ckpt, threads=1, runtime="onnx").embed_images(img)
+    auto = ClipEmbedder(pretrained=ckpt, threads=1, cache_size=0)  # falls back to torch, new weights
+    with torch.inference_mode():
+        want = auto.encoder(torch.from_numpy(img)).numpy()
+    np.testing.assert_allclose(auto.embed_images(img), want, atol=1e-6)
+    assert not np.allclose(fresh.embed_images(img), want, atol=1e-3)
+
+
 def test_standard_architecture_loads_from_a_local_checkpoint(tmp_path) -> None:
     """A user with real CLIP weights switches by config: model=ViT-B-32 pretrained=PATH."""
     torch.manual_seed(0)
@@ -69,7 +109,9 @@ def test_standard_architecture_loads_from_a_local_checkpoint(tmp_path) -> None:
     assert emb.image_size == 224 and emb.dim == 512
     img = np.random.default_rng(0).integers(0, 255, (1, 64, 64, 3), dtype=np.uint8)
     got = emb.embed_images(img)[0]
-    x = emb._preprocess(img)
+    x = torch.from_numpy(img).permute(0, 3, 1, 2).float() / 255.0
+    x = F.interpolate(x, size=(224, 224), mode="bilinear", align_corners=False, antialias=True)
+    x = (x - torch.tensor(CLIP_MEAN).view(1, 3, 1, 1)) / torch.tensor(CLIP_STD).view(1, 3, 1, 1)
     with torch.inference_mode():
         want = model.eval().encode_image(x, normalize=True)[0].numpy()
     np.testing.assert_allclose(got, want, atol=1e-4)  # the weights on disk are the ones used

@@ -1,0 +1,86 @@
+"""Export a CLIP image tower, with its preprocessing, to ONNX for the agent's one-frame hot path.
+
+An agent embeds one frame per step. At batch 1 PyTorch spends most of a tiny ViT's forward pass
+dispatching ops; ONNX Runtime runs the same graph several times faster (``benchmarks/bench_agent.py``
+shows the split). The graph takes the camera frame as the environment gives it (uint8,
+1 x H x W x 3) and returns the unit vector, so a step costs one call.
+
+    python -m embodmem.embedding.export          # the default checkpoint (the trainer runs this too)
+    python -m embodmem.embedding.export --model ViT-B-32 --pretrained /path/vit_b_32.pt --frame-size 64
+
+The graph is written next to the checkpoint (``<name>.frame<H>.onnx``) and records the checkpoint's
+sha256; :func:`load_frame_session` refuses a graph whose checkpoint has changed, so a retrained
+model never runs with a stale graph. Export needs ``onnx`` and ``onnxscript`` (the ``train`` extra);
+running a graph needs only ``onnxruntime``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from pathlib import Path
+
+import torch
+
+from embodmem.atomic import atomic_write_bytes
+from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create
+
+DIGEST_KEY = "checkpoint_sha256"
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def frame_graph_path(checkpoint: str | Path, frame_size: int) -> Path:
+    """Where the ONNX graph for ``checkpoint`` and frames of ``frame_size`` pixels lives."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(f"{checkpoint.stem}.frame{frame_size}.onnx")
+
+
+def export_frame_encoder(model_name: str, checkpoint: str | Path, frame_size: int | None = None) -> Path:
+    """Write the ONNX graph of ``FrameEncoder`` for one frame of ``frame_size`` pixels (default: the model's input)."""
+    model = create(model_name, checkpoint)
+    encoder = FrameEncoder(model.visual).float().eval()
+    size = frame_size or encoder.image_size
+    frame = torch.zeros(1, size, size, 3, dtype=torch.uint8)
+    program = torch.onnx.export(encoder, (frame,), dynamo=True, input_names=["frame"], output_names=["embedding"], verbose=False)
+    proto = program.model_proto
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = DIGEST_KEY, file_digest(checkpoint)
+    return atomic_write_bytes(frame_graph_path(checkpoint, size), proto.SerializeToString())
+
+
+def load_frame_session(checkpoint: str | Path, frame_size: int, threads: int = 1):
+    """An ONNX Runtime session for ``checkpoint``'s frame graph, or ``None`` if none matches it."""
+    path = frame_graph_path(checkpoint, frame_size)
+    if not path.is_file():
+        return None
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = max(1, threads)
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    if session.get_modelmeta().custom_metadata_map.get(DIGEST_KEY) != file_digest(checkpoint):
+        return None
+    return session
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Export a CLIP image tower (with preprocessing) to ONNX.")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--pretrained", type=Path, default=DEFAULT_CHECKPOINT, help="local checkpoint")
+    parser.add_argument("--frame-size", type=int, default=None, help="camera frame size (default: the model's input)")
+    args = parser.parse_args(argv)
+    print(export_frame_encoder(args.model, args.pretrained, args.frame_size))
+
+
+if __name__ == "__main__":
+    main()
