@@ -206,9 +206,10 @@ class FrontierExplorer(Agent, Navigator):
     def frontier_action(self) -> int | None:
         """Next action toward the nearest frontier (Navigator skill).
 
-        If no frontier can be reached, the map may be wrong (an echo off a cell corner can wall the
-        robot in): head for the nearest unknown cell through anything it has not actually bumped
-        into. Returns ``None`` only when nothing unknown is left.
+        When every reachable cell has been looked at, the search starts over (camera coverage is
+        forgotten). If frontiers are known but cannot be reached, the map may be wrong (an echo off a
+        cell corner can wall the robot in): head for the nearest unknown cell through anything it
+        has not actually bumped into. Returns ``None`` only when nothing unknown is left.
         """
         assert self.grid is not None
         if self.path and self.goal_kind in ("frontier", "unknown"):
@@ -226,6 +227,12 @@ class FrontierExplorer(Agent, Navigator):
             if action is not None:
                 return action
         unknown = ~(self.grid.free | self.grid.occupied)
+        if self.grid.seen.any() and not (frontiers & ~unknown).any():
+            # Every place the robot knows how to reach has been looked at and the target was missed
+            # (a small object at the edge of the fog is easy to miss): forget what was searched
+            # (not the occupancy) and look again.
+            self.grid.seen[:] = False
+            return self.frontier_action()
         if unknown.any():
             return self._follow(unknown, "unknown", passable=self.grid.evidence < 100)
         return None

@@ -71,6 +71,20 @@ def test_recognizer_tells_the_mission_target_from_others(embedder: ClipEmbedder)
     assert np.median(p_barrel) > 0.8 and np.median(p_wreck) < 0.2
 
 
+def test_explorer_searches_again_once_everything_reachable_was_looked_at(embedder: ClipEmbedder) -> None:
+    """A target missed in the fog must not end the search: coverage is forgotten, the map kept."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = FrontierExplorer(embedder)
+    obs, _ = env.reset(seed=0, options={"task": "barrel"})
+    agent.reset(obs, env.sensor_spec)
+    agent.update(obs)  # the robot's pose
+    agent.grid.occupied[:] = env.world.kinds > 0
+    agent.grid.free[:] = env.world.kinds == 0
+    agent.grid.seen[:] = True
+    assert agent.frontier_action() is not None and agent.trace.mode == "frontier"
+    assert not agent.grid.seen.any() and agent.grid.free.sum() == (env.world.kinds == 0).sum()
+
+
 def test_memory_recall_triangulates_the_target_from_remembered_frames(embedder: ClipEmbedder) -> None:
     """Frames of the barrel seen from several places point the memory agent at the barrel's cells."""
     env = UnderwaterEnv(world_seed=9002)
