@@ -47,8 +47,7 @@ class VLMAgent(VLMPolicy):
         return self.navigator.grid
 
 
-def build_vlm_agent(cfg: DictConfig, embedder, memory) -> VLMAgent:
-    """From the Hydra config: ``agent.vlm`` holds the VLMConfig fields."""
+def build_vlm_agent(cfg: DictConfig, embedder, navigator: MemoryAgent) -> VLMAgent:
+    """From the Hydra config: ``agent.vlm`` holds the VLMConfig fields; ``navigator`` runs its plans."""
     vlm_cfg = OmegaConf.to_container(cfg.agent.vlm, resolve=True) if cfg.agent.vlm is not None else {}
-    navigator = MemoryAgent(embedder, memory)
     return VLMAgent(vlm_cfg, navigator, embedder)

@@ -9,6 +9,7 @@ so launchers pickle nothing but the config.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 # One BLAS/OpenMP thread unless the user says otherwise: the agent's work is many small calls, and
@@ -73,6 +74,12 @@ def build_memory(cfg: DictConfig, dim: int):
     return AgentMemory(MemoryConfig(**fields))
 
 
+def agent_settings(config_class: type, agent_cfg: DictConfig) -> Any:
+    """An agent's own config filled from the ``agent`` group (the fields both share)."""
+    names = {f.name for f in dataclasses.fields(config_class)}
+    return config_class(**{k: agent_cfg[k] for k in names if k in agent_cfg})
+
+
 def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: int) -> Agent:
     """One agent from its name and the config (fresh memory for memory agents)."""
     a = cfg.agent
@@ -87,26 +94,16 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
     if name == "explorer":
         from agents.explorer import ExplorerConfig, FrontierExplorer
 
-        return FrontierExplorer(
-            embedder,
-            ExplorerConfig(
-                detect_probability=a.detect_probability, confirm_probability=a.confirm_probability,
-                reuse_below=a.reuse_below,
-            ),
-        )
-    if name == "memory":
+        return FrontierExplorer(embedder, agent_settings(ExplorerConfig, a))
+    if name in ("memory", "vlm"):
         from agents.memory_agent import MemoryAgent, MemoryAgentConfig
 
-        conf = MemoryAgentConfig(
-            detect_probability=a.detect_probability, confirm_probability=a.confirm_probability,
-            reuse_below=a.reuse_below, memory_probability=a.memory_probability, memory_k=a.memory_k,
-            requery_every=a.requery_every,
-        )
-        return MemoryAgent(embedder, build_memory(cfg, embedder.dim), conf)
-    if name == "vlm":
+        agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim), agent_settings(MemoryAgentConfig, a))
+        if name == "memory":
+            return agent
         from agents.vlm_agent import build_vlm_agent
 
-        return build_vlm_agent(cfg, embedder, build_memory(cfg, embedder.dim))
+        return build_vlm_agent(cfg, embedder, agent)  # the memory agent executes the VLM's plans
     raise ValueError(f"agent.name={name!r} is unknown; allowed: memory, explorer, oracle, random, vlm")
 
 

@@ -13,6 +13,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from agents.memory_agent import MemoryAgentConfig
 from embodmem.memory import MemoryConfig
 from envs.tasks import SEQUENCES, TASKS
 
@@ -116,17 +117,18 @@ class AgentConfig:
 
     name: AgentName = AgentName.memory
     """memory, explorer, oracle, random or vlm."""
-    detect_probability: float = 0.5
+    # Defaults come from the agents' own configs: the calibrated values live in one place.
+    detect_probability: float = MemoryAgentConfig.detect_probability
     """P(target) of the current frame above which the agent approaches (calibrated: benchmarks/calibrate.py)."""
-    confirm_probability: float = 0.5
+    confirm_probability: float = MemoryAgentConfig.confirm_probability
     """P(target) next to the candidate above which the agent stops."""
-    memory_probability: float = 0.7
+    memory_probability: float = MemoryAgentConfig.memory_probability
     """P(target) of a remembered frame above which the memory agent goes there (calibrated)."""
-    memory_k: int = 8
+    memory_k: int = MemoryAgentConfig.memory_k
     """Frames retrieved per memory query."""
-    requery_every: int = 20
+    requery_every: int = MemoryAgentConfig.requery_every
     """Steps between memory queries while exploring."""
-    reuse_below: float = 0.0
+    reuse_below: float = MemoryAgentConfig.reuse_below
     """Reuse the last frame's embedding when the new frame differs by less than this (mean abs
     difference of 16x16 thumbnails, 0-255); 0 embeds every frame."""
     vlm: Optional[Any] = None

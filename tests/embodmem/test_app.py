@@ -89,3 +89,18 @@ def test_memory_migrates_between_runs_with_sleep_and_gem(tmp_path: Path) -> None
     warm1 = [r for r in records if r["condition"] == "warm"]
     # the second run starts with the first run's frames already in memory
     assert again[0]["memory_frames"] > warm1[0]["memory_frames"]
+
+
+def test_agent_group_thresholds_reach_every_agent_that_uses_them() -> None:
+    """agent.* settings configure the explorer, the memory agent and the VLM agent's navigator alike."""
+    from embodmem.app import build_agent, build_embedder, build_env
+
+    cfg = _compose(["agent=vlm", "agent.detect_probability=0.8", "agent.memory_probability=0.9", "agent.memory_k=3"])
+    embedder = build_embedder(cfg)
+    env = build_env(cfg, ("wreck",), 0)
+    explorer = build_agent("explorer", cfg, embedder, env, 0)
+    memory = build_agent("memory", cfg, embedder, env, 0)
+    vlm = build_agent("vlm", cfg, embedder, env, 0)
+    assert explorer.config.detect_probability == 0.8
+    for agent in (memory, vlm.navigator):
+        assert (agent.config.detect_probability, agent.config.memory_probability, agent.config.memory_k) == (0.8, 0.9, 3)
