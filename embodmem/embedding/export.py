@@ -1,8 +1,8 @@
 """Export a CLIP image tower, with its preprocessing, to ONNX for the agent's one-frame hot path.
 
 An agent embeds one frame per step. At batch 1 PyTorch spends most of a tiny ViT's forward pass
-dispatching ops; ONNX Runtime runs the same graph several times faster (``benchmarks/bench_agent.py``
-shows the split). The graph takes the camera frame as the environment gives it (uint8,
+dispatching ops; ONNX Runtime runs the same graph about 4x faster (``benchmarks/bench_embedder.py``
+measures both). The graph takes the camera frame as the environment gives it (uint8,
 1 x H x W x 3) and returns the unit vector, so a step costs one call.
 
     python -m embodmem.embedding.export          # the default checkpoint (the trainer runs this too)
