@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.spec import SensorSpec
+from embodmem.envs.spec import SensorSpec
 
 Observation = dict[str, Any]
 """``image`` (H, W, 3) uint8 camera, ``sonar`` (beams,) float32 metres, ``pose`` (3,) float32
@@ -64,7 +64,7 @@ class Agent:
         self.trace = AgentTrace()
 
     def act(self, observation: Observation) -> int:
-        """Return the next action (an ``envs.spec.Action`` value)."""
+        """Return the next action (an ``embodmem.envs.spec.Action`` value)."""
         raise NotImplementedError
 
     def end_task(self, success: bool) -> None:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from agents.base import Agent, Navigator, Observation
-from agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
-from agents.recognizer import TargetRecognizer
-from envs.spec import DIR_TO_VEC, Action, SensorSpec
+from embodmem.agents.base import Agent, Navigator, Observation
+from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
+from embodmem.agents.recognizer import TargetRecognizer
+from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 
 _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.BACKWARD): 2, int(Action.STRAFE_LEFT): 3}

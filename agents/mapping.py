@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from envs.spec import DIR_TO_VEC, Action, SensorSpec
-from envs.world import bfs_distance
+from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
+from embodmem.envs.world import bfs_distance
 
 SAMPLE_STEP = 0.25
 """Spacing of the sample points along a sonar beam, in cells."""
@@ -22,7 +22,7 @@ class OccupancyGrid:
     """Free / occupied / unknown cells of a square survey area, from sonar scans.
 
     Example:
-        >>> from envs.spec import SensorSpec
+        >>> from embodmem.envs.spec import SensorSpec
         >>> spec = SensorSpec(5.0, 64, 75.0, 40.0, 3, 60.0, 40.0, 16)
         >>> grid = OccupancyGrid(spec)
         >>> grid.update((4, 4, 0), np.array([10.0, 10.0, 10.0], np.float32))  # echoes 2 cells east

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.base import Observation, Retrieval
-from agents.explorer import ExplorerConfig, FrontierExplorer
+from embodmem.agents.base import Observation, Retrieval
+from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
-from envs.spec import DIR_TO_VEC, Action, SensorSpec
+from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 
 @dataclass

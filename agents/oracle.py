@@ -6,10 +6,10 @@ current target and walks down it, turning to face each step, then stops.
 
 from __future__ import annotations
 
-from agents.base import Agent, Observation
-from agents.mapping import step_toward
-from envs.spec import Action, SensorSpec
-from envs.underwater import UnderwaterEnv
+from embodmem.agents.base import Agent, Observation
+from embodmem.agents.mapping import step_toward
+from embodmem.envs.spec import Action, SensorSpec
+from embodmem.envs.underwater import UnderwaterEnv
 
 
 class OracleAgent(Agent):

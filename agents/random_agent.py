@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent, Observation
-from envs.spec import Action, SensorSpec
+from embodmem.agents.base import Agent, Observation
+from embodmem.envs.spec import Action, SensorSpec
 
 
 class RandomAgent(Agent):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.objects import KINDS
+from embodmem.envs.objects import KINDS
 
 
 def negative_prompts(mission: str) -> list[str]:

@@ -10,10 +10,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from agents.base import Observation
-from agents.memory_agent import MemoryAgent
-from agents.vlm.policy import VLMPolicy
-from envs.spec import SensorSpec
+from embodmem.agents.base import Observation
+from embodmem.agents.memory_agent import MemoryAgent
+from embodmem.agents.vlm.policy import VLMPolicy
+from embodmem.envs.spec import SensorSpec
 
 
 class VLMAgent(VLMPolicy):

@@ -14,9 +14,9 @@ import argparse
 import numpy as np
 from tqdm import tqdm
 
-from agents.explorer import ExplorerConfig, FrontierExplorer
+from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
 from embodmem.embedding.embedder import ClipEmbedder
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.underwater import UnderwaterEnv
 
 
 def main() -> None:

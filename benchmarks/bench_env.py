@@ -16,7 +16,7 @@ import time
 import gymnasium as gym
 from minigrid.wrappers import RGBImgPartialObsWrapper
 
-import envs  # noqa: F401  (registers EmbodMem/*)
+import embodmem.envs  # noqa: F401  (registers EmbodMem/*)
 
 
 def steps_per_second(env: gym.Env, n: int, seed: int) -> float:

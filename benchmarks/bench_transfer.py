@@ -41,7 +41,7 @@ def main() -> None:
     worlds = parse_range(args.worlds)[: 8 if args.quick else None]
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"experiment.sequence={args.sequence}", *args.overrides])
-    from envs.tasks import get_sequence
+    from embodmem.envs.tasks import get_sequence
 
     tasks = get_sequence(args.sequence)
     embedder = build_embedder(cfg)

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from embodmem.app import CONFIG_DIR, build_agent, build_embedder, build_env
 from embodmem.runner import SequenceSpec, run_sequence
-from envs.tasks import get_sequence
+from embodmem.envs.tasks import get_sequence
 
 CALIBRATION_WORLDS = range(500, 530)
 

@@ -27,14 +27,16 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from agents.base import Agent
+import embodmem.configs
+from embodmem.agents.base import Agent
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import register_configs, validate
 from embodmem.runner import Profiler, RunWriter, SequenceSpec, gem_evaluations, run_sequence
-from envs.tasks import get_sequence
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.tasks import get_sequence
+from embodmem.envs.underwater import UnderwaterEnv
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
+"""The shipped config groups (package data, also reachable as ``pkg://embodmem.configs``)."""
 log = logging.getLogger("embodmem")
 MEMORY_AGENTS = ("memory", "vlm")
 
@@ -84,24 +86,24 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
     """One agent from its name and the config (fresh memory for memory agents)."""
     a = cfg.agent
     if name == "random":
-        from agents.random_agent import RandomAgent
+        from embodmem.agents.random_agent import RandomAgent
 
         return RandomAgent(seed=seed)
     if name == "oracle":
-        from agents.oracle import OracleAgent
+        from embodmem.agents.oracle import OracleAgent
 
         return OracleAgent(env)
     if name == "explorer":
-        from agents.explorer import ExplorerConfig, FrontierExplorer
+        from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
 
         return FrontierExplorer(embedder, agent_settings(ExplorerConfig, a))
     if name in ("memory", "vlm"):
-        from agents.memory_agent import MemoryAgent, MemoryAgentConfig
+        from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
 
         agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim), agent_settings(MemoryAgentConfig, a))
         if name == "memory":
             return agent
-        from agents.vlm_agent import build_vlm_agent
+        from embodmem.agents.vlm_agent import build_vlm_agent
 
         return build_vlm_agent(cfg, embedder, agent)  # the memory agent executes the VLM's plans
     raise ValueError(f"agent.name={name!r} is unknown; allowed: memory, explorer, oracle, random, vlm")

@@ -13,9 +13,9 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from agents.memory_agent import MemoryAgentConfig
+from embodmem.agents.memory_agent import MemoryAgentConfig
 from embodmem.memory import MemoryConfig
-from envs.tasks import SEQUENCES, TASKS
+from embodmem.envs.tasks import SEQUENCES, TASKS
 
 
 class AgentName(str, Enum):
@@ -53,7 +53,7 @@ class VideoEpisodes(str, Enum):
 
 @dataclass
 class EnvConfig:
-    """The underwater world (see ``envs.underwater.UnderwaterEnv``)."""
+    """The underwater world (see ``embodmem.envs.underwater.UnderwaterEnv``)."""
 
     size: int = 32
     """World side in cells (>= 24)."""
@@ -132,7 +132,7 @@ class AgentConfig:
     """Reuse the last frame's embedding when the new frame differs by less than this (mean abs
     difference of 16x16 thumbnails, 0-255); 0 embeds every frame."""
     vlm: Optional[Any] = None
-    """VLM policy settings (agents.vlm.VLMConfig fields) when name=vlm."""
+    """VLM policy settings (embodmem.agents.vlm.VLMConfig fields) when name=vlm."""
 
 
 @dataclass
@@ -140,7 +140,7 @@ class ExperimentConfig:
     """What to run: a named task sequence over world seeds, in which conditions."""
 
     sequence: str = "wreck_then_barrel"
-    """A named sequence (envs.tasks.SEQUENCES) ..."""
+    """A named sequence (embodmem.envs.tasks.SEQUENCES) ..."""
     tasks: Optional[list[str]] = None
     """... or an explicit list of task names (overrides ``sequence``)."""
     world_seeds: list[int] = field(default_factory=lambda: [0])

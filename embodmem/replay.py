@@ -31,8 +31,8 @@ from typing import Any
 from embodmem.metrics import EpisodeMeasures
 from embodmem.runner import LOG_FORMAT, observation_digest
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
-from envs.spec import ACTION_NAMES
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.spec import ACTION_NAMES
+from embodmem.envs.underwater import UnderwaterEnv
 
 REQUIRED_KEYS: dict[str, type | tuple[type, ...]] = {
     "world_seed": int,

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
+from embodmem.agents.base import Agent
 from embodmem.atomic import atomic_append_jsonl, atomic_write_json
 from embodmem.metrics import EpisodeMeasures
-from envs.spec import ACTION_NAMES, Action
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.spec import ACTION_NAMES, Action
+from embodmem.envs.underwater import UnderwaterEnv
 
 LOG_FORMAT = "embodmem-episode/1"
 

@@ -21,7 +21,7 @@ Encoding cost: OpenCV offers no speed setting for libvpx, and VP9 (the .webm def
 use ``video.format=mp4`` or ``video.episodes=failures`` for long sweeps.
 
 Example:
-    >>> from envs.underwater import UnderwaterEnv
+    >>> from embodmem.envs.underwater import UnderwaterEnv
     >>> env = UnderwaterEnv(task="barrel", size=24, max_steps=5)
     >>> obs, info = env.reset(seed=0)
     >>> scene = Scene.from_env(env)
@@ -51,10 +51,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from agents.base import Retrieval
-from envs.objects import KIND_COLORS
-from envs.spec import ACTION_NAMES, DIR_TO_VEC
-from envs.underwater import robot_triangle
+from embodmem.agents.base import Retrieval
+from embodmem.envs.objects import KIND_COLORS
+from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC
+from embodmem.envs.underwater import robot_triangle
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class StepRecord:
         graph: MapSnapshot | None = None,
         current_node: int | None = None,
     ) -> StepRecord:
-        """Snapshot the state after ``env.step(action)`` (``trace``: an ``agents.base.AgentTrace``)."""
+        """Snapshot the state after ``env.step(action)`` (``trace``: an ``embodmem.agents.base.AgentTrace``)."""
         fish = getattr(env, "fish", None)
         p = None if trace is None else trace.extra.get("p_target")
         goal = None if trace is None or trace.goal_cell is None else tuple(int(v) for v in trace.goal_cell)

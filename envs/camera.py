@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from envs.objects import KIND_HEIGHTS, KINDS, TEX, texture_atlas
+from embodmem.envs.objects import KIND_HEIGHTS, KINDS, TEX, texture_atlas
 
 CAMERA_Z = 0.5
 """Camera height above the seabed, in wall heights."""

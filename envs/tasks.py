@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envs.objects import KIND_INDEX, KINDS
+from embodmem.envs.objects import KIND_INDEX, KINDS
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Task:
     number: int
     """Task number in the reference benchmark (1-12)."""
     target: str
-    """Kind name of the target (see ``envs.objects.KINDS``)."""
+    """Kind name of the target (see ``embodmem.envs.objects.KINDS``)."""
     deep: bool = False
 
     @property

@@ -12,11 +12,11 @@ from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
 from minigrid.minigrid_env import MiniGridEnv
 
-from envs.camera import Camera, Sonar, WaterLook, pad_kinds
-from envs.objects import KIND_COLORS, KIND_INDEX, KINDS, SeabedObject
-from envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
-from envs.tasks import TASKS, Task, get_task
-from envs.world import World, bfs_distance, generate_world
+from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
+from embodmem.envs.objects import KIND_COLORS, KIND_INDEX, KINDS, SeabedObject
+from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
+from embodmem.envs.tasks import TASKS, Task, get_task
+from embodmem.envs.world import World, bfs_distance, generate_world
 
 VISIBLE_FRACTION = 0.01
 """A target counts as "in view" when its fog-weighted pixels cover this fraction of the image."""
@@ -74,7 +74,7 @@ class UnderwaterEnv(MiniGridEnv):
 
     ## Action Space
     ``Discrete(7)``: 0 turn left, 1 turn right, 2 forward, 3 stop, 4 backward, 5 strafe left,
-    6 strafe right (see :class:`envs.spec.Action`).
+    6 strafe right (see :class:`embodmem.envs.spec.Action`).
 
     ## Observation
     A dict: ``image`` (S, S, 3) uint8 first-person camera; optional ``image_left`` /

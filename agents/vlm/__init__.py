@@ -6,14 +6,14 @@ Modules, one job each: ``config`` (VLMConfig), ``client`` (HTTP chat client with
 ``images`` (frames <-> data URLs), ``memory`` (what is read from memory), ``prompt`` (messages and
 reply schema), ``parsing`` (tolerant reply parser), ``policy`` (VLMPolicy, CallablePolicy).
 
-The policy classes are imported lazily so that ``import agents.vlm`` stays light.
+The policy classes are imported lazily so that ``import embodmem.agents.vlm`` stays light.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.config import VLMConfig
 
 __all__ = [
     "CallablePolicy", "ChatBackend", "ChatClient", "Choice", "Completion", "PromptBuilder",
@@ -22,12 +22,12 @@ __all__ = [
 ]
 
 _LAZY = {
-    "CallablePolicy": "agents.vlm.policy", "VLMPolicy": "agents.vlm.policy",
-    "ChatClient": "agents.vlm.client",
-    "ChatBackend": "agents.vlm.backend", "Completion": "agents.vlm.backend", "VLMError": "agents.vlm.backend",
-    "VLMRequestError": "agents.vlm.backend", "VLMUnavailableError": "agents.vlm.backend",
-    "ResponseCache": "agents.vlm.cache", "PromptBuilder": "agents.vlm.prompt",
-    "Choice": "agents.vlm.parsing", "parse_reply": "agents.vlm.parsing",
+    "CallablePolicy": "embodmem.agents.vlm.policy", "VLMPolicy": "embodmem.agents.vlm.policy",
+    "ChatClient": "embodmem.agents.vlm.client",
+    "ChatBackend": "embodmem.agents.vlm.backend", "Completion": "embodmem.agents.vlm.backend", "VLMError": "embodmem.agents.vlm.backend",
+    "VLMRequestError": "embodmem.agents.vlm.backend", "VLMUnavailableError": "embodmem.agents.vlm.backend",
+    "ResponseCache": "embodmem.agents.vlm.cache", "PromptBuilder": "embodmem.agents.vlm.prompt",
+    "Choice": "embodmem.agents.vlm.parsing", "parse_reply": "embodmem.agents.vlm.parsing",
 }
 
 
@@ -36,4 +36,4 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'agents.vlm' has no attribute {name!r}")
+    raise AttributeError(f"module 'embodmem.agents.vlm' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """What the policy needs from a model: messages in, text out, plus a few counts.
 
-Two transports implement :class:`ChatBackend`: :class:`agents.vlm.client.ChatClient` (an
+Two transports implement :class:`ChatBackend`: :class:`embodmem.agents.vlm.client.ChatClient` (an
 OpenAI-compatible HTTP server) and :class:`CallableBackend` (any Python function, e.g. a local
 model). The policy, prompt, parser and cache are shared, so both go through one code path.
 
@@ -87,7 +87,7 @@ class CallableBackend:
     """Wrap ``fn(messages) -> str`` (a local model, a rule, a test double) as a backend.
 
     Exceptions raised by ``fn`` propagate: in-process they are bugs, not network weather.
-    Images arrive as data URLs; :func:`agents.vlm.images.message_images` turns them into arrays.
+    Images arrive as data URLs; :func:`embodmem.agents.vlm.images.message_images` turns them into arrays.
     """
 
     def __init__(self, fn: Callable[[Messages], str], model: str | None = None) -> None:

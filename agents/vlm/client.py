@@ -28,8 +28,8 @@ from urllib.parse import urlparse
 
 import openai
 
-from agents.vlm.backend import Completion, Messages, VLMRequestError, VLMUnavailableError
-from agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.backend import Completion, Messages, VLMRequestError, VLMUnavailableError
+from embodmem.agents.vlm.config import VLMConfig
 
 LOCAL_API_KEY = "EMPTY"
 """Placeholder key for local servers without authentication (vLLM's documented convention)."""
@@ -74,7 +74,7 @@ def _mentions_response_format(err: openai.APIStatusError) -> bool:
 
 
 class ChatClient:
-    """Chat completions over HTTP; implements :class:`agents.vlm.backend.ChatBackend`.
+    """Chat completions over HTTP; implements :class:`embodmem.agents.vlm.backend.ChatBackend`.
 
     Attributes (cumulative over the client's life; the policy keeps per-episode counts):
         calls: ``complete`` invocations.

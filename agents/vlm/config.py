@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.spec import ACTION_NAMES
+from embodmem.envs.spec import ACTION_NAMES
 
 MODES = ("low", "high")
 HIGH_LEVEL_ACTIONS = ("goto_node", "explore", "stop")
@@ -30,7 +30,7 @@ VIEW_KEYS = ("image", "image_left", "image_right", "image_back")
 
 @dataclass
 class VLMConfig:
-    """Configuration of :class:`agents.vlm.policy.VLMPolicy` (Hydra group ``agent``, ``name: vlm``)."""
+    """Configuration of :class:`embodmem.agents.vlm.policy.VLMPolicy` (Hydra group ``agent``, ``name: vlm``)."""
 
     name: str = "vlm"
     """Agent name, the key the agent factory dispatches on; kept so the YAML maps 1:1 onto this class."""
@@ -121,7 +121,7 @@ class VLMConfig:
     low_level_actions: list[str] = field(
         default_factory=lambda: ["turn_left", "turn_right", "forward", "stop"]
     )
-    """Primitive actions offered in low mode (names from ``envs.spec.Action``, lower case)."""
+    """Primitive actions offered in low mode (names from ``embodmem.envs.spec.Action``, lower case)."""
 
     max_skill_steps: int = 30
     """High mode: the VLM is asked again after this many steps of one skill even if it is not done."""

@@ -1,7 +1,7 @@
 """Frames <-> base64 data URLs, the way OpenAI-compatible servers take images.
 
 Observations are RGB; OpenCV encodes BGR, so the channel order is swapped on the way in and out.
-A local model behind :class:`agents.vlm.policy.CallablePolicy` receives the same messages as a
+A local model behind :class:`embodmem.agents.vlm.policy.CallablePolicy` receives the same messages as a
 server and can get its pixels back with :func:`decode_data_url` or :func:`message_images`.
 
 Example:

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 HEADING_NAMES = ("east", "south", "west", "north")
-"""Heading index -> compass name (MiniGrid convention, ``envs.spec.DIR_TO_VEC``)."""
+"""Heading index -> compass name (MiniGrid convention, ``embodmem.envs.spec.DIR_TO_VEC``)."""
 
 
 class HitMeta(Protocol):

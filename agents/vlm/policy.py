@@ -16,7 +16,7 @@ Counts for ``metrics.jsonl`` come from :meth:`VLMPolicy.episode_stats`, reset wi
 
 Example:
     >>> import numpy as np
-    >>> from envs.spec import SensorSpec
+    >>> from embodmem.envs.spec import SensorSpec
     >>> spec = SensorSpec(cell_size_m=2.0, image_size=8, camera_fov_deg=90, view_range_m=20,
     ...                   sonar_beams=0, sonar_fov_deg=120, sonar_max_range_m=40, grid_size=16)
     >>> agent = CallablePolicy(lambda messages: '{"reasoning": "nothing here", "action": "forward"}')
@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent, Navigator, Observation, Retrieval
-from agents.vlm.backend import CallableBackend, ChatBackend, Completion, Messages, VLMUnavailableError
-from agents.vlm.cache import ResponseCache
-from agents.vlm.config import HIGH_LEVEL_ACTIONS, VLMConfig
-from agents.vlm.memory import Embedder, MemoryItem, QueryableMemory, retrieve
-from agents.vlm.parsing import Choice, parse_reply
-from agents.vlm.prompt import PromptBuilder, PromptContext
-from envs.spec import Action, SensorSpec
+from embodmem.agents.base import Agent, Navigator, Observation, Retrieval
+from embodmem.agents.vlm.backend import CallableBackend, ChatBackend, Completion, Messages, VLMUnavailableError
+from embodmem.agents.vlm.cache import ResponseCache
+from embodmem.agents.vlm.config import HIGH_LEVEL_ACTIONS, VLMConfig
+from embodmem.agents.vlm.memory import Embedder, MemoryItem, QueryableMemory, retrieve
+from embodmem.agents.vlm.parsing import Choice, parse_reply
+from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext
+from embodmem.envs.spec import Action, SensorSpec
 
 STAT_KEYS = ("calls", "cache_hits", "invalid_replies", "retries", "failures", "fallbacks",
              "prompt_tokens", "completion_tokens", "latency_s")
@@ -55,7 +55,7 @@ class VLMPolicy(Agent):
 
     Args:
         config: a :class:`VLMConfig` (or a mapping of its fields).
-        backend: the model transport; default a :class:`agents.vlm.client.ChatClient` for ``config``.
+        backend: the model transport; default a :class:`embodmem.agents.vlm.client.ChatClient` for ``config``.
         navigator: runs the skills in high mode (required there); in low mode only its map summary
             is used.
         memory: object with ``query(vec, k) -> hits`` (``hit.score``, ``hit.meta.x/.y/.node/.thumbnail``).
@@ -87,7 +87,7 @@ class VLMPolicy(Agent):
         if memory is not None and embedder is None and config.memory_k > 0:
             raise ValueError("a memory was given without an embedder: the mission cannot become a query vector")
         if backend is None:
-            from agents.vlm.client import ChatClient  # imports openai only when a server is used
+            from embodmem.agents.vlm.client import ChatClient  # imports openai only when a server is used
 
             backend = ChatClient(config)
         self.backend = backend
@@ -285,7 +285,7 @@ class CallablePolicy(VLMPolicy):
     """:class:`VLMPolicy` whose model is a Python callable ``(messages) -> str`` (e.g. a local VLM).
 
     The callable receives the very messages a server would (images as data URLs; decode them with
-    :func:`agents.vlm.images.message_images`), and its reply goes through the same parser, fallbacks,
+    :func:`embodmem.agents.vlm.images.message_images`), and its reply goes through the same parser, fallbacks,
     cache and counters. ``model_name`` names it in the cache key (default: the callable's name).
     """
 

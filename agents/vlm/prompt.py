@@ -9,7 +9,7 @@ only on what the model sees.
 
 Example:
     >>> import numpy as np
-    >>> from agents.vlm.config import VLMConfig
+    >>> from embodmem.agents.vlm.config import VLMConfig
     >>> builder = PromptBuilder(VLMConfig())
     >>> ctx = PromptContext(observation={"image": np.zeros((8, 8, 3), np.uint8), "mission": "find the ship",
     ...                                  "pose": np.zeros(3, np.float32)}, legal=["forward", "stop"])
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from agents.vlm.backend import Messages
-from agents.vlm.config import VLMConfig
-from agents.vlm.images import encode_image, image_part
-from agents.vlm.memory import HEADING_NAMES, MemoryItem
+from embodmem.agents.vlm.backend import Messages
+from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.images import encode_image, image_part
+from embodmem.agents.vlm.memory import HEADING_NAMES, MemoryItem
 
 ACTION_HELP: dict[str, str] = {
     "turn_left": "rotate 90 degrees to the left in place",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodmem.embedding.frames import CLASS_NAMES, NO_TARGET, kind_phrase
-from envs.objects import KINDS
+from embodmem.envs.objects import KINDS
 
 TARGET_TEMPLATES = (
     "{p}",

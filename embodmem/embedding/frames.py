@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
-from envs.spec import DIR_TO_VEC
-from envs.tasks import TASKS
-from envs.underwater import VISIBLE_FRACTION, UnderwaterEnv
+from embodmem.envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
+from embodmem.envs.spec import DIR_TO_VEC
+from embodmem.envs.tasks import TASKS
+from embodmem.envs.underwater import VISIBLE_FRACTION, UnderwaterEnv
 
 NO_TARGET = len(TARGET_KINDS)
 """Class id of frames where no target is clearly visible."""

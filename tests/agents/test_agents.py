@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.explorer import FrontierExplorer
-from agents.memory_agent import MemoryAgent
-from agents.oracle import OracleAgent
-from agents.random_agent import RandomAgent
+from embodmem.agents.explorer import FrontierExplorer
+from embodmem.agents.memory_agent import MemoryAgent
+from embodmem.agents.oracle import OracleAgent
+from embodmem.agents.random_agent import RandomAgent
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.memory import FrameMeta
 from embodmem.runner import run_episode
-from envs.spec import DIR_TO_VEC
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.spec import DIR_TO_VEC
+from embodmem.envs.underwater import UnderwaterEnv
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.mapping import OccupancyGrid, facing, plan_path, step_toward, turn_toward
-from envs.camera import Sonar, pad_kinds
-from envs.objects import KIND_INDEX
-from envs.spec import Action, SensorSpec
+from embodmem.agents.mapping import OccupancyGrid, facing, plan_path, step_toward, turn_toward
+from embodmem.envs.camera import Sonar, pad_kinds
+from embodmem.envs.objects import KIND_INDEX
+from embodmem.envs.spec import Action, SensorSpec
 
 
 def _spec(n: int = 12, beams: int = 25) -> SensorSpec:

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.vlm.backend import VLMRequestError, VLMUnavailableError
-from agents.vlm.client import LOCAL_API_KEY, ChatClient
-from agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.backend import VLMRequestError, VLMUnavailableError
+from embodmem.agents.vlm.client import LOCAL_API_KEY, ChatClient
+from embodmem.agents.vlm.config import VLMConfig
 
 try:
     from tests.agents.chat_server import ChatServer, Reply

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.vlm.cache import ResponseCache
-from agents.vlm.config import VLMConfig
-from agents.vlm.images import decode_data_url, encode_image, message_images
-from agents.vlm.memory import MemoryItem, place_hit
-from agents.vlm.parsing import Choice, parse_reply
-from agents.vlm.prompt import PromptBuilder, PromptContext
+from embodmem.agents.vlm.cache import ResponseCache
+from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.images import decode_data_url, encode_image, message_images
+from embodmem.agents.vlm.memory import MemoryItem, place_hit
+from embodmem.agents.vlm.parsing import Choice, parse_reply
+from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext
 
 LOW = ["turn_left", "turn_right", "forward", "stop"]
 HIGH = ["goto_node", "explore", "stop"]

@@ -3,7 +3,7 @@
 The "model" on the server side is a scripted oracle that reads the prompt the policy sent (position,
 legal actions) and answers like a sensible VLM would; the world is a small synthetic corridor (and,
 in one test, the real ``EmbodMem/Wreck-v0`` environment), the navigator and memory are test doubles
-with the interfaces of ``agents.base.Navigator`` and ``AgentMemory``.
+with the interfaces of ``embodmem.agents.base.Navigator`` and ``AgentMemory``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.vlm.backend import VLMUnavailableError
-from agents.vlm.config import VLMConfig
-from agents.vlm.images import decode_data_url, message_images
-from agents.vlm.policy import CallablePolicy, VLMPolicy
-from envs.spec import DIR_TO_VEC, Action, SensorSpec
+from embodmem.agents.vlm.backend import VLMUnavailableError
+from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.images import decode_data_url, message_images
+from embodmem.agents.vlm.policy import CallablePolicy, VLMPolicy
+from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 try:
     from tests.agents.chat_server import ChatServer, Reply
@@ -366,7 +366,7 @@ def _real_env() -> Any:
     try:
         import gymnasium as gym
 
-        import envs  # noqa: F401 - registers the ids
+        import embodmem.envs  # noqa: F401 - registers the ids
 
         return gym.make("EmbodMem/Wreck-v0", max_steps=12)
     except Exception as err:  # the environment package is being written concurrently

@@ -11,11 +11,11 @@ import cv2
 import numpy as np
 import pytest
 
-from agents.random_agent import RandomAgent
+from embodmem.agents.random_agent import RandomAgent
 from embodmem.replay import ReplayError, ReplayMismatch, load_log, main, replay, simulate
 from embodmem.runner import LOG_FORMAT, RunWriter, run_episode
 from embodmem.video import EpisodeRecorder
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.underwater import UnderwaterEnv
 from tests.embodmem.video_helpers import decode
 
 ENV_KW: dict[str, Any] = {"size": 24, "max_steps": 20, "image_size": 32, "odometry_noise": 0.1}

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from agents.explorer import FrontierExplorer
-from agents.memory_agent import MemoryAgent
-from agents.oracle import OracleAgent
+from embodmem.agents.explorer import FrontierExplorer
+from embodmem.agents.memory_agent import MemoryAgent
+from embodmem.agents.oracle import OracleAgent
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.runner import RunWriter, SequenceSpec, run_episode, run_sequence
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.underwater import UnderwaterEnv
 
 REQUIRED = {
     "run_id", "agent", "condition", "world_seed", "seed", "task_index", "task", "success", "spl", "soft_spl",

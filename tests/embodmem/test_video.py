@@ -10,8 +10,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agents.base import Agent, AgentTrace, Retrieval
-from agents.random_agent import RandomAgent
+from embodmem.agents.base import Agent, AgentTrace, Retrieval
+from embodmem.agents.random_agent import RandomAgent
 from embodmem.memory import TopologicalMap
 from embodmem.runner import run_episode
 from embodmem.video import (
@@ -24,7 +24,7 @@ from embodmem.video import (
     render_frames,
     write_video,
 )
-from envs.underwater import UnderwaterEnv
+from embodmem.envs.underwater import UnderwaterEnv
 from tests.embodmem.video_helpers import decode
 
 ENV_KW = {"size": 24, "max_steps": 8, "image_size": 32}

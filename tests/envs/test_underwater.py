@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import envs
-from envs.camera import Camera, Sonar, WaterLook, cast_rays, pad_kinds
-from envs.objects import KIND_INDEX, TARGET_KINDS
-from envs.spec import Action
-from envs.tasks import TASKS
-from envs.underwater import UnderwaterEnv
+import embodmem.envs
+from embodmem.envs.camera import Camera, Sonar, WaterLook, cast_rays, pad_kinds
+from embodmem.envs.objects import KIND_INDEX, TARGET_KINDS
+from embodmem.envs.spec import Action
+from embodmem.envs.tasks import TASKS
+from embodmem.envs.underwater import UnderwaterEnv
 
 ALL_IDS = [t.env_id for t in TASKS.values()] + ["EmbodMem/Sequence-v0"]
 
@@ -27,7 +27,7 @@ def test_check_env_passes_on_every_registered_id(env_id: str) -> None:
 
 
 def test_make_with_module_prefix() -> None:
-    env = gym.make("envs:EmbodMem/Barrel-v0")
+    env = gym.make("embodmem:EmbodMem/Barrel-v0")
     obs, _ = env.reset(seed=0)
     assert obs["mission"] == "find oil drums"
     assert set(obs) == {"image", "sonar", "pose", "mission"}
@@ -89,7 +89,7 @@ def test_every_world_is_connected_and_holds_all_targets() -> None:
         for size in (32, 128):
             env = UnderwaterEnv(world_seed=seed, size=size)
             for kind in TARGET_KINDS:
-                n = envs.objects.KINDS[KIND_INDEX[kind]].instances
+                n = embodmem.envs.objects.KINDS[KIND_INDEX[kind]].instances
                 assert len(env.world.instance_cells(kind)) == n
                 task = next(t for t in TASKS.values() if t.target == kind)
                 maps = env._task_maps(task)

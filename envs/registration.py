@@ -1,0 +1,23 @@
+"""Gymnasium ids of the project's environments (Gymnasium 1.x has no entry-point group).
+
+Entry points are strings, so registering imports no environment code.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+from embodmem.envs.tasks import SEQUENCES, TASKS
+
+ENTRY_POINT = "embodmem.envs.underwater:UnderwaterEnv"
+
+
+def register_envs() -> None:
+    """Register ``EmbodMem/<Task>-v0`` for each task and ``EmbodMem/Sequence-v0`` (idempotent)."""
+    for task in TASKS.values():
+        if task.env_id not in gymnasium.registry:
+            gymnasium.register(task.env_id, entry_point=ENTRY_POINT, kwargs={"task": task.name})
+    if "EmbodMem/Sequence-v0" not in gymnasium.registry:
+        gymnasium.register(
+            "EmbodMem/Sequence-v0", entry_point=ENTRY_POINT, kwargs={"tasks": SEQUENCES["wreck_then_barrel"]}
+        )
