@@ -13,12 +13,18 @@ Only the oracle is given the environment itself; every other agent works from ob
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from embodmem.envs.spec import SensorSpec
+from embodmem.profiling import Profiler
+
+if TYPE_CHECKING:
+    from embodmem.memory import AgentMemory
 
 Observation = dict[str, Any]
 """``image`` (H, W, 3) uint8 camera, ``sonar`` (beams,) float32 metres, ``pose`` (3,) float32
@@ -53,8 +59,10 @@ class Agent:
     """Base class: override :meth:`reset` and :meth:`act`."""
 
     name: str = "agent"
-    memory: Any | None = None
-    """The agent's memory object, if it has one (the runner resets, consolidates or saves it)."""
+    memory: AgentMemory | None = None
+    """The agent's frame memory, if it has one (read by the runner for stats, videos and sleep)."""
+    profiler: Profiler | None = None
+    """Set by the runner to time the agent's parts (embedding, mapping, memory, planning)."""
 
     def __init__(self) -> None:
         self.trace = AgentTrace()
@@ -73,6 +81,36 @@ class Agent:
     def episode_stats(self) -> dict[str, float]:
         """Extra per-episode numbers for ``metrics.jsonl`` (e.g. VLM calls). Default: none."""
         return {}
+
+
+class MemoryCarrier(ABC):
+    """An agent whose experience outlives a task (the warm condition).
+
+    The runner resets it before each task of the cold condition, labels what it writes, and, for
+    evaluation episodes, saves its state and loads it into a fresh agent built from the same config, so
+    evaluation never touches the agent being carried.
+    """
+
+    @abstractmethod
+    def reset_memory(self) -> None:
+        """Forget everything carried between tasks (the cold condition)."""
+
+    @abstractmethod
+    def set_context(self, run_id: str, task: str, episode: int) -> None:
+        """Labels written with every frame (called before each task)."""
+
+    @abstractmethod
+    def save_state(self, directory: Path) -> None:
+        """Write everything carried between tasks (memory, map) into ``directory``."""
+
+    @abstractmethod
+    def load_state(self, directory: Path) -> None:
+        """Replace the carried state by the one :meth:`save_state` wrote."""
+
+    @abstractmethod
+    def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
+        """Store ``images`` as if they had been seen at ``poses`` (false memories, for the
+        poisoning experiments: the harness implants them, the agent must cope)."""
 
 
 class Navigator:

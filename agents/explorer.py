@@ -67,8 +67,6 @@ class FrontierExplorer(Agent, Navigator):
         self._last_pose: tuple[int, int, int] | None = None
         self._last_small: np.ndarray | None = None
         self.frames_embedded = 0
-        self.profiler = None
-        """Set by the runner to time the agent's parts (embedding, mapping, memory, planning)."""
 
     def timed(self, name: str):
         """Context manager timing ``agent/<name>`` when a profiler is attached."""

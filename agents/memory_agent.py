@@ -9,14 +9,31 @@ as the explorer would after seeing the target itself. Otherwise it explores.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from embodmem.agents.base import Observation, Retrieval
+from embodmem.agents.base import MemoryCarrier, Observation, Retrieval
 from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+from embodmem.atomic import atomic_write_json
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
+from embodmem.envs.world import bfs_distance
+
+
+@dataclass(frozen=True)
+class RecalledPlace:
+    """A place memory says the target is: the best cell, the vote mass and the viewpoints behind it."""
+
+    cell: tuple[int, int]
+    support: float
+    viewpoints: int
+
+
+def _near(cell: tuple[int, int], cells: set[tuple[int, int]], radius: int) -> bool:
+    return any(abs(cell[0] - c[0]) <= radius and abs(cell[1] - c[1]) <= radius for c in cells)
 
 
 @dataclass
@@ -29,9 +46,23 @@ class MemoryAgentConfig(ExplorerConfig):
     """Frames retrieved per query."""
     requery_every: int = 20
     """Steps between memory queries while exploring."""
+    min_viewpoints: int = 3
+    """Distinct viewpoints at which a remembered place counts as fully confirmed; places seen from
+    fewer rank proportionally lower."""
+    place_radius: int = 2
+    """Cells within which votes count for one place."""
+    confirm_range_cells: float = 4.0
+    """A recalled place this close, in view and unoccluded, must show the target, or it is rejected."""
+    max_recall_rejections: int = 2
+    """Recalled places rejected in one task after which the robot only explores (bounds the cost of
+    false memories)."""
+    recall: bool = True
+    """Query memory for the target (False: the ``memory_no_recall`` ablation stores frames only)."""
+    carry_map: bool = True
+    """Keep the occupancy grid and camera coverage between tasks (False: ``memory_no_map``)."""
 
 
-class MemoryAgent(FrontierExplorer):
+class MemoryAgent(FrontierExplorer, MemoryCarrier):
     """Frontier explorer whose memory (frames, map, occupancy) carries over between tasks."""
 
     name = "memory"
@@ -45,6 +76,13 @@ class MemoryAgent(FrontierExplorer):
         self.scan_turns = 0
         self.current_node: int | None = None
         self.queries = 0
+        self.recalled: RecalledPlace | None = None
+        self.rejected_places: dict[str, set[tuple[int, int]]] = {}
+        """Places where the target of a mission was looked for and not found (carried between tasks)."""
+        self._recall_rays = np.linspace(-0.65, 0.65, 9)
+        self._distant_misses = 0
+        self._rejections_this_task = 0
+        self._retry_recall = False
 
     def set_context(self, run_id: str, task: str, episode: int) -> None:
         """Labels written with every frame (the runner calls this before each task)."""
@@ -54,13 +92,57 @@ class MemoryAgent(FrontierExplorer):
         super().reset(observation, spec)
         self._last_query_step = -10**9
         self.scan_turns = 0
+        self.recalled = None
+        self._recall_rays = np.linspace(-self.half_fov, self.half_fov, 9)
+        self._distant_misses = 0
+        self._rejections_this_task = 0
+        self._retry_recall = False
 
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
+        assert self.grid is not None
+        if self._loaded_grid is not None:
+            for name, array in self._loaded_grid.items():
+                getattr(self.grid, name)[:] = array
+            self._loaded_grid = None
+        if not self.config.carry_map:
+            self.grid.reset()
+
+    _GRID_ARRAYS = ("free", "occupied", "evidence", "seen")
+    _loaded_grid: dict[str, np.ndarray] | None = None
+
+    def save_state(self, directory: Path) -> None:
+        """Memory (through its own persistence), the occupancy grid and the rejected places."""
+        directory = Path(directory)
+        self.memory.save(directory / "memory")
+        self._save_map(directory)
+
+    def load_state(self, directory: Path) -> None:
+        directory = Path(directory)
+        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.memory.config.dim)
+        self._load_map(directory)
+
+    def _save_map(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        if self.grid is not None:
+            np.savez(directory / "grid.npz", **{name: getattr(self.grid, name) for name in self._GRID_ARRAYS})
+        rejected = {mission: sorted(cells) for mission, cells in self.rejected_places.items()}
+        atomic_write_json(directory / "rejected_places.json", rejected)
+
+    def _load_map(self, directory: Path) -> None:
+        rejected = json.loads((directory / "rejected_places.json").read_text())
+        self.rejected_places = {m: {(int(x), int(y)) for x, y in cells} for m, cells in rejected.items()}
+        grid_file = directory / "grid.npz"
+        self._loaded_grid = None
+        if grid_file.exists():
+            with np.load(grid_file) as arrays:
+                self._loaded_grid = {name: arrays[name].copy() for name in self._GRID_ARRAYS}
 
     def reset_memory(self) -> None:
-        """Forget everything: frames, map and occupancy (the cold condition)."""
+        """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
         self.memory.reset()
+        self.rejected_places = {}
+        self._loaded_grid = None
         if self.grid is not None:
             self.grid.reset()
 
@@ -72,67 +154,161 @@ class MemoryAgent(FrontierExplorer):
     def update(self, observation: Observation) -> None:
         super().update(observation)
         assert self.last_vector is not None
-        x, y, h = self.pose
-        meta = FrameMeta(
+        with self.timed("memory_write"):
+            self.current_node = self.memory.observe(self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"]))
+
+    def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray) -> FrameMeta:
+        x, y, h = pose
+        return FrameMeta(
             run_id=self.context["run_id"],
             task=self.context["task"],
             episode=int(self.context["episode"]),
-            step=self.steps,
+            step=step,
             x=float(x),
             y=float(y),
-            heading=h,
-            thumbnail=observation["image"] if self.memory.config.keep_thumbnails else None,
+            heading=int(h),
+            thumbnail=image if self.memory.config.keep_thumbnails else None,
         )
-        with self.timed("memory_write"):
-            self.current_node = self.memory.observe(self.last_vector, meta)
+
+    def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
+        vectors = self.embedder.embed_images(images)
+        for vector, image, pose in zip(vectors, images, poses):
+            self.memory.observe(vector, self._frame_meta(pose, 0, image))
+        self.memory.flush()
 
     # ---------------------------------------------------------------- decisions
 
     def decide(self, observation: Observation) -> int:
+        if self.recalled is not None and self.candidate == self.recalled.cell:
+            if self.last_probability >= self.config.detect_probability:
+                # The target is in view: what the robot sees beats what it remembers.
+                self.candidate = self.guess_target_cell(observation) or self.candidate
+                self.recalled = None
+            elif self._recalled_place_in_plain_view():
+                self._distant_misses += 1
+                if self._distant_misses >= 2:  # it should be visible from here, and is not
+                    self._reject_recalled()
+            else:
+                self._distant_misses = 0
+        elif self.recalled is not None and self.candidate is None:
+            self._reject_recalled()  # the approach confirmed nothing there
         if self.candidate is None and self.scan_turns > 0 and self.last_probability < self.config.detect_probability:
             self.scan_turns -= 1  # a recalled place disappointed: turn on the spot before exploring
             return int(Action.TURN_LEFT)
-        if self.candidate is None and self.last_probability < self.config.detect_probability:
-            if self.steps - self._last_query_step >= self.config.requery_every:
-                self.candidate = self.recall_target_cell()
+        if self.config.recall and self.candidate is None and self.last_probability < self.config.detect_probability:
+            due = self.steps - self._last_query_step >= self.config.requery_every
+            if (due or self._retry_recall) and self._rejections_this_task < self.config.max_recall_rejections:
+                self.recalled = self.recall_target_place()
+                self.candidate = None if self.recalled is None else self.recalled.cell
                 self._last_query_step = self.steps
+                self._retry_recall = False
+                self._distant_misses = 0
         return super().decide(observation)
 
-    def recall_target_cell(self) -> tuple[int, int] | None:
-        """Ask memory where the mission's target was seen; return the cell to approach, if confident."""
-        with self.timed("memory_query"):
-            return self._recall_target_cell()
+    def _recalled_place_in_plain_view(self) -> bool:
+        """Is the recalled cell close, inside the camera's view, and not hidden behind anything known?"""
+        assert self.recalled is not None and self.grid is not None
+        cx, cy = self.recalled.cell
+        x, y, h = self.pose
+        dist = float(np.hypot(cx - x, cy - y))
+        if dist > self.config.confirm_range_cells or dist < 1.5:
+            return False
+        dx, dy = DIR_TO_VEC[h]
+        angle = float(np.arctan2(dx * (cy - y) - dy * (cx - x), dx * (cx - x) + dy * (cy - y)))
+        if abs(angle) > 0.6 * self.half_fov:
+            return False
+        hits = self.grid.first_hits(self.pose, np.array([angle]), dist + 1.0)
+        return any(abs(hx - cx) + abs(hy - cy) <= 1 for hx, hy in hits)
 
-    def _recall_target_cell(self) -> tuple[int, int] | None:
+    def _reject_recalled(self) -> None:
+        """Remember that the target is not at the recalled place (for this task and later ones)."""
+        assert self.recalled is not None
+        self.rejected_places.setdefault(self.recognizer.mission or "", set()).add(self.recalled.cell)
+        self.rejected.add(self.recalled.cell)
+        if self.candidate == self.recalled.cell:
+            self.candidate = None
+        self.recalled = None
+        self._rejections_this_task += 1
+        self._retry_recall = True  # after looking around here, the next-best place, if any
+        self.scan_turns = 3  # memory is seldom exact to the cell: the target may be right beside
+
+    def recall_target_place(self) -> RecalledPlace | None:
+        """Ask memory where the mission's target was seen; the best-supported place worth the trip."""
+        with self.timed("memory_query"):
+            return self.rank_places(self.sightings())
+
+    def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
+        """(pose, confidence) of remembered frames that show the mission's target."""
         hits = self.memory.query(self.recognizer.query, self.config.memory_k)
         self.queries += 1
         if not hits:
-            return None
+            return []
         probs = self.recognizer.probability(self.memory.hit_vectors(hits))
         self.trace.query = self.recognizer.mission
         self.trace.retrievals = [
             Retrieval(float(p), h.meta.node, (h.meta.x, h.meta.y, h.meta.heading), h.meta.task, h.meta.step, h.meta.thumbnail)
             for h, p in zip(hits, probs)
         ]
-        # Triangulation: every confident frame votes for the cells the map says it could see; cells
-        # seen by several confident frames from different places win.
+        return [
+            ((int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)), float(p))
+            for h, p in zip(hits, probs)
+            if p >= self.config.memory_probability
+        ]
+
+    def rank_places(self, sightings: list[tuple[tuple[int, int, int], float]]) -> RecalledPlace | None:
+        """Weigh the evidence: which cells the confident frames were looking at, how many frames from
+        how many viewpoints agree on one place, and how far it is; places rejected before are out.
+
+        Every sighting votes for the cells the map says it could see (first occupied cell along each
+        ray). Votes are grouped into places (cells within ``place_radius`` of the best cell); a place
+        needs ``min_viewpoints`` distinct viewpoints, so one stray frame (or a false memory) never
+        sends the robot across the map. Among those, the place with the best support per step of
+        travel wins.
+        """
         assert self.spec is not None and self.grid is not None
-        rays = np.linspace(-self.half_fov, self.half_fov, 9)
+        rejected = self.rejected_places.get(self.recognizer.mission or "", set()) | self.rejected
         reach = self.spec.view_range_m / self.spec.cell_size_m
         votes: dict[tuple[int, int], float] = {}
-        for hit, p in zip(hits, probs):
-            if p < self.config.memory_probability:
-                continue
-            pose = (int(round(hit.meta.x)), int(round(hit.meta.y)), int(hit.meta.heading))
-            cells = [c for c in self.grid.first_hits(pose, rays, reach) if c not in self.rejected]
+        voters: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        for pose, p in sightings:
+            cells = [c for c in self.grid.first_hits(pose, self._recall_rays, reach) if not _near(c, rejected, 1)]
             for c in cells:
-                votes[c] = votes.get(c, 0.0) + float(p) / len(cells)
-        if not votes:
+                votes[c] = votes.get(c, 0.0) + p / len(cells)
+                voters.setdefault(c, set()).add(pose[:2])
+        places: list[RecalledPlace] = []
+        r = self.config.place_radius
+        while votes:
+            best = max(votes, key=votes.__getitem__)
+            members = [c for c in votes if abs(c[0] - best[0]) <= r and abs(c[1] - best[1]) <= r]
+            viewpoints = set().union(*(voters[c] for c in members))
+            places.append(RecalledPlace(best, sum(votes[c] for c in members), len(viewpoints)))
+            for c in members:
+                del votes[c]
+        if not places:
             return None
+        distance = self.grid_distance()
         self.trace.mode = "recall"
         self.scan_turns = 3  # if the guess is wrong, look around there before exploring again
-        return max(votes, key=votes.get)
 
+        def worth(pl: RecalledPlace) -> float:
+            # Agreement from several viewpoints is what separates a real sighting from a stray frame.
+            agreement = min(pl.viewpoints, self.config.min_viewpoints) / self.config.min_viewpoints
+            return agreement * pl.support / (1.0 + float(distance[pl.cell[1], pl.cell[0]]))
+
+        return max(places, key=worth)
+
+    def grid_distance(self) -> np.ndarray:
+        """Cells of travel from the robot to next to every cell, over the known map (unknown is passable)."""
+        assert self.grid is not None
+        source = np.zeros_like(self.grid.free)
+        source[self.pose[1], self.pose[0]] = True
+        dist = bfs_distance(self.grid.passable(), source)
+        padded = np.pad(dist, 1, constant_values=np.inf)
+        n = self.grid.size
+        beside = np.min([padded[1 + dy : 1 + dy + n, 1 + dx : 1 + dx + n] for dx, dy in DIR_TO_VEC], axis=0) + 1
+        dist = np.minimum(dist, beside)
+        dist[~np.isfinite(dist)] = 4 * n
+        return dist
 
     def goto_node_action(self, node: int) -> int | None:
         """Navigator skill: next action toward the place of topological-map node ``node``."""

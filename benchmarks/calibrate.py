@@ -20,8 +20,9 @@ from tqdm import tqdm
 from embodmem.app import CONFIG_DIR, build_agent, build_embedder, build_env
 from embodmem.runner import SequenceSpec, run_sequence
 from embodmem.envs.tasks import get_sequence
+from embodmem.splits import get_split
 
-CALIBRATION_WORLDS = range(500, 530)
+CALIBRATION_WORLDS = get_split("calibration").worlds()
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from enum import Enum
 
 # One BLAS/OpenMP thread unless the user says otherwise: the agent's work is many small calls, and
 # on a busy 2-core machine OpenMP spin-waiting made them tens of times slower (must precede numpy).
@@ -31,19 +32,26 @@ import embodmem.configs
 from embodmem.agents.base import Agent
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import register_configs, validate
-from embodmem.runner import Profiler, RunWriter, SequenceSpec, gem_evaluations, run_sequence
+from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
+from embodmem.profiling import Profiler
+from embodmem.runner import ExperimentPlan, RunWriter, run_experiment
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 
 CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
 """The shipped config groups (package data, also reachable as ``pkg://embodmem.configs``)."""
 log = logging.getLogger("embodmem")
-MEMORY_AGENTS = ("memory", "vlm")
+MEMORY_AGENTS = ("vlm", *VARIANTS)
+"""Agents that carry memory between tasks: run warm and cold."""
 
 
 def build_env(cfg: DictConfig, tasks: tuple[str, ...], world_seed: int) -> UnderwaterEnv:
-    kwargs = env_kwargs(cfg)
-    return UnderwaterEnv(tasks=tasks, world_seed=world_seed, **kwargs)
+    return UnderwaterEnv(tasks=tasks, world_seed=world_seed, **env_kwargs(cfg))
+
+
+def enum_value(value: Any) -> str:
+    """A config choice as a plain string (OmegaConf gives Enum members for Enum-typed fields)."""
+    return str(value.value if isinstance(value, Enum) else value)
 
 
 def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
@@ -61,11 +69,11 @@ def build_embedder(cfg: DictConfig):
     e = cfg.embedder
     pretrained = DEFAULT_CHECKPOINT if e.pretrained == "default" else e.pretrained
     return ClipEmbedder(
-        e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads, runtime=getattr(e.runtime, "value", e.runtime)
+        e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads, runtime=enum_value(e.runtime)
     )
 
 
-def build_memory(cfg: DictConfig, dim: int):
+def build_memory(cfg: DictConfig, dim: int, variant: Variant):
     from embodmem.memory import AgentMemory, MemoryConfig
 
     fields = OmegaConf.to_container(cfg.memory, resolve=True)
@@ -73,17 +81,19 @@ def build_memory(cfg: DictConfig, dim: int):
     fields["dim"] = dim
     if cfg.video.enabled or cfg.agent.name == "vlm":
         fields["keep_thumbnails"] = True
+    fields = memory_settings(variant, fields, MemoryConfig(**fields).bytes_hint)
     return AgentMemory(MemoryConfig(**fields))
 
 
-def agent_settings(config_class: type, agent_cfg: DictConfig) -> Any:
-    """An agent's own config filled from the ``agent`` group (the fields both share)."""
+def agent_settings(config_class: type, agent_cfg: DictConfig, changes: dict[str, Any] | None = None) -> Any:
+    """An agent's own config filled from the ``agent`` group (the fields both share), then ``changes``."""
     names = {f.name for f in dataclasses.fields(config_class)}
-    return config_class(**{k: agent_cfg[k] for k in names if k in agent_cfg})
+    values = {k: agent_cfg[k] for k in names if k in agent_cfg}
+    return config_class(**{**values, **(changes or {})})
 
 
 def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: int) -> Agent:
-    """One agent from its name and the config (fresh memory for memory agents)."""
+    """One agent from its name (an agent or a memory-agent variant) and the config; fresh memory."""
     a = cfg.agent
     if name == "random":
         from embodmem.agents.random_agent import RandomAgent
@@ -97,77 +107,84 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
         from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
 
         return FrontierExplorer(embedder, agent_settings(ExplorerConfig, a))
-    if name in ("memory", "vlm"):
-        from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
-
-        agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim), agent_settings(MemoryAgentConfig, a))
-        if name == "memory":
-            return agent
+    if name == "vlm":
         from embodmem.agents.vlm_agent import build_vlm_agent
 
-        return build_vlm_agent(cfg, embedder, agent)  # the memory agent executes the VLM's plans
-    raise ValueError(f"agent.name={name!r} is unknown; allowed: memory, explorer, oracle, random, vlm")
+        return build_vlm_agent(cfg, embedder, build_agent("memory", cfg, embedder, env, seed))  # it executes the VLM's plans
+    if name in VARIANTS:
+        from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
+
+        variant = get_variant(name)
+        settings = agent_settings(MemoryAgentConfig, a, variant.agent)
+        if variant.textlog:
+            from embodmem.agents.textlog_agent import TextLogAgent
+
+            return TextLogAgent(embedder, settings)
+        agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim, variant), settings)
+        agent.name = name
+        return agent
+    raise ValueError(f"agent {name!r} is unknown; allowed: {', '.join(('explorer', 'oracle', 'random', 'vlm', *VARIANTS))}")
+
+
+def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
+    """What the config asks to run (validated by :func:`embodmem.config.validate`)."""
+    exp = cfg.experiment
+    if exp.sequences:
+        sequences = [(name, get_sequence(name)) for name in exp.sequences]
+    elif exp.tasks:
+        sequences = [("+".join(exp.tasks), tuple(exp.tasks))]
+    else:
+        sequences = [(exp.sequence, get_sequence(exp.sequence))]
+    main_name = enum_value(cfg.agent.name)
+    if main_name == "memory":
+        main_name = cfg.agent.variant
+    carriers = [main_name, *[v for v in exp.variants if v != main_name]]
+    runs = [(name, c) for name in carriers if name in MEMORY_AGENTS for c in exp.conditions]
+    runs += [(name, "single") for name in carriers if name not in MEMORY_AGENTS]
+    runs += [(b, "single") for b in exp.baselines if b != main_name]
+    return ExperimentPlan(
+        run_id=cfg.run_id or out_dir.name,
+        sequences=sequences,
+        world_seeds=[int(w) for w in exp.world_seeds],
+        seed=int(cfg.seed),
+        split=exp.split,
+        start=enum_value(exp.start),
+        runs=runs,
+        sleep_between_tasks=exp.sleep_between_tasks,
+        gem_eval=exp.gem_eval,
+        save_memory_dir=out_dir / "memory" if exp.save_memory else None,
+        load_memory=Path(exp.load_memory) if exp.load_memory else None,
+        poison_k=int(exp.poison_k),
+    )
 
 
 def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records."""
     validate(cfg)
     out_dir = Path(out_dir)
-    exp = cfg.experiment
-    tasks = tuple(exp.tasks) if exp.tasks else get_sequence(exp.sequence)
-    sequence = exp.sequence if not exp.tasks else "+".join(tasks)
-    run_id = cfg.run_id or out_dir.name
+    plan = experiment_plan(cfg, out_dir)
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    writer = RunWriter(out_dir, cfg.logger.episode_logs)
-    profiler = Profiler()
     kwargs = env_kwargs(cfg)
-    embedder = None if cfg.agent.name in ("oracle", "random") and not exp.baselines else build_embedder(cfg)
+    writer = RunWriter(out_dir, cfg.logger.episode_logs, kwargs)
+    profiler = Profiler()
+    needs_embedder = any(name not in ("oracle", "random") for name, _ in plan.runs)
+    embedder = build_embedder(cfg) if needs_embedder else None
     recorder = None
     if cfg.video.enabled:
         from embodmem.video import EpisodeRecorder
 
         recorder = EpisodeRecorder(cfg.video, out_dir / "videos")
-
-    main_name = str(cfg.agent.name.value if hasattr(cfg.agent.name, "value") else cfg.agent.name)
-    has_memory = main_name in MEMORY_AGENTS
-    runs: list[tuple[str, str]] = [(main_name, c) for c in exp.conditions] if has_memory else [(main_name, "single")]
-    runs += [(b, "single") for b in exp.baselines if b != main_name]
-    total = len(exp.world_seeds) * len(runs) * len(tasks)
+    total = len(plan.world_seeds) * len(plan.runs) * sum(len(tasks) for _, tasks in plan.sequences)
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
-    start = str(exp.start.value if hasattr(exp.start, "value") else exp.start)
-
-    for world_seed in exp.world_seeds:
-        env = build_env(cfg, tasks, int(world_seed))
-        starts: list[tuple[int, int, int]] | None = None
-        for name, condition in runs:
-            agent = build_agent(name, cfg, embedder, env, cfg.seed)
-            if hasattr(agent, "profiler"):
-                agent.profiler = profiler
-            if condition == "warm" and exp.load_memory:
-                from embodmem.memory import AgentMemory
-
-                agent.memory = AgentMemory.load(exp.load_memory, expect_dim=embedder.dim)
-            spec = SequenceSpec(sequence, tasks, int(world_seed), int(cfg.seed), condition, start, starts)
-
-            def on_episode(result, agent=agent, spec=spec):
-                if recorder is not None:
-                    recorder.finish(result)
-                writer.write(result, kwargs)
-                bar.update(1)
-                if exp.gem_eval and spec.condition == "warm":
-                    after = result.record["task_index"]
-                    writer.write_records(gem_evaluations(env, agent, spec, run_id, after))
-
-            if exp.gem_eval and condition == "warm":
-                writer.write_records(gem_evaluations(env, agent, spec, run_id, 0))
-            on_step = recorder.step if recorder is not None else None
-            if recorder is not None:
-                recorder.bind(env, agent)
-            results = run_sequence(env, agent, spec, run_id, profiler, exp.sleep_between_tasks and condition == "warm", on_episode, on_step)
-            if starts is None:
-                starts = [tuple(r.log["start_pose"]) for r in results]
-            if condition == "warm" and exp.save_memory and getattr(agent, "memory", None) is not None:
-                agent.memory.save(out_dir / "memory" / f"world{world_seed}")
+    run_experiment(
+        plan,
+        make_env=lambda tasks, world_seed: UnderwaterEnv(tasks=tasks, world_seed=world_seed, **kwargs),
+        make_agent=lambda name, env: build_agent(name, cfg, embedder, env, plan.seed),
+        writer=writer,
+        profiler=profiler,
+        recorder=recorder,
+        on_progress=lambda: bar.update(1),
+    )
     bar.close()
 
     steps = sum(r["steps"] for r in writer.records if r["condition"] != "eval")

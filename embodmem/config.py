@@ -15,7 +15,9 @@ from omegaconf import MISSING
 
 from embodmem.agents.memory_agent import MemoryAgentConfig
 from embodmem.memory import MemoryConfig
+from embodmem.agents.variants import VARIANTS
 from embodmem.envs.tasks import SEQUENCES, TASKS
+from embodmem.splits import check_worlds
 
 
 class AgentName(str, Enum):
@@ -89,6 +91,8 @@ class EnvConfig:
     """Fish in the world (None: size^2 / 80)."""
     obstacle_density: float = 0.08
     """Share of cells covered by rock outcrops and reefs."""
+    start_min_distance_m: float = 50.0
+    """Random starts lie at least this far (shortest path) from the nearest success cell."""
 
 
 @dataclass
@@ -128,6 +132,17 @@ class AgentConfig:
     """Frames retrieved per memory query."""
     requery_every: int = MemoryAgentConfig.requery_every
     """Steps between memory queries while exploring."""
+    variant: str = "memory"
+    """Memory-agent variant when name=memory (embodmem.agents.variants): memory, memory_no_recall,
+    memory_no_map, memory_no_consolidation, memory_fifo_only, textlog."""
+    min_viewpoints: int = MemoryAgentConfig.min_viewpoints
+    """Viewpoints at which a remembered place counts as fully confirmed (fewer rank lower)."""
+    place_radius: int = MemoryAgentConfig.place_radius
+    """Cells within which recalled votes count for one place."""
+    confirm_range_cells: float = MemoryAgentConfig.confirm_range_cells
+    """A recalled place this close, in view and unoccluded, must show the target, or it is rejected."""
+    max_recall_rejections: int = MemoryAgentConfig.max_recall_rejections
+    """Recalled places rejected in one task after which the robot only explores."""
     reuse_below: float = MemoryAgentConfig.reuse_below
     """Reuse the last frame's embedding when the new frame differs by less than this (mean abs
     difference of 16x16 thumbnails, 0-255); 0 embeds every frame."""
@@ -141,18 +156,27 @@ class ExperimentConfig:
 
     sequence: str = "wreck_then_barrel"
     """A named sequence (embodmem.envs.tasks.SEQUENCES) ..."""
+    sequences: list[str] = field(default_factory=list)
+    """... or several named sequences, each run over every world (the benchmark suite)."""
     tasks: Optional[list[str]] = None
     """... or an explicit list of task names (overrides ``sequence``)."""
-    world_seeds: list[int] = field(default_factory=lambda: [0])
-    """Worlds to run in (each a different seabed)."""
+    world_seeds: list[int] = field(default_factory=lambda: [1000])
+    """Worlds to run in (each a different seabed); they must belong to ``split``."""
+    split: str = "dev"
+    """World split of ``world_seeds`` (embodmem.splits): dev, test, calibration, ..., or custom."""
+    variants: list[str] = field(default_factory=list)
+    """Memory-agent variants run warm and cold beside the main agent (ablations)."""
     conditions: list[str] = field(default_factory=lambda: ["warm", "cold"])
     """For agents with memory: warm (carried over) and/or cold (reset per task)."""
     baselines: list[str] = field(default_factory=lambda: ["explorer"])
     """Memory-less agents run beside the main agent on the same starts (explorer, oracle, random)."""
-    start: Start = Start.fixed0
-    """Start of each task: fixed0, fixed1, random, or continue (where the last task ended)."""
+    start: Start = Start.random
+    """Start of each task: random (drawn from ``seed``: a free cell at least env.start_min_distance_m
+    from the target; the same for every agent and condition), fixed0, fixed1, or continue."""
     sleep_between_tasks: bool = False
     """Run the memory's offline consolidation between tasks (warm only)."""
+    poison_k: int = 0
+    """False memories implanted before each task after the first, warm only (embodmem.poison)."""
     gem_eval: bool = False
     """Also evaluate every task after every task (fills the GEM matrix; n^2 extra episodes)."""
     save_memory: bool = False
@@ -231,6 +255,15 @@ def validate(cfg: Any) -> None:
     for c in exp.conditions:
         if c not in ("warm", "cold"):
             raise ValueError(f"experiment.conditions: {c!r} is not allowed; allowed: warm, cold")
+    for v in [*exp.variants, cfg.agent.variant]:
+        if v not in VARIANTS:
+            raise ValueError(f"experiment.variants / agent.variant: {v!r} is unknown; allowed: {', '.join(VARIANTS)}")
+    for s in exp.sequences:
+        if s not in SEQUENCES:
+            raise ValueError(f"experiment.sequences: {s!r} is unknown; allowed: {', '.join(SEQUENCES)}")
+    check_worlds(exp.split, [int(w) for w in exp.world_seeds])
+    if exp.poison_k < 0:
+        raise ValueError(f"experiment.poison_k={exp.poison_k} must be >= 0")
     for b in exp.baselines:
         if b not in ("explorer", "oracle", "random"):
             raise ValueError(f"experiment.baselines: {b!r} is not allowed; allowed: explorer, oracle, random")

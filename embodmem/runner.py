@@ -2,57 +2,33 @@
 
 Read :func:`run_episode` first: it is the whole interaction between environment and agent.
 :func:`run_sequence` chains episodes over a task sequence (memory kept = warm, memory reset before
-each task = cold), and :func:`run_experiment` runs the conditions and baselines over world seeds and
-writes ``metrics.jsonl``, per-episode logs and the summary tables.
+each task = cold), :func:`evaluation_row` fills a row of the GEM matrix on fresh agents, and
+:func:`run_experiment` runs every sequence, world, agent and condition of an :class:`ExperimentPlan`,
+writing ``metrics.jsonl`` and per-episode logs through :class:`RunWriter` as episodes end. The app
+(embodmem.app) only turns the config into a plan and factories.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from embodmem.agents.base import Agent
+from embodmem.agents.base import Agent, MemoryCarrier
+from embodmem.poison import false_memories
+from embodmem.profiling import Profiler
 from embodmem.atomic import atomic_append_jsonl, atomic_write_json
 from embodmem.metrics import EpisodeMeasures
 from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
 
 LOG_FORMAT = "embodmem-episode/1"
-
-
-class Profiler:
-    """Wall time per named section, accumulated over a run (to know which part is slow)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.calls: dict[str, int] = defaultdict(int)
-
-    @contextmanager
-    def section(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] += time.perf_counter() - start
-            self.calls[name] += 1
-
-    def table(self, steps: int) -> list[dict[str, Any]]:
-        """Rows: section, total seconds, microseconds per step, share of the total."""
-        total = sum(v for k, v in self.seconds.items() if "/" not in k) or 1e-12
-        return [
-            {"section": k, "seconds": round(v, 3), "us_per_step": round(1e6 * v / max(steps, 1), 1), "share": round(v / total, 3)}
-            for k, v in sorted(self.seconds.items(), key=lambda kv: -kv[1])
-        ]
 
 
 def observation_digest(obs: dict[str, Any]) -> str:
@@ -146,14 +122,53 @@ class SequenceSpec:
     seed: int
     condition: str
     """"warm" (memory carried over), "cold" (memory reset before each task) or "single" (no memory)."""
-    start: str = "fixed0"
+    start: str = "random"
+    """Start of each task (``UnderwaterEnv.reset``): random (drawn from the episode seed, the same for
+    every agent and condition of one world and seed), fixed0, fixed1, or continue."""
     start_poses: list[tuple[int, int, int]] | None = None
-    """Explicit start per task (cold runs reuse the warm run's starts so both face the same tasks)."""
+    """Explicit start per task (replays); overrides ``start``."""
+    split: str = "custom"
+    """World split the world seed belongs to (embodmem.splits), written into every record."""
+    poison_k: int = 0
+    """False memories implanted before each task after the first (warm only; embodmem.poison)."""
 
 
-def episode_seed(seed: int, task_index: int) -> int:
-    """Same seed and task position, same fish and particles, in every condition."""
-    return seed * 1000 + task_index
+def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
+    """The episode's RNG seed: start pose, fish, particles and sensor noise.
+
+    Same world, seed and task position give the same seed in every agent and condition; a different
+    ``seed`` (or world) gives an independent stream.
+
+    >>> episode_seed(3, 0, 1) == episode_seed(3, 0, 1) != episode_seed(3, 1, 1)
+    True
+    """
+    return int(np.random.SeedSequence((seed, world_seed, task_index)).generate_state(1, np.uint32)[0])
+
+
+def reset_options(spec: SequenceSpec, task_index: int) -> dict[str, Any]:
+    """``env.reset`` options of task ``task_index`` of ``spec``."""
+    options: dict[str, Any] = {"task": spec.tasks[task_index], "world_seed": spec.world_seed}
+    if spec.start_poses is not None:
+        options["start_pose"] = spec.start_poses[task_index]
+    else:
+        options["start"] = spec.start if (spec.start != "continue" or task_index > 0) else "fixed0"
+    return options
+
+
+def sequence_record(spec: SequenceSpec, run_id: str, agent: Agent, task_index: int) -> dict[str, Any]:
+    """The fields every record of one sequence shares (one definition for task and evaluation rows)."""
+    return {
+        "run_id": run_id,
+        "agent": agent.name,
+        "condition": spec.condition,
+        "world_seed": spec.world_seed,
+        "seed": spec.seed,
+        "split": spec.split,
+        "sequence": spec.sequence,
+        "task_index": task_index + 1,
+        "task": spec.tasks[task_index],
+        "poison_k": spec.poison_k,
+    }
 
 
 def run_sequence(
@@ -167,34 +182,24 @@ def run_sequence(
     on_step: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[EpisodeResult]:
     """Run the tasks of ``spec`` one after another in one world."""
-    env_world = {"world_seed": spec.world_seed}
     results: list[EpisodeResult] = []
     seen_before: set[str] = set()
-    memory = getattr(agent, "memory", None)
+    carrier = agent if isinstance(agent, MemoryCarrier) else None
     for i, task in enumerate(spec.tasks):
-        if spec.condition == "cold" and hasattr(agent, "reset_memory"):
-            agent.reset_memory()
-        if hasattr(agent, "set_context"):
-            agent.set_context(run_id, task, i)
-        options: dict[str, Any] = {"task": task, **env_world}
-        if spec.start_poses is not None:
-            options["start_pose"] = spec.start_poses[i]
-        else:
-            options["start"] = spec.start if (spec.start != "continue" or i > 0) else "fixed0"
-        result = run_episode(env, agent, options, episode_seed(spec.seed, i), profiler, on_step)
-        target = env.task.target
-        mem_stats = memory.stats() if memory is not None else {}
+        if carrier is not None:
+            if spec.condition == "cold":
+                carrier.reset_memory()
+            carrier.set_context(run_id, task, i)
+            if spec.poison_k and spec.condition == "warm" and i > 0:
+                images, poses = false_memories(env, task, spec.poison_k, episode_seed(spec.world_seed, spec.seed, 1000 + i))
+                carrier.implant(images, poses)
+        result = run_episode(env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step)
+        mem_stats = agent.memory.stats() if agent.memory is not None else {}
         result.record.update(
             {
-                "run_id": run_id,
-                "agent": agent.name,
-                "condition": spec.condition,
-                "world_seed": spec.world_seed,
-                "seed": spec.seed,
-                "sequence": spec.sequence,
-                "task_index": i + 1,
-                "task": task,
-                "target_seen_before": target in seen_before,
+                **sequence_record(spec, run_id, agent, i),
+                "start_pose": list(result.log["start_pose"]),
+                "target_seen_before": env.task.target in seen_before,
                 "eval_after": None,
                 "memory_frames": int(mem_stats.get("frames_kept", 0)),
                 "memory_bytes": int(mem_stats.get("code_bytes", 0)),
@@ -206,46 +211,44 @@ def run_sequence(
         results.append(result)
         if on_episode is not None:
             on_episode(result)
-        if sleep_between_tasks and memory is not None and spec.condition == "warm" and i + 1 < len(spec.tasks):
-            memory.sleep()
+        if sleep_between_tasks and agent.memory is not None and spec.condition == "warm" and i + 1 < len(spec.tasks):
+            agent.memory.sleep()
     return results
 
 
-def gem_evaluations(
+def evaluation_row(
+    agent: MemoryCarrier,
+    make_agent: Callable[[], Agent],
     env: UnderwaterEnv,
-    agent: Agent,
     spec: SequenceSpec,
     run_id: str,
     after: int,
 ) -> list[dict[str, Any]]:
-    """Row ``after`` of the GEM matrix: every task of the sequence on a copy of the current memory.
+    """Row ``after`` of the GEM matrix: every task of the sequence, each on a fresh agent.
 
-    The copy is made through save/load, so evaluation never writes into the memory being carried.
+    ``agent``'s carried state is saved once; each evaluation episode loads it into a new agent from
+    ``make_agent`` and runs on ``env``, which must be a separate instance from the one the carried agent
+    uses. Nothing of the evaluation reaches the agent being carried, so a run's warm and cold records
+    are the same with and without evaluation rows.
     """
-    memory = getattr(agent, "memory", None)
     records = []
-    tmp = Path(tempfile.mkdtemp(prefix="embodmem-gem-"))
-    try:
-        if memory is not None:
-            memory.save(tmp / "mem")
-        grid = None if getattr(agent, "grid", None) is None else (agent.grid.free.copy(), agent.grid.occupied.copy())
+    with tempfile.TemporaryDirectory(prefix="embodmem-eval-") as tmp:
+        state = Path(tmp)
+        agent.save_state(state)
+        eval_spec = SequenceSpec(spec.sequence, spec.tasks, spec.world_seed, spec.seed, "eval", spec.start, spec.start_poses, spec.split)
         for j, task in enumerate(spec.tasks):
-            if memory is not None:
-                agent.memory = type(memory).load(tmp / "mem")
-            if grid is not None:
-                agent.grid.free[:], agent.grid.occupied[:] = grid
-            options = {"task": task, "world_seed": spec.world_seed, "start": "fixed0"}
-            result = run_episode(env, agent, options, episode_seed(spec.seed, 100 + j))
+            evaluator = make_agent()
+            assert isinstance(evaluator, MemoryCarrier), "make_agent must build the same kind of agent"
+            evaluator.load_state(state)
+            evaluator.set_context(run_id, task, j)
+            options = reset_options(eval_spec, j)
+            if options.get("start") == "continue":
+                options["start"] = "fixed0"  # no previous episode to continue from
+            result = run_episode(env, evaluator, options, episode_seed(spec.world_seed, spec.seed, j))
             result.record.update(
                 {
-                    "run_id": run_id,
-                    "agent": agent.name,
-                    "condition": "eval",
-                    "world_seed": spec.world_seed,
-                    "seed": spec.seed,
-                    "sequence": spec.sequence,
-                    "task_index": j + 1,
-                    "task": task,
+                    **sequence_record(eval_spec, run_id, evaluator, j),
+                    "start_pose": list(result.log["start_pose"]),
                     "target_seen_before": None,
                     "eval_after": after,
                     "memory_frames": 0,
@@ -253,20 +256,16 @@ def gem_evaluations(
                 }
             )
             records.append(result.record)
-        if memory is not None:
-            agent.memory = memory
-        if grid is not None:
-            agent.grid.free[:], agent.grid.occupied[:] = grid
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return records
 
 
 class RunWriter:
     """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs."""
 
-    def __init__(self, out_dir: Path, episode_logs: bool = True):
+    def __init__(self, out_dir: Path, episode_logs: bool = True, env_kwargs: dict[str, Any] | None = None):
         self.out_dir = Path(out_dir)
+        self.env_kwargs = env_kwargs or {}
+        """Constructor arguments of the environment, written into every episode log."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.episode_logs = episode_logs
@@ -278,12 +277,12 @@ class RunWriter:
             f"task={record['task_index']}-agent={record['agent']}-cond={record['condition']}"
         )
 
-    def write(self, result: EpisodeResult, env_kwargs: dict[str, Any]) -> None:
+    def write(self, result: EpisodeResult) -> None:
         record = result.record
         if self.episode_logs:
             name = self.episode_name(record)
             path = self.out_dir / "episodes" / f"{name}.json"
-            atomic_write_json(path, {**result.log, "env": env_kwargs, "record": record}, indent=None)
+            atomic_write_json(path, {**result.log, "env": self.env_kwargs, "record": record}, indent=None)
             record["episode_log"] = str(path.relative_to(self.out_dir))
         atomic_append_jsonl(self.metrics_path, [record])
         self.records.append(record)
@@ -291,6 +290,90 @@ class RunWriter:
     def write_records(self, records: list[dict[str, Any]]) -> None:
         atomic_append_jsonl(self.metrics_path, records)
         self.records.extend(records)
+
+
+@dataclass
+class ExperimentPlan:
+    """Everything :func:`run_experiment` runs, already checked (the app builds it from the config)."""
+
+    run_id: str
+    sequences: list[tuple[str, tuple[str, ...]]]
+    """(name, tasks) of each task sequence."""
+    world_seeds: list[int]
+    seed: int
+    split: str
+    start: str
+    runs: list[tuple[str, str]]
+    """(agent name, condition) pairs, each run over every sequence and world."""
+    sleep_between_tasks: bool = False
+    gem_eval: bool = False
+    save_memory_dir: Path | None = None
+    load_memory: Path | None = None
+    poison_k: int = 0
+
+
+class EpisodeRecorder(Protocol):
+    """What the runner needs of a video recorder (embodmem.video)."""
+
+    def bind(self, env: UnderwaterEnv, agent: Agent) -> None: ...
+    def step(self, event: dict[str, Any]) -> None: ...
+    def finish(self, result: EpisodeResult) -> None: ...
+
+
+def run_experiment(
+    plan: ExperimentPlan,
+    make_env: Callable[[tuple[str, ...], int], UnderwaterEnv],
+    make_agent: Callable[[str, UnderwaterEnv], Agent],
+    writer: RunWriter,
+    profiler: Profiler | None = None,
+    recorder: EpisodeRecorder | None = None,
+    on_progress: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every (sequence, world, agent, condition) of ``plan``; records are written as episodes end.
+
+    Each agent starts fresh per world; memory carriers may start from ``plan.load_memory`` (warm) and
+    save their state to ``plan.save_memory_dir``. GEM rows run on a second environment instance with
+    fresh agents (see :func:`evaluation_row`).
+    """
+    profiler = profiler or Profiler()
+    for sequence, tasks in plan.sequences:
+        for world_seed in plan.world_seeds:
+            env = make_env(tasks, world_seed)
+            eval_env = make_env(tasks, world_seed) if plan.gem_eval else None
+            for name, condition in plan.runs:
+                agent = make_agent(name, env)
+                agent.profiler = profiler
+                spec = SequenceSpec(sequence, tasks, world_seed, plan.seed, condition, plan.start, split=plan.split, poison_k=plan.poison_k)
+                carrier = agent if isinstance(agent, MemoryCarrier) else None
+                if carrier is not None and condition == "warm" and plan.load_memory is not None:
+                    carrier.load_state(plan.load_memory)
+                evaluate = carrier is not None and eval_env is not None and condition == "warm"
+
+                def write_eval_row(after: int, carrier=carrier, spec=spec, name=name) -> None:
+                    assert carrier is not None and eval_env is not None
+                    writer.write_records(evaluation_row(carrier, lambda: make_agent(name, eval_env), eval_env, spec, plan.run_id, after))
+
+                def on_episode(result: EpisodeResult, write_eval_row=write_eval_row, evaluate=evaluate) -> None:
+                    if recorder is not None:
+                        recorder.finish(result)
+                    writer.write(result)
+                    if on_progress is not None:
+                        on_progress()
+                    if evaluate:
+                        write_eval_row(result.record["task_index"])
+
+                if evaluate:
+                    write_eval_row(0)
+                if recorder is not None:
+                    recorder.bind(env, agent)
+                run_sequence(
+                    env, agent, spec, plan.run_id, profiler, plan.sleep_between_tasks and condition == "warm",
+                    on_episode, recorder.step if recorder is not None else None,
+                )
+                if carrier is not None and condition == "warm" and plan.save_memory_dir is not None:
+                    carrier.save_state(plan.save_memory_dir / f"world{world_seed}" if len(plan.sequences) == 1
+                                       else plan.save_memory_dir / f"{sequence}-world{world_seed}")
+    return writer.records
 
 
 STOP = int(Action.STOP)

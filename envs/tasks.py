@@ -61,6 +61,10 @@ SEQUENCES: dict[str, tuple[str, ...]] = {
     "shallow_tour": ("wreck", "barrel", "mining_robot", "electrical_box"),
     "all_shallow": tuple(n for n, t in TASKS.items() if not t.deep),
     "deep_pair": ("deep_wreck", "deep_barrel"),
+    "aircraft_then_pipeline": ("aircraft", "pipeline"),
+    "mining_robot_then_electrical_box": ("mining_robot", "electrical_box"),
+    "wreck_barrel_mining_robot": ("wreck", "barrel", "mining_robot"),
+    "shallow_tour6": ("wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"),
 }
 """Named task sequences, run in one persistent world."""
 

@@ -128,6 +128,7 @@ class UnderwaterEnv(MiniGridEnv):
         deep_view_range_m: float = 25.0,
         n_fish: int | None = None,
         obstacle_density: float = 0.08,
+        start_min_distance_m: float = 50.0,
         render_size: int = 256,
         render_mode: str | None = None,
     ):
@@ -153,6 +154,7 @@ class UnderwaterEnv(MiniGridEnv):
         _check(odometry_noise >= 0, "odometry_noise", odometry_noise, "must be >= 0")
         _check(view_range_m > 0 and deep_view_range_m > 0, "view_range_m", (view_range_m, deep_view_range_m), "must be > 0")
         _check(n_fish is None or n_fish >= 0, "n_fish", n_fish, "must be >= 0")
+        _check(start_min_distance_m >= 0, "start_min_distance_m", start_min_distance_m, "must be >= 0")
         _check(max_steps is None or (isinstance(max_steps, int) and max_steps > 0), "max_steps", max_steps, "must be a positive int")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r}: valid modes are {self.metadata['render_modes']}")
@@ -175,6 +177,7 @@ class UnderwaterEnv(MiniGridEnv):
         self.deep_view_range_cells = deep_view_range_m / cell_size_m
         self.n_fish = size * size // 80 if n_fish is None else n_fish
         self.obstacle_density = obstacle_density
+        self.start_min_distance_m = float(start_min_distance_m)
         self.render_size = render_size
         self.camera = Camera(image_size, fov_deg)
         self.spec_sensors = SensorSpec(
@@ -256,6 +259,17 @@ class UnderwaterEnv(MiniGridEnv):
             self._task_cache[task.target] = cached
         return cached
 
+    def _random_start(self, geodesic_m: np.ndarray) -> tuple[int, int, int]:
+        """A free cell from which the nearest success cell is at least ``start_min_distance_m`` away
+        by the shortest path (the farthest reachable cells if none is), and a random heading."""
+        reachable = np.isfinite(geodesic_m)
+        far = reachable & (geodesic_m >= self.start_min_distance_m)
+        if not far.any():
+            far = reachable & (geodesic_m >= geodesic_m[reachable].max())
+        ys, xs = np.nonzero(far)
+        i = int(self.np_random.integers(len(xs)))
+        return int(xs[i]), int(ys[i]), int(self.np_random.integers(4))
+
     @property
     def sensor_spec(self) -> SensorSpec:
         """What agents may know about the sensors (no world state)."""
@@ -268,8 +282,10 @@ class UnderwaterEnv(MiniGridEnv):
 
         - ``task`` (a task name) or ``task_index`` (position in ``tasks``) or ``next_task`` (bool);
           without them the current task is repeated.
-        - ``start``: one of ``fixed0``, ``fixed1``, ``random``, ``continue`` (where the previous
-          episode ended). Default: ``fixed0`` for the first task, ``continue`` afterwards.
+        - ``start``: one of ``fixed0``, ``fixed1``, ``random`` (a free cell at least
+          ``start_min_distance_m`` from the nearest success cell by the shortest path, random heading,
+          drawn from ``seed``), ``continue`` (where the previous episode ended). Default: ``fixed0``
+          for the first task, ``continue`` afterwards.
         - ``start_pose``: an explicit (x, y, heading), used by replays.
         - ``world_seed``: switch to another world (the world persists otherwise).
         """
@@ -306,9 +322,7 @@ class UnderwaterEnv(MiniGridEnv):
         elif start == "continue" and self._last_end_pose is not None:
             x, y, d = self._last_end_pose
         elif start == "random":
-            ys, xs = np.nonzero(self.world.free())
-            i = int(self.np_random.integers(len(xs)))
-            x, y, d = int(xs[i]), int(ys[i]), int(self.np_random.integers(4))
+            x, y, d = self._random_start(self._task_maps(self.task)["geodesic"])
         else:
             x, y, d = self.world.fixed_starts[1 if start == "fixed1" else 0]
         self.agent_pos = (x, y)

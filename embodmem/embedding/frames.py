@@ -17,14 +17,15 @@ from embodmem.envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC
 from embodmem.envs.tasks import TASKS
 from embodmem.envs.underwater import VISIBLE_FRACTION, UnderwaterEnv
+from embodmem.splits import SPLITS
 
 NO_TARGET = len(TARGET_KINDS)
 """Class id of frames where no target is clearly visible."""
 CLASS_NAMES: tuple[str, ...] = TARGET_KINDS + ("none",)
-TRAIN_WORLDS = range(0, 400)
-VALIDATION_WORLDS = range(5000, 5040)
-TEST_WORLDS = range(9000, 9060)
-"""World seeds: training, checkpoint selection, and the held-out worlds every reported figure uses."""
+TRAIN_WORLDS = range(SPLITS["embedder_train"].start, SPLITS["embedder_train"].stop)
+VALIDATION_WORLDS = range(SPLITS["embedder_validation"].start, SPLITS["embedder_validation"].stop)
+TEST_WORLDS = range(SPLITS["embedder_test"].start, SPLITS["embedder_test"].stop)
+"""World seeds (embodmem.splits): training, checkpoint selection, and held-out embedder figures."""
 
 
 @dataclass

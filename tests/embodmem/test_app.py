@@ -25,6 +25,7 @@ def test_default_job_writes_every_output(tmp_path: Path) -> None:
     records = run(_compose(SMALL), tmp_path)
     conditions = {(r["agent"], r["condition"]) for r in records}
     assert conditions == {("memory", "warm"), ("memory", "cold"), ("explorer", "single")}
+    assert {r["split"] for r in records} == {"dev"}
     for name in ("config.yaml", "metrics.jsonl", "summary.csv", "transfer.csv", "profile.json"):
         assert (tmp_path / name).is_file(), name
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 6
@@ -104,3 +105,71 @@ def test_agent_group_thresholds_reach_every_agent_that_uses_them() -> None:
     assert explorer.config.detect_probability == 0.8
     for agent in (memory, vlm.navigator):
         assert (agent.config.detect_probability, agent.config.memory_probability, agent.config.memory_k) == (0.8, 0.9, 3)
+
+
+def _runs_only(records: list[dict]) -> list[dict]:
+    """Warm and cold records without what legitimately differs between runs (timing, file names)."""
+    drop = {"wall_time_s", "episode_log", "run_id"}
+    return [{k: v for k, v in r.items() if k not in drop} for r in records if r["condition"] in ("warm", "cold")]
+
+
+def test_gem_evaluation_never_changes_the_run_it_evaluates(tmp_path: Path) -> None:
+    """GEM rows run on fresh agents holding a loaded copy of memory and map, on a separate env.
+
+    World 1001 (dev) with 70 steps is informative: the oil drums are passed in task 1, so with memory
+    task 2 succeeds and without it the robot runs out of steps.
+    """
+    base = ["env.max_steps=70", "logger.progress=false", "logger.plots=false", "experiment.baselines=[]"]
+    plain = run(_compose(base), tmp_path / "plain")
+    with_gem = run(_compose(base + ["experiment.gem_eval=true"]), tmp_path / "gem")
+    assert _runs_only(plain) == _runs_only(with_gem)
+    from embodmem.transfer import gem_matrix
+
+    R = gem_matrix([r for r in with_gem if r["condition"] == "eval"], "success", agent="memory")
+    assert R.shape == (3, 2)
+    assert R[0, 1] == 0.0 and R[1, 1] == 1.0  # task 2 fails with no memory, succeeds after task 1
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("experiment.split=holdout", "experiment.split"),
+        ("experiment.sequences=[no_such_sequence]", "experiment.sequences"),
+        ("experiment.variants=[memory_no_brain]", "experiment.variants"),
+        ("agent.variant=memory_no_brain", "agent.variant"),
+        ("experiment.split=test", "experiment.world_seeds"),  # default dev world in a test-split report
+        ("experiment.poison_k=-1", "experiment.poison_k"),
+    ],
+)
+def test_protocol_bad_values_name_the_key_and_the_allowed_values(override: str, named: str) -> None:
+    from embodmem.config import validate
+
+    with pytest.raises(ValueError, match=named.replace(".", r"\.")) as err:
+        validate(_compose([override]))
+    assert "allowed" in str(err.value) or "must" in str(err.value) or "use worlds" in str(err.value)
+
+
+def test_a_test_split_report_refuses_the_embedders_training_worlds() -> None:
+    from embodmem.config import validate
+
+    with pytest.raises(ValueError, match=r"outside split 'test'"):
+        validate(_compose(["experiment.split=test", "experiment.world_seeds=[3,100000]"]))
+
+
+def test_ablations_are_real_variants(tmp_path: Path) -> None:
+    """Every ablation runs warm and cold; no_recall never queries, textlog keeps no frames."""
+    cfg = _compose(SMALL + ["experiment=ablations", "experiment.world_seeds=[1001]", "experiment.baselines=[]"])
+    records = run(cfg, tmp_path)
+    agents = {r["agent"] for r in records}
+    assert agents == {"memory", "memory_no_recall", "memory_no_map", "memory_no_consolidation", "memory_fifo_only", "textlog"}
+    by = {(r["agent"], r["condition"], r["task_index"]): r for r in records}
+    assert by[("memory_no_recall", "warm", 2)]["memory_queries"] == 0
+    assert by[("memory", "warm", 2)]["memory_queries"] > 0
+    assert by[("textlog", "warm", 2)]["memory_frames"] == 0
+    assert by[("memory_no_consolidation", "warm", 2)]["memory_frames"] > by[("memory", "warm", 2)]["memory_frames"]
+
+
+def test_poisoned_runs_record_k_and_store_the_false_memories(tmp_path: Path) -> None:
+    cfg = _compose(SMALL + ["experiment.baselines=[]", "experiment.poison_k=5", "experiment.conditions=[warm]"])
+    records = run(cfg, tmp_path)
+    assert {r["poison_k"] for r in records} == {5}

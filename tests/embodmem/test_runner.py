@@ -16,7 +16,7 @@ from embodmem.envs.underwater import UnderwaterEnv
 REQUIRED = {
     "run_id", "agent", "condition", "world_seed", "seed", "task_index", "task", "success", "spl", "soft_spl",
     "distance_score", "steps", "path_length", "shortest_path", "collisions", "memory_frames", "memory_bytes",
-    "wall_time_s",
+    "wall_time_s", "start_pose", "split", "poison_k",
 }
 
 
@@ -57,8 +57,32 @@ def test_episodes_are_reproducible_and_logged(embedder: ClipEmbedder, tmp_path) 
     rb = {k: v for k, v in b.record.items() if k != "wall_time_s"}
     assert ra == rb
     a.record.update(run_id="r", agent="explorer", condition="single", world_seed=2, seed=0, sequence="x", task_index=1, task="barrel")
-    writer = RunWriter(tmp_path)
-    writer.write(a, {"size": 32})
+    writer = RunWriter(tmp_path, env_kwargs={"size": 32})
+    writer.write(a)
     line = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
     log = json.loads((tmp_path / line["episode_log"]).read_text())
     assert len(log["obs_digests"]) == len(log["actions"]) + 1 and log["env"] == {"size": 32}
+
+
+def test_two_seeds_of_one_world_start_differently_and_take_different_steps(embedder: ClipEmbedder) -> None:
+    """``seed`` draws the start poses (far from the target), so a seed sweep has real variance."""
+    env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=1000, max_steps=120)
+    runs = {}
+    for seed in (0, 1):
+        res = run_sequence(env, FrontierExplorer(embedder), SequenceSpec("wreck_then_barrel", env.tasks, 1000, seed, "single"), "r")
+        runs[seed] = [(tuple(r.record["start_pose"]), r.record["steps"]) for r in res]
+        for r in res:
+            assert r.record["shortest_path"] >= env.start_min_distance_m  # start far from the target
+    assert [s for s, _ in runs[0]] != [s for s, _ in runs[1]]
+    assert [n for _, n in runs[0]] != [n for _, n in runs[1]]
+    again = run_sequence(env, FrontierExplorer(embedder), SequenceSpec("wreck_then_barrel", env.tasks, 1000, 0, "single"), "r")
+    assert [(tuple(r.record["start_pose"]), r.record["steps"]) for r in again] == runs[0]
+
+
+def test_every_agent_and_condition_of_a_world_and_seed_faces_the_same_starts(embedder: ClipEmbedder) -> None:
+    env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=1002, max_steps=30)
+    starts = set()
+    for agent, condition in ((MemoryAgent(embedder), "warm"), (MemoryAgent(embedder), "cold"), (OracleAgent(env), "single")):
+        res = run_sequence(env, agent, SequenceSpec("wreck_then_barrel", env.tasks, 1002, 4, condition), "r")
+        starts.add(tuple(tuple(r.record["start_pose"]) for r in res))
+    assert len(starts) == 1

@@ -1,0 +1,128 @@
+"""TextLogAgent: the reference benchmark's own memory, as the anchor that frame memory must beat.
+
+The reference underwater benchmark remembers in text: a FIFO log of what the robot reported (here:
+step, pose, kind, confidence), 1,000 entries, plus 500 "important" ones. This agent keeps exactly
+that: every frame is classified over the target kinds (the same CLIP recogniser, the same prompts),
+and a recognition above ``detect_probability`` is logged. At a task's start (and every few steps) it
+looks up the log by the mission's kind and goes where those entries looked, with the memory agent's
+evidence rules (viewpoints, rejected places) and map. No image is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from embodmem.agents.base import Observation
+from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
+from embodmem.atomic import atomic_write_json
+from embodmem.envs.objects import KINDS, TARGET_KINDS
+
+LOG_ENTRIES = 1000
+IMPORTANT_ENTRIES = 500
+IMPORTANT_CONFIDENCE = 0.9
+"""A recognition at least this confident also enters the "important" log."""
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of the text log: ``step 41 at (12, 7) facing 2: oil drums (0.93)``."""
+
+    task: str
+    step: int
+    x: int
+    y: int
+    heading: int
+    kind: str
+    confidence: float
+
+
+class TextLogAgent(MemoryAgent):
+    """The memory agent with its frame memory replaced by a FIFO text log of recognitions."""
+
+    name = "textlog"
+
+    def __init__(self, embedder, config: MemoryAgentConfig | None = None):
+        super().__init__(embedder, None, config)
+        self.memory = None  # no frames: only the log below
+        self.log: deque[LogEntry] = deque(maxlen=LOG_ENTRIES)
+        self.important: deque[LogEntry] = deque(maxlen=IMPORTANT_ENTRIES)
+        phrases = [KINDS[i].phrase for i in range(len(KINDS)) if KINDS[i].name in TARGET_KINDS]
+        self._kind_names = list(TARGET_KINDS) + ["water", "seabed"] + [k.name for k in KINDS[1:] if not k.is_target]
+        texts = phrases + ["open water", "the empty seabed"] + [k.phrase for k in KINDS[1:] if not k.is_target]
+        self._kind_prompts = embedder.embed_texts(texts)
+        self._mission_kind = ""
+
+    def reset(self, observation: Observation, spec) -> None:
+        super().reset(observation, spec)
+        self._mission_kind = next((k.name for k in KINDS if k.is_target and k.phrase in observation["mission"]), "")
+
+    # ---------------------------------------------------------------- writing
+
+    def update(self, observation: Observation) -> None:
+        super(MemoryAgent, self).update(observation)  # the explorer's perception; no frame is written
+        assert self.last_vector is not None
+        self._log(self.last_vector[None], [self.pose], self.steps)
+
+    def _log(self, vectors: np.ndarray, poses: list[tuple[int, int, int]], step: int) -> None:
+        logits = self.recognizer.logit_scale * (vectors @ self._kind_prompts.T)
+        logits -= logits.max(axis=1, keepdims=True)
+        probs = np.exp(logits)
+        probs /= probs.sum(axis=1, keepdims=True)
+        for row, (x, y, h) in zip(probs, poses):
+            best = int(row.argmax())
+            kind, p = self._kind_names[best], float(row[best])
+            if kind in TARGET_KINDS and p >= self.config.detect_probability:
+                entry = LogEntry(str(self.context["task"]), int(step), int(x), int(y), int(h), kind, round(p, 3))
+                self.log.append(entry)
+                if p >= IMPORTANT_CONFIDENCE:
+                    self.important.append(entry)
+
+    def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
+        self._log(self.embedder.embed_images(images), poses, 0)
+
+    # ---------------------------------------------------------------- reading
+
+    def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
+        self.queries += 1
+        self.trace.query = self.recognizer.mission
+        entries = {e for e in (*self.log, *self.important) if e.kind == self._mission_kind}
+        return [((e.x, e.y, e.heading), e.confidence) for e in entries if e.confidence >= self.config.memory_probability]
+
+    # ---------------------------------------------------------------- carried state
+
+    def reset_memory(self) -> None:
+        self.log.clear()
+        self.important.clear()
+        self.rejected_places = {}
+        self._loaded_grid = None
+        if self.grid is not None:
+            self.grid.reset()
+
+    def end_task(self, success: bool) -> None:
+        """Nothing to flush: the log is written as the robot goes."""
+
+    def save_state(self, directory: Path) -> None:
+        directory = Path(directory)
+        atomic_write_json(
+            directory / "textlog.json",
+            {"log": [asdict(e) for e in self.log], "important": [asdict(e) for e in self.important]},
+        )
+        self._save_map(directory)
+
+    def load_state(self, directory: Path) -> None:
+        directory = Path(directory)
+        data = json.loads((directory / "textlog.json").read_text())
+        self.log = deque((LogEntry(**e) for e in data["log"]), maxlen=LOG_ENTRIES)
+        self.important = deque((LogEntry(**e) for e in data["important"]), maxlen=IMPORTANT_ENTRIES)
+        self._load_map(directory)
+
+    def goto_node_action(self, node: int) -> int | None:
+        return None
+
+    def episode_stats(self) -> dict[str, float]:
+        return {"memory_queries": self.queries, "textlog_entries": len(self.log), "textlog_important": len(self.important)}

@@ -1,0 +1,146 @@
+"""The benchmark suite: does memory of earlier tasks make later tasks fast, on worlds never tuned on?
+
+Runs ``experiment=suite`` (the fixed sequences; the memory agent and its ablations warm and cold, the
+explorer and the oracle) as a Hydra multirun over chunks of a split's worlds, in parallel through the
+joblib launcher, then prints one table per sequence: every later task, split by whether its target
+was seen in an earlier task of the same (world, seed), per agent, with paired bootstrap 95% CIs over
+worlds for the warm-minus-cold figures.
+
+    python benchmarks/suite.py --split test --worlds 100          # the README's tables
+    python benchmarks/suite.py --split dev --worlds 30 --quick    # iteration: memory + explorer only
+    python benchmarks/suite.py --from-dir multirun/suite-test      # re-print tables of a finished run
+
+Only this script reads the test split, to report; choose nothing from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from embodmem.splits import get_split
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOTSTRAP = 2000
+
+
+def paired_bootstrap(warm: np.ndarray, cold: np.ndarray, stat: str) -> tuple[float, float, float]:
+    """Point estimate and 95% CI of mean(warm - cold) or mean(cold) / mean(warm), resampling worlds."""
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, len(warm), size=(BOOTSTRAP, len(warm)))
+
+    def f(w: np.ndarray, c: np.ndarray) -> np.ndarray:
+        if stat == "diff":
+            return (w - c).mean(axis=-1)
+        return c.mean(axis=-1) / np.maximum(w.mean(axis=-1), 1e-9)
+
+    point = float(f(warm, cold))
+    samples = f(warm[idx], cold[idx])
+    lo, hi = np.percentile(samples, [2.5, 97.5])
+    return point, float(lo), float(hi)
+
+
+def load_records(directory: Path) -> list[dict]:
+    records = []
+    for path in sorted(directory.rglob("metrics.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                records.append(json.loads(line))
+    return records
+
+
+def tables(records: list[dict]) -> str:
+    """Markdown tables, one per sequence, later tasks only."""
+    runs = [r for r in records if r["condition"] != "eval"]
+    by_key = {(r["sequence"], r["world_seed"], r["seed"], r["task_index"], r["agent"], r["condition"]): r for r in runs}
+    # "seen" is decided by the full memory agent's warm run (what the robot actually saw earlier).
+    seen = {
+        (r["sequence"], r["world_seed"], r["seed"], r["task_index"]): bool(r["target_seen_before"])
+        for r in runs
+        if r["agent"] == "memory" and r["condition"] == "warm"
+    }
+    agents = sorted({(r["agent"], r["condition"]) for r in runs}, key=lambda a: (a[0] != "memory", a[0], a[1] != "warm"))
+    out = []
+    for sequence in sorted({r["sequence"] for r in runs}):
+        n_tasks = max(r["task_index"] for r in runs if r["sequence"] == sequence)
+        worlds = sorted({r["world_seed"] for r in runs if r["sequence"] == sequence})
+        out.append(f"\n### {sequence} ({len(worlds)} worlds, tasks 2-{n_tasks} pooled)\n")
+        out.append("| target seen earlier | agent | n | success | SPL | steps (mean) | SPL warm-cold [95% CI] | steps cold/warm [95% CI] | warm > 1.5x cold steps |")
+        out.append("|---|---|---:|---:|---:|---:|---|---|---:|")
+        for group in (True, False):
+            keys = [k for k, s in seen.items() if k[0] == sequence and k[3] >= 2 and s == group]
+            for agent, condition in agents:
+                rows = [by_key.get((*k[:4], agent, condition)) for k in keys]
+                rows = [r for r in rows if r is not None]
+                if not rows:
+                    continue
+                line = (
+                    f"| {'seen' if group else 'not seen'} | {agent} ({condition}) | {len(rows)} | "
+                    f"{np.mean([r['success'] for r in rows]):.2f} | {np.mean([r['spl'] for r in rows]):.2f} | "
+                    f"{np.mean([r['steps'] for r in rows]):.1f} |"
+                )
+                if condition == "warm":
+                    pairs = [(by_key[(*k[:4], agent, 'warm')], by_key.get((*k[:4], agent, 'cold'))) for k in keys]
+                    pairs = [(w, c) for w, c in pairs if c is not None]
+                    w_spl = np.array([w["spl"] for w, _ in pairs])
+                    c_spl = np.array([c["spl"] for _, c in pairs])
+                    w_steps = np.array([w["steps"] for w, _ in pairs], float)
+                    c_steps = np.array([c["steps"] for _, c in pairs], float)
+                    d, dlo, dhi = paired_bootstrap(w_spl, c_spl, "diff")
+                    q, qlo, qhi = paired_bootstrap(w_steps, c_steps, "ratio")
+                    worse = float(np.mean(w_steps > 1.5 * c_steps))
+                    line += f" {d:+.2f} [{dlo:+.2f}, {dhi:+.2f}] | {q:.2f} [{qlo:.2f}, {qhi:.2f}] | {worse:.1%} |"
+                else:
+                    line += " | | |"
+                out.append(line)
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--worlds", type=int, default=100, help="worlds per sequence (the first N of the split)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
+    parser.add_argument("--quick", action="store_true", help="memory agent + explorer only (no ablations, no oracle)")
+    parser.add_argument("--sequences", default=None, help="comma-separated subset of the suite's sequences")
+    parser.add_argument("--out", type=Path, default=None, help="multirun directory (default multirun/suite-<split>)")
+    parser.add_argument("--from-dir", type=Path, default=None, help="only print the tables of a finished run")
+    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
+    args = parser.parse_args()
+    if args.from_dir is None:
+        worlds = get_split(args.split).worlds(args.worlds)
+        out = args.out or ROOT / "multirun" / f"suite-{args.split}"
+        chunks = [worlds[i :: args.jobs * 2] for i in range(min(len(worlds), args.jobs * 2))]
+        sweep = ",".join("[" + ",".join(map(str, c)) + "]" for c in chunks)
+        cmd = [
+            sys.executable, "-m", "embodmem", "-m", "experiment=suite", f"experiment.split={args.split}",
+            f"experiment.world_seeds={sweep}", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}",
+            f"hydra.sweep.dir={out}", "logger.progress=false", "logger.plots=false", "logger.episode_logs=false",
+        ]
+        if args.quick:
+            cmd += ["experiment.variants=[memory]", "experiment.baselines=[explorer]"]
+        if args.sequences:
+            cmd.append(f"experiment.sequences=[{args.sequences}]")
+        cmd += args.overrides
+        print(" ".join(cmd), flush=True)
+        t0 = time.perf_counter()
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        print(f"\nsuite on {args.split} worlds {worlds[0]}-{worlds[-1]}: {time.perf_counter() - t0:.0f} s wall", flush=True)
+        directory = out
+    else:
+        directory = args.from_dir
+    records = load_records(directory)
+    print(tables(records))
+
+
+if __name__ == "__main__":
+    main()

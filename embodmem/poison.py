@@ -1,0 +1,51 @@
+"""False memories for the poisoning experiments (``experiment.poison_k``).
+
+Before each task after the first, the harness implants K frames that really show the task's target
+kind, rendered in other worlds (the ``memory_bench`` split), as if the robot had seen them at random
+free cells of this world far from every instance of that kind. A careful agent checks before it
+trusts, so false memories should cost it no more than having no memory.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from embodmem.envs.objects import TARGET_KINDS
+from embodmem.envs.tasks import get_task
+from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.splits import get_split
+
+SOURCE_WORLDS = 8
+"""Worlds of the memory_bench split the false frames are rendered in."""
+MIN_DISTANCE_CELLS = 8.0
+"""False memories are placed at least this far from every instance of the target."""
+
+
+@lru_cache(maxsize=4)
+def _target_frames(image_size: int) -> tuple[np.ndarray, np.ndarray]:
+    from embodmem.embedding.frames import render_frames
+
+    frames = render_frames(get_split("memory_bench").worlds(SOURCE_WORLDS), 150, image_size=image_size, seed=7, progress=False)
+    return frames.images, frames.label
+
+
+def false_memories(env: UnderwaterEnv, task: str, k: int, seed: int) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """``k`` frames of ``task``'s target from other worlds, and far poses in ``env``'s world."""
+    target = get_task(task).target
+    rng = np.random.default_rng(seed)
+    images, labels = _target_frames(env.spec_sensors.image_size)
+    pool = np.nonzero(labels == TARGET_KINDS.index(target))[0]
+    if len(pool) == 0:
+        raise ValueError(f"no rendered frame shows {target!r}; raise SOURCE_WORLDS")
+    chosen = images[rng.choice(pool, size=k, replace=len(pool) < k)]
+    assert env.world is not None
+    free = env.world.free()
+    ys, xs = np.nonzero(free)
+    cells = np.concatenate(env.world.instance_cells(target))
+    dist = np.min(np.hypot(xs[:, None] - cells[None, :, 0], ys[:, None] - cells[None, :, 1]), axis=1)
+    far = np.nonzero(dist >= MIN_DISTANCE_CELLS)[0]
+    pick = rng.choice(far, size=k, replace=len(far) < k)
+    poses = [(int(xs[i]), int(ys[i]), int(rng.integers(4))) for i in pick]
+    return chosen, poses

@@ -1,0 +1,94 @@
+"""World splits: which world seeds each purpose may use, in one place.
+
+Every trainer, calibration, benchmark and config takes its worlds from here, so no figure is reported
+on worlds that were used to choose anything. The rule:
+
+- ``embedder_train`` / ``embedder_validation``: the CLIP trainer (training frames / checkpoint choice).
+- ``embedder_test``: held-out frames for the embedder's quality benchmark.
+- ``calibration``: the agents' thresholds (benchmarks/calibrate.py).
+- ``dev``: everything else that chooses: iteration on agents, demo worlds, debugging.
+- ``test``: read only by the benchmark suite (benchmarks/suite.py) to report; never to choose.
+- ``custom``: any worlds of your own (no membership check; a test-split report refuses it).
+
+Example:
+    >>> get_split("test").worlds(3)
+    [100000, 100001, 100002]
+    >>> split_of(1018)
+    'dev'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Split:
+    """A named, contiguous range of world seeds."""
+
+    name: str
+    start: int
+    stop: int
+    """One past the last world seed."""
+    purpose: str
+
+    def __contains__(self, world_seed: object) -> bool:
+        return isinstance(world_seed, int) and self.start <= world_seed < self.stop
+
+    def worlds(self, n: int | None = None) -> list[int]:
+        """The first ``n`` world seeds of the split (all of them when ``n`` is None)."""
+        stop = self.stop if n is None else self.start + n
+        if stop > self.stop:
+            raise ValueError(f"split {self.name!r} holds {self.stop - self.start} worlds; asked for {n}")
+        return list(range(self.start, stop))
+
+    @property
+    def range_text(self) -> str:
+        return f"{self.start}-{self.stop - 1}"
+
+
+SPLITS: dict[str, Split] = {
+    s.name: s
+    for s in (
+        Split("embedder_train", 0, 400, "frames the shipped CLIP was trained on"),
+        Split("calibration", 500, 530, "agent thresholds (benchmarks/calibrate.py)"),
+        Split("dev", 1000, 2000, "iteration, demo worlds, debugging"),
+        Split("memory_bench", 2000, 3000, "frame streams for the memory benchmarks"),
+        Split("embedder_validation", 5000, 5040, "the CLIP trainer's checkpoint choice"),
+        Split("embedder_test", 9000, 9060, "the embedder's held-out quality benchmark"),
+        Split("test", 100_000, 110_000, "reported figures only (benchmarks/suite.py)"),
+    )
+}
+CUSTOM = "custom"
+SPLIT_NAMES: tuple[str, ...] = (*SPLITS, CUSTOM)
+
+
+def get_split(name: str) -> Split:
+    """The split called ``name``; a clear error names the allowed ones."""
+    if name not in SPLITS:
+        raise ValueError(f"split {name!r} is unknown; allowed: {', '.join(SPLITS)}")
+    return SPLITS[name]
+
+
+def split_of(world_seed: int) -> str:
+    """Name of the split holding ``world_seed``, or ``custom``."""
+    for split in SPLITS.values():
+        if world_seed in split:
+            return split.name
+    return CUSTOM
+
+
+def check_worlds(split: str, world_seeds: list[int]) -> None:
+    """Refuse a world list that does not belong to ``split`` (``custom`` takes any list, except that
+    no list may mix the embedder's training worlds into a test-split report)."""
+    if split not in SPLIT_NAMES:
+        raise ValueError(f"experiment.split={split!r} is unknown; allowed: {', '.join(SPLIT_NAMES)}")
+    if split == CUSTOM:
+        return
+    outside = [w for w in world_seeds if w not in SPLITS[split]]
+    if outside:
+        s = SPLITS[split]
+        raise ValueError(
+            f"experiment.world_seeds: {outside[:5]} lie outside split {split!r} ({s.range_text}); "
+            f"use worlds in {s.range_text} or experiment.split=custom"
+        )
