@@ -23,7 +23,7 @@ from minigrid.core.mission import MissionSpace
 from minigrid.minigrid_env import MiniGridEnv
 
 from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
-from embodmem.envs.objects import KIND_COLORS, KIND_INDEX, KIND_SYMBOLS, KINDS, SeabedObject
+from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.tasks import MISSIONS, Task, get_task
 from embodmem.envs.world import World, bfs_distance, generate_world

@@ -15,8 +15,6 @@ import numpy as np
 import pytest
 from minigrid.core import constants as mg_constants
 
-import embodmem
-
 from embodmem.envs.objects import KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.wrappers import UNSUPPORTED
