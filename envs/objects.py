@@ -1,9 +1,9 @@
 """What lies on the seabed: the eight target kinds, the distractors, and how each one looks.
 
 Every kind has a distinct silhouette (height on screen), base colour and texture pattern, so that a
-small CLIP trained on rendered frames can tell a barrel from a wreck in fog. Kinds are also registered
-as MiniGrid ``WorldObj`` types (MiniGrid asserts that type and colour names are in its global tables,
-and caches tiles by ``encode()``, so each kind gets its own type index and colour index).
+small CLIP trained on rendered frames can tell a barrel from a wreck in fog. On MiniGrid's grid each
+kind is a :class:`SeabedObject` that never touches MiniGrid's global tables (``OBJECT_TO_IDX``,
+``COLOR_TO_IDX``, ``COLORS``): importing the project must not change stock MiniGrid envs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from minigrid.core import constants as mg_constants
+from minigrid.core.constants import OBJECT_TO_IDX
 from minigrid.core.world_object import WorldObj
 from minigrid.utils.rendering import fill_coords, point_in_circle, point_in_rect
 
@@ -60,6 +60,10 @@ KINDS: tuple[Kind, ...] = (
 )
 
 KIND_INDEX: dict[str, int] = {k.name: i for i, k in enumerate(KINDS)}
+KIND_SYMBOLS: tuple[str, ...] = (
+    "  ", "Ro", "Re", "MR", "PL", "OD", "SS", "EB", "WS", "AW", "LP", "Ca", "TW", "MD", "CT", "RA",
+)
+"""Two characters per kind (in ``KINDS`` order) for text views of the grid (``pprint_grid``)."""
 TARGET_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.is_target)
 DISTRACTOR_KINDS: tuple[str, ...] = ("cable", "tower_wreckage", "metal_debris", "collapsed_tower", "rock_arch")
 KIND_HEIGHTS = np.array([k.height for k in KINDS], dtype=np.float32)
@@ -141,48 +145,56 @@ def texture_atlas(seed: int = 1234) -> np.ndarray:
     return np.stack([make_texture(k, rng) for k in KINDS])
 
 
-# --------------------------------------------------------------------------- MiniGrid registration
+# --------------------------------------------------------------------------- MiniGrid's grid
 
+FIRST_SEABED_COLOR_IDX = 6
+"""Colour index of kind 1 in :meth:`SeabedObject.encode`; MiniGrid's own colours use 0-5.
 
-def _register_minigrid_tables() -> None:
-    """Add our kinds to MiniGrid's global type/colour tables (idempotent)."""
-    for kind in KINDS[1:]:
-        if kind.name not in mg_constants.OBJECT_TO_IDX:
-            idx = max(mg_constants.OBJECT_TO_IDX.values()) + 1
-            mg_constants.OBJECT_TO_IDX[kind.name] = idx
-            mg_constants.IDX_TO_OBJECT[idx] = kind.name
-        color_name = f"em_{kind.name}"
-        if color_name not in mg_constants.COLOR_TO_IDX:
-            idx = max(mg_constants.COLOR_TO_IDX.values()) + 1
-            mg_constants.COLOR_TO_IDX[color_name] = idx
-            mg_constants.IDX_TO_COLOR[idx] = color_name
-            mg_constants.COLORS[color_name] = np.array(kind.color)
-
-
-_register_minigrid_tables()
+MiniGrid caches rendered tiles by ``encode()``: indices no stock colour uses keep our tiles and
+stock tiles apart in that process-wide cache, without adding anything to MiniGrid's tables.
+"""
 
 
 class SeabedObject(WorldObj):
-    """A MiniGrid cell occupant of one of our kinds (used by MiniGrid's grid and top-down views)."""
+    """A MiniGrid cell occupant of one of our kinds (MiniGrid's grid, top-down views and wrappers).
+
+    ``type`` is MiniGrid's nearest word, so tools that read it (``SymbolicObsWrapper``, ``NoDeath``)
+    work: ``"box"`` for a target, ``"wall"`` for everything else (the robot can enter neither).
+    ``color`` is the kind's name. ``encode()`` is ``(OBJECT_TO_IDX[type], FIRST_SEABED_COLOR_IDX +
+    kind id - 1, 0)``: MiniGrid's type index with a colour index of the project's own.
+
+    >>> SeabedObject("wreck").encode(), SeabedObject("rock").encode()
+    ((7, 11, 0), (2, 6, 0))
+    """
 
     def __init__(self, kind: str, instance: int = -1):
         if kind not in KIND_INDEX or kind == "water":
             raise ValueError(f"unknown seabed kind {kind!r}; valid: {[k.name for k in KINDS[1:]]}")
-        super().__init__(kind, f"em_{kind}")
+        # WorldObj.__init__ asserts that type and colour are in MiniGrid's global tables: set its
+        # attributes here instead of registering our kinds there.
         self.kind = kind
         self.instance = instance
+        self.kind_info = KINDS[KIND_INDEX[kind]]
+        self.type = "box" if self.kind_info.is_target else "wall"
+        self.color = kind
+        self.contains = None
+        self.init_pos = None
+        self.cur_pos = None
+
+    def encode(self) -> tuple[int, int, int]:
+        return (OBJECT_TO_IDX[self.type], FIRST_SEABED_COLOR_IDX + KIND_INDEX[self.kind] - 1, 0)
 
     def can_overlap(self) -> bool:
         return False
 
     def see_behind(self) -> bool:
-        return KINDS[KIND_INDEX[self.kind]].height < 0.5
+        return self.kind_info.height < 0.5
 
     def render(self, img: np.ndarray) -> None:
-        color = np.array(KINDS[KIND_INDEX[self.kind]].color)
-        kind = KINDS[KIND_INDEX[self.kind]]
-        if kind.is_target:
+        color = np.array(self.kind_info.color)
+        if self.kind_info.is_target:
             fill_coords(img, point_in_rect(0.1, 0.9, 0.1, 0.9), color)
             fill_coords(img, point_in_circle(0.5, 0.5, 0.18), (0, 0, 0))
         else:
             fill_coords(img, point_in_rect(0, 1, 0, 1), color)
+

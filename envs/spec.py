@@ -21,9 +21,16 @@ class Action(IntEnum):
     BACKWARD = 4
     STRAFE_LEFT = 5
     STRAFE_RIGHT = 6
+    # MiniGrid's names for the same actions (aliases: not extra actions), for MiniGrid tools that read
+    # ``env.actions.forward`` and the like (e.g. ``minigrid.wrappers.NoDeath``).
+    left = 0
+    right = 1
+    forward = 2
+    done = 3
 
 
 ACTION_NAMES: dict[int, str] = {a.value: a.name.lower() for a in Action}
+"""Action index -> name (``turn_left`` ...); iterating ``Action`` skips the MiniGrid aliases."""
 
 # Heading index -> unit step (dx, dy) in grid cells, MiniGrid convention: 0 east, 1 south, 2 west, 3 north.
 DIR_TO_VEC: tuple[tuple[int, int], ...] = ((1, 0), (0, 1), (-1, 0), (0, -1))

@@ -55,6 +55,9 @@ TASKS: dict[str, Task] = {
     )
 }
 
+MISSIONS: tuple[str, ...] = tuple(t.mission for t in TASKS.values())
+"""Every mission text, in task order (distinct: one per task); ``MISSIONS.index(m)`` encodes a mission."""
+
 SEQUENCES: dict[str, tuple[str, ...]] = {
     "wreck_then_barrel": ("wreck", "barrel"),
     "barrel_then_wreck": ("barrel", "wreck"),

@@ -1,4 +1,13 @@
-"""The underwater survey environment: a MiniGrid world seen through a first-person camera and sonar."""
+"""The underwater survey environment: a MiniGrid world seen through a first-person camera and sonar.
+
+Example::
+
+    >>> import gymnasium as gym, embodmem
+    >>> env = gym.make("EmbodMem/Wreck-v0", world_seed=3)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs["image"].shape, obs["mission"]
+    ((64, 64, 3), 'find a sunken ship')
+"""
 
 from __future__ import annotations
 
@@ -8,14 +17,15 @@ from typing import Any
 import cv2
 import numpy as np
 from gymnasium import spaces
+from minigrid.core.constants import TILE_PIXELS
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
 from minigrid.minigrid_env import MiniGridEnv
 
 from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
-from embodmem.envs.objects import KIND_COLORS, KIND_INDEX, KINDS, SeabedObject
+from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
-from embodmem.envs.tasks import TASKS, Task, get_task
+from embodmem.envs.tasks import MISSIONS, Task, get_task
 from embodmem.envs.world import World, bfs_distance, generate_world
 
 VISIBLE_FRACTION = 0.01
@@ -48,60 +58,90 @@ def _mission_text(mission: str) -> str:
     return mission
 
 
-ALL_MISSIONS = [t.mission for t in TASKS.values()]
-
-
 def _check(cond: bool, name: str, value: Any, why: str) -> None:
     if not cond:
         raise ValueError(f"{name}={value!r}: {why}")
 
 
 class UnderwaterEnv(MiniGridEnv):
-    """Find a target on a foggy seabed, one task after another in the same world.
-
+    """
     ## Description
+
     A survey robot swims over a procedurally generated seabed (rock outcrops, reefs, cables, tower
-    wreckage, metal debris, a collapsed tower, a rock arch, fish) that holds the eight target kinds
-    of the reference underwater benchmark with their instance counts: mining robots (2), oil
-    pipelines (3), oil drums (1), sunken ships (2), an electrical box (1), a wind power station (1),
-    aircraft wreckage (3) and an H-marked landing platform (1). The world depends only on
-    ``world_seed``; the episode seed drives fish, particles, random starts and sensor noise. Tasks of
-    a sequence run in one persistent world, so what the robot saw in one task is still there in the
-    next. The reference benchmark's depth axis (ascend/descend) is left out: the world is 2-D.
+    wreckage, metal debris, a collapsed tower, a rock arch, fish) and has to find a target and stop
+    next to it. The seabed holds the eight target kinds of the reference underwater benchmark with
+    their instance counts: mining robots (2), oil pipelines (3), oil drums (1), sunken ships (2), an
+    electrical box (1), a wind power station (1), aircraft wreckage (3) and an H-marked landing
+    platform (1). The world depends only on `world_seed`; the episode seed drives fish, particles,
+    random starts and sensor noise. Tasks of a sequence run in one persistent world, so what the
+    robot saw in one task is still there in the next. The reference benchmark's depth axis
+    (ascend/descend) is left out: the world is 2-D. This environment is useful for studying memory
+    that transfers between tasks.
 
     ## Mission Space
-    ``"find {target}"`` or ``"find {target} in deep water"``, e.g. ``"find a sunken ship"``.
+
+    "find {target}" or "find {target} in deep water", e.g. "find a sunken ship" (one mission per
+    task, listed in `embodmem.envs.tasks.MISSIONS`). RL libraries that need numeric observations
+    use `embodmem.envs.wrappers.MissionToIndex` (the mission's index) or `DropMission`.
 
     ## Action Space
-    ``Discrete(7)``: 0 turn left, 1 turn right, 2 forward, 3 stop, 4 backward, 5 strafe left,
-    6 strafe right (see :class:`embodmem.envs.spec.Action`).
 
-    ## Observation
-    A dict: ``image`` (S, S, 3) uint8 first-person camera; optional ``image_left`` /
-    ``image_right`` / ``image_back``; optional ``topdown`` (MiniGrid's 7x7 egocentric view, 56x56
-    RGB); ``sonar`` (beams,) float32 ranges in metres over a fan centred on the heading; ``pose``
-    float32 [x, y, heading] in cells (heading 0 east, 1 south, 2 west, 3 north; with odometry noise
-    x and y drift); ``mission`` str. Nothing privileged: no map, no target positions.
+    | Num | Name         | Action                    |
+    |-----|--------------|---------------------------|
+    | 0   | turn_left    | Turn left                 |
+    | 1   | turn_right   | Turn right                |
+    | 2   | forward      | Move forward              |
+    | 3   | stop         | Stop: ends the episode    |
+    | 4   | backward     | Move backward             |
+    | 5   | strafe_left  | Move left, keep heading   |
+    | 6   | strafe_right | Move right, keep heading  |
+
+    ## Observation Encoding
+
+    - A dict: `image` (S, S, 3) uint8, the first-person camera; optional `image_left`,
+        `image_right`, `image_back`; optional `topdown`, MiniGrid's 7x7 egocentric view as 56x56 RGB;
+        `sonar` (beams,) float32 ranges in metres over a fan centred on the heading; `pose` float32
+        [x, y, heading] in cells (heading 0 east, 1 south, 2 west, 3 north; with odometry noise x
+        and y drift); `mission` str. Nothing privileged: no map, no target positions.
+    - MiniGrid's grid (`FullyObsWrapper`, `ViewSizeWrapper`, `SymbolicObsWrapper`) encodes each
+        tile as `(OBJECT_IDX, COLOR_IDX, STATE)` in MiniGrid's type indices: a target is a `box`,
+        every other seabed kind a `wall`; `COLOR_IDX` is the project's own, 6 + kind id - 1 (see
+        `embodmem.envs.objects.KINDS`), beyond MiniGrid's colours 0-5; `STATE` is 0.
+    - `OneHotPartialObsWrapper`, `DictObservationSpaceWrapper`, `FlatObsWrapper` and
+        `DirectionObsWrapper` do not fit this env (see `embodmem.envs.wrappers.UNSUPPORTED`).
 
     ## Rewards
-    1 when the robot stops within ``success_distance_m`` of an instance of the target, else 0.
+
+    A reward of '1' is given when the robot stops within `success_distance_m` of an instance of the
+    target, and '0' otherwise.
 
     ## Termination
-    ``stop`` ends the episode (success or failure); ``max_steps`` truncates it. ``info`` carries
-    ``distance_m``, ``geodesic_m``, ``instance_distances_m``, ``path_length_m``, ``collisions``,
-    ``target_in_view`` and ``success`` for metrics and the oracle (agents must not read it).
+
+    The episode ends if any one of the following conditions is met:
+
+    1. The robot stops (`stop`), next to the target or not.
+    2. Timeout (see `max_steps`).
+
+    `info` carries `distance_m`, `geodesic_m`, `instance_distances_m`, `path_length_m`,
+    `collisions`, `target_in_view` and `success` for metrics and the oracle (agents must not read
+    it).
 
     ## Registered Configurations
-    ``EmbodMem/<Task>-v0`` for the twelve tasks (``MiningRobot``, ``Pipeline``, ``Barrel``,
-    ``Wreck``, ``ElectricalBox``, ``WindStation``, ``Aircraft``, ``LandingPlatform``,
-    ``DeepPipeline``, ``DeepBarrel``, ``DeepWreck``, ``DeepWindStation``) and ``EmbodMem/Sequence-v0``.
 
-    Example:
-        >>> import gymnasium as gym, envs
-        >>> env = gym.make("EmbodMem/Wreck-v0", world_seed=3)
-        >>> obs, info = env.reset(seed=0)
-        >>> obs["image"].shape, obs["mission"]
-        ((64, 64, 3), 'find a sunken ship')
+    - `EmbodMem/MiningRobot-v0`
+    - `EmbodMem/Pipeline-v0`
+    - `EmbodMem/Barrel-v0`
+    - `EmbodMem/Wreck-v0`
+    - `EmbodMem/ElectricalBox-v0`
+    - `EmbodMem/WindStation-v0`
+    - `EmbodMem/Aircraft-v0`
+    - `EmbodMem/LandingPlatform-v0`
+    - `EmbodMem/DeepPipeline-v0`
+    - `EmbodMem/DeepBarrel-v0`
+    - `EmbodMem/DeepWreck-v0`
+    - `EmbodMem/DeepWindStation-v0`
+    - `EmbodMem/Sequence-v0` (wreck, then barrel)
+
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -160,7 +200,7 @@ class UnderwaterEnv(MiniGridEnv):
             raise ValueError(f"render_mode={render_mode!r}: valid modes are {self.metadata['render_modes']}")
 
         super().__init__(
-            mission_space=MissionSpace(mission_func=_mission_text, ordered_placeholders=[ALL_MISSIONS]),
+            mission_space=MissionSpace(mission_func=_mission_text, ordered_placeholders=[list(MISSIONS)]),
             grid_size=size,
             max_steps=max_steps or 16 * size,
             render_mode=render_mode,
@@ -495,6 +535,32 @@ class UnderwaterEnv(MiniGridEnv):
         ax, ay = self.agent_pos
         cv2.fillPoly(img, [robot_triangle(((ax + 0.5) * px, (ay + 0.5) * px), self.agent_dir, max(2.0, px * 0.6))], (255, 40, 40))
         return img
+
+    def pprint_grid(self) -> str:
+        """The grid as text, two characters a cell: the kind's ``symbol``, the robot as ``>>``/``VV``/...
+
+        MiniGrid's version spells MiniGrid's object names, which would print every seabed kind as a
+        wall or a box.
+        """
+        if self.world is None or self.agent_pos is None:
+            raise ValueError("the environment has not been reset: call reset() before pprint_grid()")
+        rows = []
+        for y in range(self.height):
+            cells = [KIND_SYMBOLS[int(k)] for k in self.world.kinds[y]]
+            if y == self.agent_pos[1]:
+                cells[self.agent_pos[0]] = 2 * ">V<^"[self.agent_dir]
+            rows.append("".join(cells))
+        return "\n".join(rows)
+
+    def get_frame(self, highlight: bool = True, tile_size: int = TILE_PIXELS, agent_pov: bool = False) -> np.ndarray:
+        """MiniGrid's frame; ``agent_pov=True`` is the robot's own view: the camera, each pixel a tile.
+
+        ``RGBImgPartialObsWrapper`` declares ``image``'s shape times ``tile_size``; MiniGrid's POV
+        render (a 7x7 top-down patch, the ``topdown`` observation) would not match it.
+        """
+        if agent_pov:
+            return np.repeat(np.repeat(self._last_image, tile_size, axis=0), tile_size, axis=1)
+        return super().get_frame(highlight=highlight, tile_size=tile_size, agent_pov=False)
 
     def render(self) -> np.ndarray | None:
         """``rgb_array``: the camera enlarged beside the top-down map, both ``render_size`` tall."""

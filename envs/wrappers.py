@@ -1,0 +1,92 @@
+"""Wrappers that make the underwater envs fit RL libraries, and what fits from MiniGrid's own.
+
+The env's ``mission`` is text (MiniGrid's ``MissionSpace``), which Stable-Baselines3 and Gymnasium's
+shared-memory vector envs cannot batch. :class:`MissionToIndex` turns it into the mission's index in
+:data:`~embodmem.envs.tasks.MISSIONS` (a ``Discrete``), so a multi-task policy still knows what to
+find; :class:`DropMission` removes it::
+
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from embodmem.envs.wrappers import MissionToIndex
+
+    envs = gym.make_vec("embodmem:EmbodMem/Wreck-v0", num_envs=4, vectorization_mode="async",
+                        wrappers=[MissionToIndex])
+
+MiniGrid wrappers that work on the env as it is: ``ImgObsWrapper``, ``RGBImgObsWrapper``,
+``RGBImgPartialObsWrapper``, ``FullyObsWrapper``, ``ViewSizeWrapper``, ``SymbolicObsWrapper``,
+``PositionBonus``, ``ActionBonus``, ``ReseedWrapper``, ``NoDeath`` and ``StochasticActionWrapper``.
+The others are listed in :data:`UNSUPPORTED` with the reason and what to use instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.wrappers import FilterObservation
+
+from embodmem.envs.tasks import MISSIONS
+
+MISSION_INDEX: dict[str, int] = {mission: i for i, mission in enumerate(MISSIONS)}
+"""Mission text -> its index in ``MISSIONS``."""
+
+UNSUPPORTED: dict[str, str] = {
+    "OneHotPartialObsWrapper": (
+        "reads obs['image'] as MiniGrid's symbolic 7x7 view, but here it is the RGB camera; "
+        "use ViewSizeWrapper or FullyObsWrapper for the symbolic grid, or the camera as it is"
+    ),
+    "DictObservationSpaceWrapper": (
+        "declares only image/direction/mission and knows only MiniGrid's words ('sunken' is not one); "
+        "use embodmem.envs.wrappers.MissionToIndex"
+    ),
+    "FlatObsWrapper": (
+        "encodes only a-z, space and comma, so 'find an H-marked landing platform' fails, and drops "
+        "sonar and pose; use MissionToIndex, then gymnasium.wrappers.FlattenObservation"
+    ),
+    "DirectionObsWrapper": (
+        "needs a MiniGrid Goal tile; targets here are found by sight, and their direction is "
+        "privileged (info['geodesic_m'] and info['distance_m'] are there for oracles and metrics)"
+    ),
+}
+"""MiniGrid wrappers that do not fit the underwater envs: name -> why, and what to use instead."""
+
+
+def _mission_space_check(env: gym.Env, wrapper: str) -> dict[str, spaces.Space]:
+    space = env.observation_space
+    if not isinstance(space, spaces.Dict) or "mission" not in space.spaces:
+        raise ValueError(f"{wrapper}: the env's observation space {space} has no 'mission' key")
+    return dict(space.spaces)
+
+
+class MissionToIndex(gym.ObservationWrapper):
+    """Replace ``mission`` text by its index in :data:`MISSIONS` (``Discrete(len(MISSIONS))``).
+
+    >>> import embodmem.envs.underwater as uw
+    >>> env = MissionToIndex(uw.UnderwaterEnv(task="barrel", image_size=16))
+    >>> obs, _ = env.reset(seed=0)
+    >>> int(obs["mission"]), MISSIONS[int(obs["mission"])], env.observation_space["mission"]
+    (2, 'find oil drums', Discrete(12))
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        obs_spaces = _mission_space_check(env, "MissionToIndex")
+        obs_spaces["mission"] = spaces.Discrete(len(MISSIONS))
+        self.observation_space = spaces.Dict(obs_spaces)
+
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        mission = observation["mission"]
+        index = MISSION_INDEX.get(mission)
+        if index is None:
+            raise ValueError(f"MissionToIndex: mission {mission!r} is not one of {list(MISSIONS)}")
+        return {**observation, "mission": np.int64(index)}
+
+
+class DropMission(FilterObservation):
+    """Remove ``mission`` from the observation (single-task training: the env id says the target)."""
+
+    def __init__(self, env: gym.Env):
+        keys = [key for key in _mission_space_check(env, "DropMission") if key != "mission"]
+        super().__init__(env, filter_keys=keys)
