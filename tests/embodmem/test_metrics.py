@@ -354,3 +354,34 @@ def test_episode_measures_credit_reports_at_the_true_position() -> None:
     assert m.reports.steps == [{"step": 2, "position": [6, 5], "instance_distances_m": [5.0]}]
     m.reset(_info())
     assert m.get()["reports"] == 0 and m.reports.steps == []
+
+
+def test_runner_logs_reports_where_the_agent_judged_the_frame() -> None:
+    """A real episode: the explorer's detections are its reports, logged at its true position."""
+    from embodmem.agents.explorer import FrontierExplorer
+    from embodmem.embedding.embedder import ClipEmbedder
+    from embodmem.envs.underwater import UnderwaterEnv
+    from embodmem.runner import run_episode
+
+    env = UnderwaterEnv(tasks=("wreck",), world_seed=0, max_steps=150)
+    agent = FrontierExplorer(ClipEmbedder(threads=1))
+    seen: dict[int, dict[str, object]] = {}
+    judged: dict[int, float] = {}
+
+    def on_step(step: dict) -> None:
+        info = step["info"]
+        judged[info["step"] - 1] = step["agent"].trace.extra["p_target"]  # frame before this step
+        seen[info["step"]] = {"pos": list(info["agent_pos"]), "d": info["instance_distances_m"]}
+
+    result = run_episode(env, agent, {"task": "wreck", "start": "fixed0"}, episode_seed=0, on_step=on_step)
+    reports = result.log["reports"]
+    threshold = agent.config.detect_probability
+    assert [r["step"] for r in reports] == [s for s, p in sorted(judged.items()) if p >= threshold]
+    assert reports and result.record["reports"] == len(reports)
+    for r in reports:
+        if r["step"] > 0:
+            assert r["position"] == seen[r["step"]]["pos"] and r["instance_distances_m"] == seen[r["step"]]["d"]
+    final = seen[max(seen)]["d"]
+    expected = distance_score(final, [r["instance_distances_m"] for r in reports])
+    assert result.record["distance_score"] == pytest.approx(expected)
+    assert result.record["distance_score_final"] == pytest.approx(position_score(final))
