@@ -400,8 +400,16 @@ def summary_print_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
 
 
 #: Printed transfer tables: (header, column stem, signed). Each cell is ``value [lo,hi]``.
-TRANSFER_PRINT = (("ft success", "ft_success", True), ("ft SPL", "ft_spl", True), ("steps ratio", "steps_ratio", False))
+TRANSFER_PRINT = (
+    ("ft success", "ft_success", True),
+    ("ft SPL", "ft_spl", True),
+    ("steps ratio", "steps_ratio", False),
+)
 NORMALISED_PRINT = (("FT success", "ft_norm_success", True), ("FT SPL", "ft_norm_spl", True))
+
+
+#: Printed words for the seen groups (short, so the transfer table fits 100 columns).
+_SEEN_WORDS = {"seen": "yes", "not seen": "no", ALL: "all"}
 
 
 def transfer_print_rows(
@@ -410,7 +418,11 @@ def transfer_print_rows(
     """Transfer rows as printed: each figure with its paired 95% CI."""
     out = []
     for r in rows:
-        d = {"task": _task_label(r), "seen": {"seen": "yes", "not seen": "no"}.get(r.get("seen"), "all"), "n": str(r.get("n_seeds"))}
+        d = {
+            "task": _task_label(r),
+            "seen": _SEEN_WORDS.get(r.get("seen"), "all"),
+            "n": str(r.get("n_seeds")),
+        }
         for header, stem, signed in columns:
             d[header] = fmt_ci(r.get(stem), r.get(f"{stem}_lo"), r.get(f"{stem}_hi"), signed=signed)
         out.append(d)
@@ -488,7 +500,10 @@ def format_gem(g: Mapping[str, Any]) -> str:
     cold means, then FWT/BWT (GEM paper form, baseline row 0), FWT vs cold and GEM's code form."""
     R, b_cold = g["R"], g["b_cold"]
     n = R.shape[1]
-    rows = [{"after": str(i), **{f"T{j}": fmt_number(float(R[i, j - 1])) for j in range(1, n + 1)}} for i in range(n + 1)]
+    rows = [
+        {"after": str(i), **{f"T{j}": fmt_number(float(R[i, j - 1])) for j in range(1, n + 1)}}
+        for i in range(n + 1)
+    ]
     rows.append({"after": "cold", **{f"T{j}": fmt_number(float(b_cold[j - 1])) for j in range(1, n + 1)}})
     text = [
         f"GEM matrix of {g['metric']} (rows: tasks experienced, 0 = none; last row: cold runs)",
@@ -590,7 +605,9 @@ def _transfer_positions(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, An
     return list(dict.fromkeys((int(r["task_index"]), r.get("task"), str(r.get("seen"))) for r in rows))
 
 
-def _bars_by_agent(ax: Any, rows: Sequence[Mapping[str, Any]], stem: str) -> list[tuple[float, Mapping[str, Any]]]:
+def _bars_by_agent(
+    ax: Any, rows: Sequence[Mapping[str, Any]], stem: str
+) -> list[tuple[float, Mapping[str, Any]]]:
     """One bar per agent at each (task, seen) position, with the ``stem`` CI as error bars."""
     positions = _transfer_positions(rows)
     agents = sorted({r["agent"] for r in rows}, key=order_key)
@@ -599,7 +616,10 @@ def _bars_by_agent(ax: Any, rows: Sequence[Mapping[str, Any]], stem: str) -> lis
     for k, agent in enumerate(agents):
         xs, shown = [], []
         for t, pos in enumerate(positions):
-            r = next((r for r in rows if r["agent"] == agent and (r["task_index"], r.get("task"), r.get("seen")) == pos), None)
+            r = next(
+                (r for r in rows if r["agent"] == agent and (r["task_index"], r.get("task"), r.get("seen")) == pos),
+                None,
+            )
             if r is None or _missing(r.get(stem)):
                 continue
             xs.append(t - 0.4 + width * (k + 0.5))
@@ -607,11 +627,14 @@ def _bars_by_agent(ax: Any, rows: Sequence[Mapping[str, Any]], stem: str) -> lis
         yerr = _error_bars(shown, stem, f"{stem}_lo", f"{stem}_hi")
         ax.bar(xs, [r[stem] for r in shown], width=width, yerr=yerr, capsize=3, label=agent)
         placed += list(zip(xs, shown))
-    ax.set_xticks(range(len(positions)), [f"T{idx} {task}\n{seen}" for idx, task, seen in positions], fontsize=8)
+    labels = [f"T{idx} {task}\n{seen}" for idx, task, seen in positions]
+    ax.set_xticks(range(len(positions)), labels, fontsize=8)
     return placed
 
 
-def plot_transfer(transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "") -> Path | None:
+def plot_transfer(
+    transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = ""
+) -> Path | None:
     """Warm-minus-cold success and SPL (ft) per task and seen group, error bars = paired 95% CI.
 
     Returns None (and writes nothing) when no agent ran both warm and cold.
@@ -636,7 +659,10 @@ def plot_transfer(transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, 
 
 
 def plot_steps_ratio(
-    records: Sequence[Record], path: str | Path, title: str = "", transfer_rows: Sequence[Mapping[str, Any]] | None = None
+    records: Sequence[Record],
+    path: str | Path,
+    title: str = "",
+    transfer_rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path | None:
     """Steps ratio cold/warm per task, seen group and agent: bar = ratio of the means with its
     paired 95% CI, dots = per-seed ratios.
@@ -655,7 +681,7 @@ def plot_steps_ratio(
         mine = [
             q
             for q in records
-            if q.get("agent") == r["agent"] and q.get("task_index") == r["task_index"] and q.get("task") == r["task"]
+            if (q.get("agent"), q.get("task_index"), q.get("task")) == (r["agent"], r["task_index"], r["task"])
         ]
         warm = [q for q in mine if q.get("condition") == "warm"]
         cold = [q for q in mine if q.get("condition") == "cold"]
@@ -763,7 +789,8 @@ def format_report(result: ReportOutput) -> str:
                 "",
                 "Continual World forward transfer, (warm - cold) / (1 - cold), [95% CI]",
                 format_table(
-                    transfer_print_rows(transfer, NORMALISED_PRINT), right=["n"] + [h for h, _, _ in NORMALISED_PRINT]
+                    transfer_print_rows(transfer, NORMALISED_PRINT),
+                    right=["n"] + [h for h, _, _ in NORMALISED_PRINT],
                 ),
             ]
         for g in result.gem:

@@ -32,11 +32,12 @@ N_RESAMPLES = 2000
 CONFIDENCE = 0.95
 SEED = 0
 
+Sample = Sequence[float] | np.ndarray
 PairedStatistic = Callable[..., "np.ndarray | float"]
 """``f(warm, cold, axis=-1)``: one number per resample from the paired per-seed values."""
 
 
-def difference_of_means(warm: Sequence[float] | np.ndarray, cold: Sequence[float] | np.ndarray, axis: int = -1):
+def difference_of_means(warm: Sample, cold: Sample, axis: int = -1) -> np.ndarray:
     """``mean(warm) - mean(cold)``: the warm-minus-cold gain (Continual World's un-normalised ft).
 
     Example:
@@ -46,7 +47,7 @@ def difference_of_means(warm: Sequence[float] | np.ndarray, cold: Sequence[float
     return np.mean(warm, axis=axis) - np.mean(cold, axis=axis)
 
 
-def ratio_of_means(warm: Sequence[float] | np.ndarray, cold: Sequence[float] | np.ndarray, axis: int = -1):
+def ratio_of_means(warm: Sample, cold: Sample, axis: int = -1) -> np.ndarray:
     """``mean(cold) / mean(warm)``: the steps ratio (above 1: warm needed fewer steps).
 
     Example:
@@ -57,7 +58,7 @@ def ratio_of_means(warm: Sequence[float] | np.ndarray, cold: Sequence[float] | n
         return np.mean(cold, axis=axis) / np.mean(warm, axis=axis)
 
 
-def normalised_gain(warm: Sequence[float] | np.ndarray, cold: Sequence[float] | np.ndarray, axis: int = -1):
+def normalised_gain(warm: Sample, cold: Sample, axis: int = -1) -> np.ndarray:
     """``(mean(warm) - mean(cold)) / (1 - mean(cold))``: Continual World's normalised ft.
 
     The gain as a share of what the reference left to gain; NaN when the reference is perfect
