@@ -285,10 +285,15 @@ def fmt_number(value: Any, decimals: int = 2, signed: bool = False) -> str:
     Example:
         >>> fmt_number(0.333), fmt_number(0.25, signed=True), fmt_number(156.04, 1), fmt_number(None)
         ('0.33', '+0.25', '156.0', '-')
+        >>> fmt_number(-1e-17, signed=True)
+        '+0.00'
     """
     if _missing(value):
         return "-"
-    return f"{float(value):{'+' if signed else ''}.{decimals}f}"
+    number = float(value)
+    if round(number, decimals) == 0:
+        number = 0.0  # no "-0.00" for a tiny negative
+    return f"{number:{'+' if signed else ''}.{decimals}f}"
 
 
 def fmt_ci(value: Any, lo: Any, hi: Any, decimals: int = 2, signed: bool = True) -> str:
