@@ -52,6 +52,9 @@ class AgentTrace:
     retrievals: list[Retrieval] = field(default_factory=list)
     goal_cell: tuple[int, int] | None = None
     mode: str = ""
+    reported: bool = False
+    """Whether the agent reports the target in the frame it just judged (its recogniser at or above
+    its detect threshold); the reference distance score credits the best reported position."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

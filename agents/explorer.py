@@ -139,6 +139,7 @@ class FrontierExplorer(Agent, Navigator):
                 self.frames_embedded += 1
             self.last_probability = float(self.recognizer.probability(self.last_vector)[0])
         self.trace.extra["p_target"] = self.last_probability
+        self.trace.reported = self.last_probability >= self.config.detect_probability
 
     # ---------------------------------------------------------------- decisions
 

@@ -1,16 +1,18 @@
 """Per-episode measures: success, SPL, SoftSPL, the reference distance score and counters.
 
-The definitions are DESIGN.md section 5, written once as pure functions so that tests, the runner and
-any analysis notebook agree on the arithmetic. The small classes with ``reset / update / get`` follow
-Habitat-lab's measures: the runner feeds them the environment's ``info`` dict each step and never has
-to know how a number is computed.
+The definitions are written once as pure functions so that tests, the runner and any analysis
+notebook agree on the arithmetic; docs/metrics.md gives every formula with its source. The small
+classes with ``reset / update / get`` follow Habitat-lab's measures: the runner feeds them the
+environment's ``info`` dict each step and never has to know how a number is computed.
 
 The environment's ``info`` carries, at every step:
 
+- ``agent_pos``: the robot's true cell (x, y);
 - ``distance_m``: Euclidean distance to the nearest target instance;
 - ``geodesic_m``: shortest-path distance to the nearest cell from which stopping would succeed
   (``inf`` when none is reachable);
-- ``instance_distances_m``: one Euclidean distance per target instance;
+- ``instance_distances_m``: one Euclidean distance per target instance, in the world's instance
+  order (2-D, from the robot's cell to the instance's nearest cell);
 - ``path_length_m``: metres travelled so far; ``collisions``: bumps so far (both cumulative);
 - ``success``: whether the episode succeeded (meaningful at termination);
 - ``target_in_view``: whether a target instance is visible in the current observation.
@@ -33,7 +35,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-#: Weights over target instances sorted by distance (nearest first), from the reference benchmark.
+#: Weights over target instances sorted by distance (nearest first), from the reference benchmark
+#: (OceanGym, ``decision/utils/evaluate.py``). With more than three instances the reference weights
+#: the nearest three 0.6/0.2/0.2 and ignores the rest (:func:`instance_weights`).
 INSTANCE_WEIGHTS: dict[int, tuple[float, ...]] = {
     1: (1.0,),
     2: (0.6, 0.4),
@@ -55,6 +59,12 @@ def is_success(stopped: bool, distance_m: float, success_distance_m: float) -> b
 
     The environment applies this rule itself and reports ``info["success"]``; the function is kept
     so the rule is written down once and can be checked.
+
+    The threshold is inclusive (``distance <= threshold``), as in the environment. Habitat-lab's
+    ``Success`` is strict (``distance < threshold``). The difference matters here: distances on the
+    grid are multiples of whole cells, so a robot two 5 m cells from a target with a 10 m threshold
+    succeeds here and would fail under Habitat's rule. Habitat's strict rule is this one with the
+    threshold lowered by any amount smaller than the grid's smallest distance step.
 
     Example:
         >>> is_success(True, 1.0, 1.5), is_success(False, 0.0, 1.5), is_success(True, 2.0, 1.5)
@@ -149,39 +159,111 @@ def instance_score(
     return 100.0 * (zero_score_m - d) / (zero_score_m - full_score_m)
 
 
-def distance_score(
+def instance_weights(n_instances: int) -> tuple[float, ...]:
+    """Weights of the nearest ``n`` instances: 1.0; 0.6/0.4; 0.6/0.2/0.2 for three or more.
+
+    Example:
+        >>> instance_weights(1), instance_weights(2), instance_weights(5)
+        ((1.0,), (0.6, 0.4), (0.6, 0.2, 0.2))
+    """
+    if n_instances <= 0:
+        return ()
+    return INSTANCE_WEIGHTS[min(n_instances, 3)]
+
+
+def position_score(
     instance_distances_m: Sequence[float],
     full_score_m: float = FULL_SCORE_M,
     zero_score_m: float = ZERO_SCORE_M,
 ) -> float:
-    """The reference benchmark's score: instance scores weighted by distance rank.
+    """Score of one position: instance scores weighted by distance rank (the reference's
+    ``calculate_weighted_score_for_multiple_targets``).
 
-    Instances are sorted nearest first and weighted 1.0 (one instance), 0.6/0.4 (two) or
-    0.6/0.2/0.2 (three), as the reference scenarios have at most three instances. Other counts raise
-    rather than invent weights the reference never defined.
+    Instances are sorted nearest first and weighted by :func:`instance_weights`; with more than
+    three instances only the nearest three count. No distance at all scores 0, as in the reference.
 
     Args:
-        instance_distances_m: final distance to each target instance, in any order.
+        instance_distances_m: distance from the position to each target instance, in any order.
         full_score_m: distance at or under which an instance scores 100.
         zero_score_m: distance at or over which an instance scores 0.
 
     Raises:
-        ValueError: for zero or more than three instances, or a negative / NaN distance.
+        ValueError: for a negative or NaN distance.
 
     Example:
-        >>> distance_score([65.0])                # 1.0 * 50
+        >>> position_score([65.0])                # 1.0 * 50
         50.0
-        >>> distance_score([80.0, 10.0])          # 0.6 * 100 + 0.4 * (100 * 20/70)
+        >>> position_score([80.0, 10.0])          # 0.6 * 100 + 0.4 * (100 * 20/70)
         71.42857142857143
+        >>> round(position_score([200.0, 10.0, 70.0, 40.0]), 2)   # nearest three: 60 + 17.14 + 8.57
+        85.71
+        >>> position_score([])
+        0.0
     """
     distances = sorted(float(d) for d in instance_distances_m)
-    weights = INSTANCE_WEIGHTS.get(len(distances))
-    if weights is None:
-        raise ValueError(
-            f"distance_score is defined for 1, 2 or 3 target instances, got {len(distances)} "
-            f"(weights {INSTANCE_WEIGHTS})"
-        )
-    return sum(w * instance_score(d, full_score_m, zero_score_m) for w, d in zip(weights, distances))
+    weights = instance_weights(len(distances))
+    return float(sum(w * instance_score(d, full_score_m, zero_score_m) for w, d in zip(weights, distances)))
+
+
+def best_reported_distances(reported_distances_m: Sequence[Sequence[float]]) -> list[float] | None:
+    """Of the positions where the agent reported the target, the one nearest the first instance.
+
+    The reference picks, among the positions logged with a report, the one closest to the first
+    target point (first in the world's instance order), and scores that position against every
+    instance. Ties go to the earliest report. None when there was no report.
+
+    Args:
+        reported_distances_m: for each report, the distance to each instance (instance order).
+
+    Example:
+        >>> best_reported_distances([[50.0, 5.0], [20.0, 90.0], [20.0, 10.0]])
+        [20.0, 90.0]
+        >>> best_reported_distances([]) is None
+        True
+    """
+    best: list[float] | None = None
+    for distances in reported_distances_m:
+        distances = [float(d) for d in distances]
+        if distances and (best is None or distances[0] < best[0]):
+            best = distances
+    return best
+
+
+def distance_score(
+    final_distances_m: Sequence[float],
+    reported_distances_m: Sequence[Sequence[float]] = (),
+    full_score_m: float = FULL_SCORE_M,
+    zero_score_m: float = ZERO_SCORE_M,
+) -> float:
+    """The reference benchmark's distance score: the better of the final and best reported position.
+
+    The reference (OceanGym, ``decision/utils/evaluate.py``) scores two positions with
+    :func:`position_score` and keeps the higher score: the last logged position, and, among the
+    positions where the agent reported the target, the one nearest the first instance
+    (:func:`best_reported_distances`). A robot that passed a target, reported it and then swam away
+    keeps the credit of the report. No distance at all scores 0.
+
+    The reference measures 3-D distance to one point per target; this world is 2-D, so distances
+    run from the robot's cell to the nearest cell of each instance.
+
+    Args:
+        final_distances_m: distance from the final position to each instance (instance order).
+        reported_distances_m: for each report step, the distance from the robot's true position to
+            each instance (instance order).
+        full_score_m: distance at or under which an instance scores 100.
+        zero_score_m: distance at or over which an instance scores 0.
+
+    Example:
+        >>> distance_score([120.0])                       # final position only: 0
+        0.0
+        >>> distance_score([120.0], [[60.0], [5.0]])      # reported within 5 m, then left: 100
+        100.0
+    """
+    final = position_score(final_distances_m, full_score_m, zero_score_m)
+    reported = best_reported_distances(reported_distances_m)
+    if reported is None:
+        return final
+    return max(final, position_score(reported, full_score_m, zero_score_m))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -328,13 +410,46 @@ class FinalDistances:
         return self.nearest, self.instances
 
 
+class Reports:
+    """The agent's reports of the target: its true position and instance distances at each one.
+
+    A report is a step at which the agent's recogniser put the current frame above its detect
+    threshold (``AgentTrace.reported``). The runner passes the ``info`` of the observation the agent
+    judged, so the position is where the frame was taken, not where the next action led.
+    """
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self.steps = []
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        """Steps carry no report by themselves; :meth:`add` records one."""
+
+    def add(self, info: Mapping[str, Any]) -> None:
+        position = info.get("agent_pos")
+        self.steps.append(
+            {
+                "step": info.get("step"),
+                "position": None if position is None else [int(v) for v in position],
+                "instance_distances_m": [float(d) for d in _need(info, "instance_distances_m")],
+            }
+        )
+
+    def distances(self) -> list[list[float]]:
+        return [r["instance_distances_m"] for r in self.steps]
+
+
 class EpisodeMeasures:
     """All per-episode measures of one episode, fed from the environment's ``info`` dicts.
 
     Call :meth:`reset` with the ``info`` returned by ``env.reset``, :meth:`update` after every
-    ``env.step``, and :meth:`get` at the end. SPL and SoftSPL use the geodesic distance at the start
-    as the shortest path ``l`` and the distance travelled as ``p``; the distance score uses the final
-    Euclidean distance to each instance, as in the reference benchmark.
+    ``env.step``, :meth:`report` whenever the agent reports the target, and :meth:`get` at the end.
+    SPL and SoftSPL use the geodesic distance at the start as the shortest path ``l`` and the
+    distance travelled as ``p``. ``distance_score`` is the reference's (the better of the final and
+    the best reported position, :func:`distance_score`); ``distance_score_final`` scores the final
+    position only.
 
     Args:
         success_distance_m: used only if the env does not report ``info["success"]``.
@@ -359,6 +474,7 @@ class EpisodeMeasures:
         self.geodesic = GeodesicDistance()
         self.final_distances = FinalDistances()
         self.target_seen = TargetSeen()
+        self.reports = Reports()
         self._measures = (
             self.success,
             self.steps,
@@ -367,6 +483,7 @@ class EpisodeMeasures:
             self.geodesic,
             self.final_distances,
             self.target_seen,
+            self.reports,
         )
         self._started = False
 
@@ -383,6 +500,12 @@ class EpisodeMeasures:
         for m in self._measures:
             m.update(action, info)
 
+    def report(self, info: Mapping[str, Any]) -> None:
+        """The agent reported the target while seeing the observation that came with ``info``."""
+        if not self._started:
+            raise RuntimeError("EpisodeMeasures.report called before reset(first_info)")
+        self.reports.add(info)
+
     def get(self) -> dict[str, Any]:
         """The episode's measures, with the names used in ``metrics.jsonl``."""
         if not self._started:
@@ -395,7 +518,11 @@ class EpisodeMeasures:
             "success": int(success),
             "spl": spl(success, shortest, taken),
             "soft_spl": soft_spl(shortest, d_final, shortest, taken),
-            "distance_score": distance_score(instances, self.full_score_m, self.zero_score_m),
+            "distance_score": distance_score(
+                instances, self.reports.distances(), self.full_score_m, self.zero_score_m
+            ),
+            "distance_score_final": position_score(instances, self.full_score_m, self.zero_score_m),
+            "reports": len(self.reports.steps),
             "steps": self.steps.get(),
             "path_length": taken,
             "shortest_path": shortest,

@@ -73,6 +73,8 @@ def run_episode(
     while not done:
         with profiler.section("agent"):
             action = int(agent.act(obs))
+        if agent.trace.reported:  # judged the frame of the current info: log where it was taken
+            measures.report(info)
         with profiler.section("env"):
             obs, _, terminated, truncated, info = env.step(action)
         measures.update(action, info)
@@ -107,6 +109,7 @@ def run_episode(
         "action_names": [ACTION_NAMES[a] for a in actions],
         "obs_digests": digests,
         "retrievals": retrievals,
+        "reports": measures.reports.steps,
         "success": bool(info["success"]),
     }
     return EpisodeResult(record, log, seen)

@@ -1,12 +1,14 @@
-"""Transfer across a task sequence: jumpstart, steps ratio, the GEM matrix with FWT and BWT.
+"""Transfer across a task sequence: forward transfer, steps ratio, chain success, GEM's FWT and BWT.
 
 A sequence T1..Tn is run in one persistent world *warm* (memory carried from task to task) and
-*cold* (memory reset before each task); the difference is what memory bought (DESIGN.md section 5).
-Everything here works on the per-episode records of ``metrics.jsonl`` (plain dicts), so it runs the
-same on a live run and on files read back later.
+*cold* (memory reset before each task); the difference is what memory bought. Everything here works
+on the per-episode records of ``metrics.jsonl`` (plain dicts), so it runs the same on a live run and
+on files read back later. docs/metrics.md gives every formula with its source.
 
-Seeds: a record's seed is its ``(world_seed, seed)`` pair. Metrics are averaged within a seed first
-and then across seeds, so a seed that happened to log more episodes does not weigh more.
+Seeds: a record's seed is its ``(world_seed, seed)`` pair, and warm and cold runs of one seed face
+the same world and starts, so they are paired. Metrics are averaged within a seed first and then
+across seeds, so a seed that happened to log more episodes does not weigh more. Confidence intervals
+come from :mod:`embodmem.stats` (paired bootstrap over seeds).
 
 Example:
     >>> recs = [
@@ -16,8 +18,8 @@ Example:
     ...      "success": 0, "spl": 0.0, "steps": 200},
     ... ]
     >>> row = transfer_table(recs)[0]
-    >>> row["jumpstart_success"], row["jumpstart_spl"], row["steps_ratio"]
-    (1.0, 0.8, 4.0)
+    >>> row["ft_success"], row["ft_spl"], row["steps_ratio"], row["seen"]
+    (1.0, 0.8, 4.0, 'not seen')
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from embodmem.stats import difference_of_means, normalised_gain, paired_ci, ratio_of_means
 
 Record = Mapping[str, Any]
 
@@ -97,21 +101,44 @@ def order_key(value: Any) -> tuple[int, float, str]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Jumpstart and steps ratio
+# Forward transfer (Continual World) and steps ratio
 # --------------------------------------------------------------------------------------------------
 
 
-def jumpstart(warm: Iterable[Record], cold: Iterable[Record], metric: str) -> float:
-    """``metric_warm - metric_cold`` for one task, each side averaged over seeds.
+def unnormalised_ft(warm: Iterable[Record], cold: Iterable[Record], metric: str) -> float:
+    """``mean warm - mean cold`` of ``metric`` on one task, each side averaged over seeds.
 
-    Positive means carrying memory over helped from the first episode of the task on.
+    This is Continual World's un-normalised forward transfer ``AUC - AUC_b`` (Wolczyk et al., 2021)
+    with the task's episodes as the curve: the gain averaged over *all* episodes of the task, not a
+    first-episode jumpstart. The cold run (memory reset before the task) is the single-task
+    reference of the same agent.
 
     Example:
-        >>> jumpstart([{"seed": 0, "success": 1}, {"seed": 1, "success": 1}],
-        ...           [{"seed": 0, "success": 0}, {"seed": 1, "success": 1}], "success")
+        >>> unnormalised_ft([{"seed": 0, "success": 1}, {"seed": 1, "success": 1}],
+        ...                 [{"seed": 0, "success": 0}, {"seed": 1, "success": 1}], "success")
         0.5
     """
     return mean(seed_means(warm, metric).values()) - mean(seed_means(cold, metric).values())
+
+
+def normalised_ft(warm: Iterable[Record], cold: Iterable[Record], metric: str) -> float:
+    """Continual World's forward transfer ``(AUC - AUC_b) / (1 - AUC_b)`` of ``metric`` on one task.
+
+    ``AUC`` is the warm mean and ``AUC_b`` the mean of the single-task reference run of the same
+    agent (its cold run), each averaged over seeds. 1 means memory closed the whole gap to perfect,
+    0 no gain, negative a loss. NaN when the reference is already perfect (``AUC_b == 1``) or a side
+    is missing. For metrics bounded by 1 (success, SPL).
+
+    Example:
+        >>> normalised_ft([{"seed": 0, "success": 1}, {"seed": 1, "success": 0}],
+        ...               [{"seed": 0, "success": 0}, {"seed": 1, "success": 0}], "success")
+        0.5
+    """
+    w = mean(seed_means(warm, metric).values())
+    b = mean(seed_means(cold, metric).values())
+    if math.isnan(w) or math.isnan(b) or b >= 1.0:
+        return math.nan
+    return (w - b) / (1.0 - b)
 
 
 def steps_ratio(warm: Iterable[Record], cold: Iterable[Record]) -> float:
@@ -236,10 +263,9 @@ def cold_baseline(
     sequence: str | None = None,
     n_tasks: int | None = None,
 ) -> np.ndarray:
-    """``b``: the cold performance of each task (mean over seeds), shape ``(n,)``, NaN if unmeasured.
+    """The cold performance of each task (mean over seeds), shape ``(n,)``, NaN if unmeasured.
 
-    GEM's ``b`` is the untrained model's accuracy; the equivalent here is the agent with its memory
-    reset before the task, which is exactly the cold condition.
+    Used only for "FWT vs cold", a variant of GEM's FWT (GEM's own baseline is row 0 of R).
     """
     rel = _select(records, agent, sequence)
     n = _n_tasks(rel, n_tasks)
@@ -254,43 +280,73 @@ def cold_baseline(
     return b
 
 
-def _mean_available(terms: Iterable[float]) -> float:
+def _mean_available(terms: Iterable[float], count: int | None = None) -> float:
+    """Mean of the terms that are not NaN; with ``count``, their sum divided by ``count``."""
     vals = [t for t in terms if not math.isnan(t)]
-    return mean(vals)
+    if count is None or not vals:
+        return mean(vals)
+    return float(sum(vals)) / count
 
 
-def forward_transfer(R: np.ndarray, b: Sequence[float] | np.ndarray) -> float:
-    """FWT = mean over j = 2..n of ``R[j-1][j] - b[j]`` (GEM's 1-based indices).
+#: ``"paper"``: GEM paper's means over the T-1 terms that exist; ``"code"``: GEM's ``metrics.py``,
+#: which averages T terms (FWT's first and BWT's last term are 0 by construction).
+AVERAGING = ("paper", "code")
 
-    How much having experienced the earlier tasks helps on a task before it is attempted. Terms
-    whose cell is missing (NaN) are left out of the mean; NaN when no term is available.
+
+def _check_averaging(averaging: str) -> None:
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {list(AVERAGING)}, got {averaging!r}")
+
+
+def forward_transfer(
+    R: np.ndarray, b: Sequence[float] | np.ndarray | None = None, averaging: str = "paper"
+) -> float:
+    """GEM's FWT = 1/(T-1) * sum over j = 2..T of ``R[j-1][j] - b[j]`` (Lopez-Paz & Ranzato, 2017).
+
+    How much having experienced the earlier tasks helps on a task before it is attempted. ``b``
+    defaults to row 0 of R, GEM's own baseline: every task evaluated before any experience
+    (``eval_after == 0``). Passing the cold means instead gives "FWT vs cold".
+
+    ``averaging="code"`` divides by T as GEM's ``metrics.py`` does (its first term is 0). Terms whose
+    cell is missing (NaN) are left out; NaN when no term is available.
 
     Example:
         >>> R = np.array([[0.0, 0.1, 0.2], [0.9, 0.5, 0.3], [0.8, 0.9, 0.6], [0.7, 0.8, 0.9]])
-        >>> round(forward_transfer(R, [0.1, 0.2, 0.3]), 6)   # ((0.5-0.2) + (0.6-0.3)) / 2
+        >>> round(forward_transfer(R), 6)                     # ((0.5-0.1) + (0.6-0.2)) / 2
+        0.4
+        >>> round(forward_transfer(R, averaging="code"), 6)   # 0.8 / 3
+        0.266667
+        >>> round(forward_transfer(R, [0.1, 0.2, 0.3]), 6)    # vs cold: ((0.5-0.2) + (0.6-0.3)) / 2
         0.3
     """
+    _check_averaging(averaging)
     R = np.asarray(R, dtype=float)
-    b = np.asarray(b, dtype=float)
     n = R.shape[1]
+    base = R[0] if b is None else np.asarray(b, dtype=float)
     # 1-based j -> row j-1, column j-1 in our (n+1, n) layout.
-    return _mean_available(R[j - 1, j - 1] - b[j - 1] for j in range(2, n + 1))
+    terms = [R[j - 1, j - 1] - base[j - 1] for j in range(2, n + 1)]
+    return _mean_available(terms, n if averaging == "code" else None)
 
 
-def backward_transfer(R: np.ndarray) -> float:
-    """BWT = mean over j = 1..n-1 of ``R[n][j] - R[j][j]`` (GEM's 1-based indices).
+def backward_transfer(R: np.ndarray, averaging: str = "paper") -> float:
+    """GEM's BWT = 1/(T-1) * sum over j = 1..T-1 of ``R[T][j] - R[j][j]`` (1-based indices).
 
     How much learning later tasks changed performance on earlier ones (negative: forgetting, e.g.
-    memory evicted or overwritten). Missing terms are left out; NaN when none is available.
+    memory evicted or overwritten). ``averaging="code"`` divides by T as GEM's ``metrics.py`` does.
+    Missing terms are left out; NaN when none is available.
 
     Example:
         >>> R = np.array([[0.0, 0.1, 0.2], [0.9, 0.5, 0.3], [0.8, 0.9, 0.6], [0.7, 0.8, 0.9]])
-        >>> round(backward_transfer(R), 6)   # ((0.7-0.9) + (0.8-0.9)) / 2
+        >>> round(backward_transfer(R), 6)                     # ((0.7-0.9) + (0.8-0.9)) / 2
         -0.15
+        >>> round(backward_transfer(R, averaging="code"), 6)   # -0.3 / 3
+        -0.1
     """
+    _check_averaging(averaging)
     R = np.asarray(R, dtype=float)
     n = R.shape[1]
-    return _mean_available(R[n, j - 1] - R[j, j - 1] for j in range(1, n))
+    terms = [R[n, j - 1] - R[j, j - 1] for j in range(1, n)]
+    return _mean_available(terms, n if averaging == "code" else None)
 
 
 def missing_cells(R: np.ndarray) -> list[tuple[int, int]]:
@@ -306,31 +362,38 @@ def gem_report(
     agent: str | None = None,
     sequence: str | None = None,
 ) -> dict[str, Any]:
-    """R, b, FWT, BWT and a note on missing cells, for one agent and sequence.
+    """R, the baselines, FWT, BWT and a note on missing cells, for one agent and sequence.
 
     Returns:
-        dict with ``R`` (array ``(n+1, n)``), ``b`` (array ``(n,)``), ``fwt``, ``bwt``,
-        ``missing`` (list of ``(i, j)``) and ``note`` (empty when R and b are complete).
+        dict with ``R`` (array ``(n+1, n)``), ``b`` (row 0 of R, GEM's baseline), ``b_cold`` (cold
+        means, array ``(n,)``), ``fwt`` and ``bwt`` (GEM paper: baseline row 0, means over T-1
+        terms), ``fwt_code`` and ``bwt_code`` (GEM's ``metrics.py``: means over T terms),
+        ``fwt_vs_cold`` (paper form with the cold means as baseline), ``missing`` (list of
+        ``(i, j)``) and ``note`` (empty when R and the cold means are complete).
     """
     records = list(records)
     rel = _select(records, agent, sequence)
     n = _n_tasks(rel, None)
     R = gem_matrix(rel, metric, n_tasks=n)
-    b = cold_baseline(rel, metric, n_tasks=n)
+    b_cold = cold_baseline(rel, metric, n_tasks=n)
     missing = missing_cells(R)
-    missing_b = [j + 1 for j in range(n) if math.isnan(b[j])]
+    missing_b = [j + 1 for j in range(n) if math.isnan(b_cold[j])]
     notes = []
     if missing:
         notes.append("R has no eval records for (eval_after, task) " + ", ".join(map(str, missing)))
     if missing_b:
-        notes.append(f"no cold records for tasks {missing_b}")
+        notes.append(f"no cold records for tasks {missing_b} (FWT vs cold)")
     if notes:
         notes.append("FWT/BWT average only the terms that are available")
     return {
         "R": R,
-        "b": b,
-        "fwt": forward_transfer(R, b),
+        "b": R[0].copy(),
+        "b_cold": b_cold,
+        "fwt": forward_transfer(R),
         "bwt": backward_transfer(R),
+        "fwt_code": forward_transfer(R, averaging="code"),
+        "bwt_code": backward_transfer(R, averaging="code"),
+        "fwt_vs_cold": forward_transfer(R, b_cold),
         "missing": missing,
         "note": "; ".join(notes),
     }
@@ -340,8 +403,12 @@ def gem_report(
 # The transfer table
 # --------------------------------------------------------------------------------------------------
 
-#: Grouping of the transfer table: one row per agent, sequence and task position.
-TRANSFER_KEYS = ("agent", "sequence", "task_index", "task")
+#: Grouping of the transfer table: one row per agent, sequence, task position and seen group.
+TRANSFER_KEYS = ("agent", "sequence", "task_index", "task", "seen")
+
+#: Seen groups: whether the task's target was in view during an earlier task of the seed's warm
+#: run; "all" pools both and is listed only when a task has seeds in both groups.
+SEEN, NOT_SEEN, ALL = "seen", "not seen", "all"
 
 
 def _group(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Hashable, ...], list[Record]]:
@@ -351,8 +418,22 @@ def _group(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Hashabl
     return dict(sorted(groups.items(), key=lambda kv: tuple(order_key(v) for v in kv[0])))
 
 
+def paired_seed_means(
+    warm: Iterable[Record], cold: Iterable[Record], metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-seed means of ``metric`` for the seeds present in both conditions, in one seed order."""
+    w, c = seed_means(warm, metric), seed_means(cold, metric)
+    seeds = sorted(w.keys() & c.keys(), key=lambda s: tuple(order_key(v) for v in s))
+    return np.array([w[s] for s in seeds], dtype=float), np.array([c[s] for s in seeds], dtype=float)
+
+
 def transfer_row(warm: Sequence[Record], cold: Sequence[Record], metrics: Sequence[str]) -> dict[str, Any]:
-    """Warm/cold means, jumpstarts and steps ratios for one task (the non-key columns of a row)."""
+    """Warm/cold means, forward transfer and steps ratio with 95% CIs for one task (non-key columns).
+
+    Point estimates use every seed of each side; the intervals resample the seeds present in both
+    (paired bootstrap, :func:`embodmem.stats.paired_ci`), so with complete records both use the
+    same seeds.
+    """
     row: dict[str, Any] = {}
     w_seeds, c_seeds = {seed_of(r) for r in warm}, {seed_of(r) for r in cold}
     row["n_seeds"] = len(w_seeds & c_seeds)
@@ -360,32 +441,116 @@ def transfer_row(warm: Sequence[Record], cold: Sequence[Record], metrics: Sequen
     for m in metrics:
         row[f"{m}_warm"] = mean(seed_means(warm, m).values())
         row[f"{m}_cold"] = mean(seed_means(cold, m).values())
-        row[f"jumpstart_{m}"] = row[f"{m}_warm"] - row[f"{m}_cold"]
+        pw, pc = paired_seed_means(warm, cold, m)
+        row[f"ft_{m}"] = unnormalised_ft(warm, cold, m)
+        row[f"ft_{m}_lo"], row[f"ft_{m}_hi"] = paired_ci(pw, pc, difference_of_means)
+        row[f"ft_norm_{m}"] = normalised_ft(warm, cold, m)
+        row[f"ft_norm_{m}_lo"], row[f"ft_norm_{m}_hi"] = paired_ci(pw, pc, normalised_gain)
     row["steps_warm"] = mean(seed_means(warm, "steps").values())
     row["steps_cold"] = mean(seed_means(cold, "steps").values())
     row["steps_ratio"] = steps_ratio(warm, cold)
+    pw, pc = paired_seed_means(warm, cold, "steps")
+    row["steps_ratio_lo"], row["steps_ratio_hi"] = paired_ci(pw, pc, ratio_of_means)
     row["steps_ratio_median"] = median(per_seed_steps_ratios(warm, cold).values())
     seen = [bool(r["target_seen_before"]) for r in warm if r.get("target_seen_before") is not None]
     row["seen_before"] = mean(seen)
     return row
 
 
+def seen_groups(records: Sequence[Record]) -> dict[tuple[Any, ...], str]:
+    """Seen group of each seed of one task: from its warm records, else from whatever it has.
+
+    A seed is "seen" when the target was in view during an earlier task of the seed's warm run
+    (the memory the warm agent carries is what can have seen it). Seeds with no record that knows
+    (``target_seen_before`` missing) are "not seen".
+    """
+    flags: dict[tuple[Any, ...], bool] = {}
+    for preferred in (True, False):
+        for r in records:
+            if (r.get("condition") == "warm") != preferred or r.get("target_seen_before") is None:
+                continue
+            s = seed_of(r)
+            if preferred or s not in flags:
+                flags[s] = flags.get(s, False) or bool(r["target_seen_before"])
+    return {seed_of(r): SEEN if flags.get(seed_of(r), False) else NOT_SEEN for r in records}
+
+
 def transfer_table(
     records: Iterable[Record], metrics: Sequence[str] = ("success", "spl")
 ) -> list[dict[str, Any]]:
-    """One row per (agent, sequence, task_index, task) comparing warm with cold.
+    """Rows per (agent, sequence, task_index, task, seen) comparing warm with cold.
 
-    Columns: the keys, ``n_seeds`` (seeds present in both conditions), ``n_warm`` / ``n_cold`` (seeds
-    in each), ``<m>_warm``, ``<m>_cold`` and ``jumpstart_<m>`` for each metric, ``steps_warm``,
-    ``steps_cold``, ``steps_ratio`` (ratio of the means), ``steps_ratio_median`` (median of the
-    per-seed ratios) and ``seen_before`` (fraction of warm episodes whose target was in view during
-    an earlier task; NaN if unknown). Agents that ran only one condition get NaN on the other side.
-    Only ``warm`` and ``cold`` records are used; ``eval`` ones go to :func:`gem_matrix`.
+    ``seen`` splits a task's seeds by whether its target was seen in an earlier task of the warm run
+    (:func:`seen_groups`); an ``all`` row pools them when both groups are present. Columns: the
+    keys, ``n_seeds`` (seeds present in both conditions), ``n_warm`` / ``n_cold`` (seeds in each),
+    for each metric ``<m>_warm``, ``<m>_cold``, ``ft_<m>`` (warm - cold: Continual World's
+    un-normalised ft) and ``ft_norm_<m>`` (normalised ft) each with ``_lo`` / ``_hi`` (paired
+    bootstrap 95% CI), ``steps_warm``, ``steps_cold``, ``steps_ratio`` (ratio of the means, with
+    ``_lo`` / ``_hi``), ``steps_ratio_median`` (median of the per-seed ratios) and ``seen_before``
+    (fraction of warm episodes whose target was seen before). Agents that ran only one condition
+    get NaN on the other side. Only ``warm`` and ``cold`` records are used; ``eval`` ones go to
+    :func:`gem_matrix`.
     """
     rows = []
     relevant = [r for r in records if r.get("condition") in ("warm", "cold")]
-    for key, recs in _group(relevant, TRANSFER_KEYS).items():
-        warm = [r for r in recs if r.get("condition") == "warm"]
-        cold = [r for r in recs if r.get("condition") == "cold"]
-        rows.append({**dict(zip(TRANSFER_KEYS, key)), **transfer_row(warm, cold, metrics)})
+    for key, recs in _group(relevant, TRANSFER_KEYS[:-1]).items():
+        groups = seen_groups(recs)
+        present = [g for g in (SEEN, NOT_SEEN) if g in groups.values()]
+        for group in ([ALL] if len(present) > 1 else []) + present:
+            mine = [r for r in recs if group == ALL or groups[seed_of(r)] == group]
+            warm = [r for r in mine if r.get("condition") == "warm"]
+            cold = [r for r in mine if r.get("condition") == "cold"]
+            rows.append({**dict(zip(TRANSFER_KEYS, (*key, group))), **transfer_row(warm, cold, metrics)})
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# Chains: independent and conditional success rates
+# --------------------------------------------------------------------------------------------------
+
+#: Grouping of the chain table: one row per agent, condition, sequence and task position.
+CHAIN_KEYS = ("agent", "condition", "sequence", "task_index", "task")
+
+
+def chain_table(records: Iterable[Record]) -> list[dict[str, Any]]:
+    """ISR and CSR per (agent, condition, sequence, task_index, task) over (world, seed) chains.
+
+    ISR (independent success rate) of task k is its success rate over seeds. CSR (conditional
+    success rate) is its success rate over the seeds whose every earlier task of the same chain
+    (same agent, condition, sequence, world and seed) succeeded: how often the chain is still
+    unbroken after task k, given it was before. A seed's success on a task is the mean over its
+    episodes of that task (1 or 0 with one episode). For task 1, CSR equals ISR. ``n_seeds`` is
+    the number of seeds, ``n_csr`` the number whose earlier tasks all succeeded (CSR is NaN when 0).
+    Only ``warm``, ``cold`` and ``single`` records are used.
+
+    Example:
+        >>> recs = [{"agent": "a", "condition": "warm", "seed": s, "task_index": k, "task": t,
+        ...          "success": ok} for s, k, t, ok in
+        ...         [(0, 1, "x", 1), (0, 2, "y", 1), (1, 1, "x", 0), (1, 2, "y", 1)]]
+        >>> [(r["task"], r["isr"], r["csr"], r["n_csr"]) for r in chain_table(recs)]
+        [('x', 0.5, 0.5, 2), ('y', 1.0, 1.0, 1)]
+    """
+    relevant = [r for r in records if r.get("condition") in ("warm", "cold", "single")]
+    chains: dict[tuple[Any, ...], dict[int, float]] = defaultdict(dict)
+    for (agent, condition, sequence, task_index), recs in _group(relevant, CHAIN_KEYS[:-1]).items():
+        for s, value in seed_means(recs, "success").items():
+            chains[(agent, condition, sequence, s)][int(task_index)] = value
+    rows = []
+    for key, recs in _group(relevant, CHAIN_KEYS).items():
+        agent, condition, sequence, task_index, _ = key
+        per_seed = seed_means(recs, "success")
+        unbroken = [
+            v
+            for s, v in per_seed.items()
+            if all(chains[(agent, condition, sequence, s)].get(k) == 1.0 for k in range(1, int(task_index)))
+        ]
+        rows.append(
+            {
+                **dict(zip(CHAIN_KEYS, key)),
+                "n_seeds": len(per_seed),
+                "isr": mean(per_seed.values()),
+                "csr": mean(unbroken),
+                "n_csr": len(unbroken),
+            }
+        )
     return rows

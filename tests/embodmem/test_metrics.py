@@ -5,14 +5,17 @@ from __future__ import annotations
 import doctest
 import itertools
 import math
+import random
 
 import pytest
 
 import embodmem.metrics as metrics_module
 from embodmem.metrics import (
     EpisodeMeasures,
+    best_reported_distances,
     distance_score,
     instance_score,
+    position_score,
     is_success,
     soft_spl,
     soft_success,
@@ -38,6 +41,16 @@ def test_doctests() -> None:
 )
 def test_is_success(stopped: bool, distance: float, radius: float, expected: bool) -> None:
     assert is_success(stopped, distance, radius) is expected
+
+
+def test_success_boundary_differs_from_habitat_as_documented() -> None:
+    # Habitat's Success is distance < threshold; ours (and the env's) is <=. The docstring says so,
+    # and the strict rule is ours with the threshold lowered below the grid's distance step.
+    assert "Habitat" in (is_success.__doc__ or "") and "strict" in (is_success.__doc__ or "")
+    habitat = lambda stopped, d, r: stopped and d < r  # noqa: E731 (Habitat-lab nav.py Success)
+    assert is_success(True, 10.0, 10.0) and not habitat(True, 10.0, 10.0)
+    for d in (5.0, 7.07, 10.0, 11.18):  # distances between 5 m cell centres
+        assert is_success(True, d, 10.0 - 1e-3) == habitat(True, d, 10.0)
 
 
 # --- SPL ------------------------------------------------------------------------------------------
@@ -111,38 +124,116 @@ def test_instance_score_custom_thresholds() -> None:
     assert instance_score(15.0, full_score_m=10.0, zero_score_m=20.0) == pytest.approx(50.0)
 
 
-def test_distance_score_one_instance() -> None:
-    assert distance_score([65.0]) == pytest.approx(50.0)  # weight 1.0 * 50
+def test_position_score_one_instance() -> None:
+    assert position_score([65.0]) == pytest.approx(50.0)  # weight 1.0 * 50
 
 
-def test_distance_score_two_instances_sorted_and_unsorted() -> None:
+def test_position_score_two_instances_sorted_and_unsorted() -> None:
     # sorted [10, 80]: 0.6 * 100 + 0.4 * (100 * 20 / 70) = 60 + 11.428571 = 71.428571
     expected = 60.0 + 0.4 * 100.0 * 20.0 / 70.0
-    assert distance_score([10.0, 80.0]) == pytest.approx(expected)
-    assert distance_score([80.0, 10.0]) == pytest.approx(expected)
+    assert position_score([10.0, 80.0]) == pytest.approx(expected)
+    assert position_score([80.0, 10.0]) == pytest.approx(expected)
     # the nearest instance gets 0.6 even when it is listed last: not 0.6 * 28.57 + 0.4 * 100 = 57.14
-    assert distance_score([80.0, 10.0]) != pytest.approx(0.6 * 100.0 * 20.0 / 70.0 + 40.0)
+    assert position_score([80.0, 10.0]) != pytest.approx(0.6 * 100.0 * 20.0 / 70.0 + 40.0)
 
 
-def test_distance_score_three_instances_any_order() -> None:
+def test_position_score_three_instances_any_order() -> None:
     # sorted [20, 65, 100] -> scores [100, 50, 0]: 0.6 * 100 + 0.2 * 50 + 0.2 * 0 = 70
     for perm in itertools.permutations([100.0, 20.0, 65.0]):
-        assert distance_score(perm) == pytest.approx(70.0)
+        assert position_score(perm) == pytest.approx(70.0)
     # all three found: 0.6 + 0.2 + 0.2 = 1 -> 100
-    assert distance_score([1.0, 2.0, 3.0]) == pytest.approx(100.0)
+    assert position_score([1.0, 2.0, 3.0]) == pytest.approx(100.0)
 
 
-@pytest.mark.parametrize("n", [0, 4, 5])
-def test_distance_score_rejects_unsupported_instance_counts(n: int) -> None:
-    with pytest.raises(ValueError, match=f"got {n}"):
-        distance_score([10.0] * n)
+def test_position_score_beyond_three_instances_uses_the_nearest_three() -> None:
+    # issue 16's bar: 10, 40, 70, 200 m -> 0.6*100 + 0.2*100*60/70 + 0.2*100*30/70 = 85.714
+    for perm in itertools.permutations([10.0, 40.0, 70.0, 200.0]):
+        assert round(position_score(perm), 2) == 85.71
+    assert position_score([5.0] * 5 + [500.0]) == pytest.approx(100.0)
 
 
-def test_distance_score_rejects_bad_distances() -> None:
+def test_no_distance_scores_zero() -> None:
+    assert position_score([]) == 0.0
+    assert distance_score([]) == 0.0
+    assert distance_score([], [[]]) == 0.0
+
+
+def test_position_score_rejects_bad_distances() -> None:
     with pytest.raises(ValueError):
-        distance_score([-1.0])
+        position_score([-1.0])
     with pytest.raises(ValueError):
-        distance_score([math.nan])
+        position_score([math.nan])
+
+
+def test_passed_then_left_scores_the_report() -> None:
+    # issue 16: passed within 5 m of the target, reported it, ended 120 m away -> 100 (final: 0)
+    assert position_score([120.0]) == 0.0
+    assert distance_score([120.0], [[40.0], [5.0], [25.0]]) == 100.0
+    # the report nearest the FIRST instance is scored against all instances, not the best report
+    # overall: reports at (first 20, second 90) and (first 50, second 0) -> the first one is chosen
+    chosen = 0.6 * 100.0 + 0.4 * 100.0 * 10.0 / 70.0  # sorted [20, 90]
+    assert best_reported_distances([[50.0, 0.0], [20.0, 90.0]]) == [20.0, 90.0]
+    assert distance_score([150.0, 150.0], [[50.0, 0.0], [20.0, 90.0]]) == pytest.approx(chosen)
+    # a final position better than any report wins
+    assert distance_score([1.0, 2.0], [[20.0, 90.0]]) == pytest.approx(100.0)
+
+
+# An independent transcription of the reference's scoring (OceanGym decision/utils/evaluate.py,
+# find_closest_distance_to_targets + calculate_weighted_score_for_multiple_targets +
+# evaluate_file_group), on positions and target points rather than precomputed distances.
+
+
+def _reference_point_score(d: float) -> float:
+    if d <= 30:
+        return 100.0
+    if d > 100:
+        return 0.0
+    return 100.0 * (100 - d) / (100 - 30)
+
+
+def _reference_weighted(distances: list[float], target_count: int) -> float:
+    if not distances or target_count == 0:
+        return 0.0
+    weights = [100.0] if target_count == 1 else [60.0, 40.0] if target_count == 2 else [60.0, 20.0, 20.0]
+    total = 0.0
+    for i, d in enumerate(sorted(distances)[: len(weights)]):
+        total += _reference_point_score(d) / 100.0 * weights[i]
+    return total
+
+
+def _reference_file_score(locations: list[tuple[float, float]], targets: list[tuple[float, float]], last_only: bool) -> float:
+    if not locations:
+        return 0.0
+    if last_only:
+        chosen = locations[-1]
+    else:
+        best = float("inf")
+        chosen = None
+        for loc in locations:
+            d = math.dist(loc, targets[0])
+            if d < best:
+                best, chosen = d, loc
+    return _reference_weighted([math.dist(chosen, t) for t in targets], len(targets))
+
+
+def _reference_score(trajectory, reported, targets) -> float:
+    best = 0.0
+    for locations, last_only in ((reported, False), (trajectory, True)):
+        score = _reference_file_score(locations, targets, last_only) if locations else 0.0
+        best = max(best, score)
+    return best
+
+
+def test_distance_score_matches_the_reference_on_random_episodes() -> None:
+    rng = random.Random(16)
+    for _ in range(300):
+        targets = [(rng.uniform(0, 300), rng.uniform(0, 300)) for _ in range(rng.randint(1, 5))]
+        trajectory = [(rng.uniform(0, 300), rng.uniform(0, 300)) for _ in range(rng.randint(1, 30))]
+        reported = [p for p in trajectory if rng.random() < 0.2]
+        final = [math.dist(trajectory[-1], t) for t in targets]
+        reports = [[math.dist(p, t) for t in targets] for p in reported]
+        assert distance_score(final, reports) == pytest.approx(_reference_score(trajectory, reported, targets))
+        assert position_score(final) == pytest.approx(_reference_score(trajectory, [], targets))
 
 
 # --- EpisodeMeasures ------------------------------------------------------------------------------
@@ -150,6 +241,8 @@ def test_distance_score_rejects_bad_distances() -> None:
 
 def _info(**kw: object) -> dict[str, object]:
     base: dict[str, object] = {
+        "step": 0,
+        "agent_pos": (3, 4),
         "distance_m": 12.0,
         "geodesic_m": 10.0,
         "instance_distances_m": [12.0, 40.0],
@@ -240,7 +333,55 @@ def test_episode_measures_errors() -> None:
         m.update(0, _info())
     with pytest.raises(RuntimeError, match="before reset"):
         m.get()
+    with pytest.raises(RuntimeError, match="before reset"):
+        m.report(_info())
     info = _info()
     del info["geodesic_m"]
     with pytest.raises(KeyError, match="geodesic_m"):
         m.reset(info)
+
+
+def test_episode_measures_credit_reports_at_the_true_position() -> None:
+    # The robot reports the target from 5 m (step 2), swims on and ends 120 m away.
+    m = EpisodeMeasures()
+    m.reset(_info(instance_distances_m=[60.0], distance_m=60.0))
+    m.update(2, _info(step=1, agent_pos=(5, 5), instance_distances_m=[30.0], distance_m=30.0))
+    m.update(2, _info(step=2, agent_pos=(6, 5), instance_distances_m=[5.0], distance_m=5.0))
+    m.report(_info(step=2, agent_pos=(6, 5), instance_distances_m=[5.0], distance_m=5.0))
+    m.update(2, _info(step=3, agent_pos=(30, 5), instance_distances_m=[120.0], distance_m=120.0))
+    r = m.get()
+    assert r["distance_score"] == 100.0 and r["distance_score_final"] == 0.0 and r["reports"] == 1
+    assert m.reports.steps == [{"step": 2, "position": [6, 5], "instance_distances_m": [5.0]}]
+    m.reset(_info())
+    assert m.get()["reports"] == 0 and m.reports.steps == []
+
+
+def test_runner_logs_reports_where_the_agent_judged_the_frame() -> None:
+    """A real episode: the explorer's detections are its reports, logged at its true position."""
+    from embodmem.agents.explorer import FrontierExplorer
+    from embodmem.embedding.embedder import ClipEmbedder
+    from embodmem.envs.underwater import UnderwaterEnv
+    from embodmem.runner import run_episode
+
+    env = UnderwaterEnv(tasks=("wreck",), world_seed=0, max_steps=150)
+    agent = FrontierExplorer(ClipEmbedder(threads=1))
+    seen: dict[int, dict[str, object]] = {}
+    judged: dict[int, float] = {}
+
+    def on_step(step: dict) -> None:
+        info = step["info"]
+        judged[info["step"] - 1] = step["agent"].trace.extra["p_target"]  # frame before this step
+        seen[info["step"]] = {"pos": list(info["agent_pos"]), "d": info["instance_distances_m"]}
+
+    result = run_episode(env, agent, {"task": "wreck", "start": "fixed0"}, episode_seed=0, on_step=on_step)
+    reports = result.log["reports"]
+    threshold = agent.config.detect_probability
+    assert [r["step"] for r in reports] == [s for s, p in sorted(judged.items()) if p >= threshold]
+    assert reports and result.record["reports"] == len(reports)
+    for r in reports:
+        if r["step"] > 0:
+            assert r["position"] == seen[r["step"]]["pos"] and r["instance_distances_m"] == seen[r["step"]]["d"]
+    final = seen[max(seen)]["d"]
+    expected = distance_score(final, [r["instance_distances_m"] for r in reports])
+    assert result.record["distance_score"] == pytest.approx(expected)
+    assert result.record["distance_score_final"] == pytest.approx(position_score(final))

@@ -13,7 +13,12 @@ import pytest
 
 from embodmem.report import (
     MetricsFormatError,
+    ReportOutput,
+    _gem_rows,
     find_metrics_files,
+    fmt_ci,
+    fmt_number,
+    format_report,
     format_table,
     load_records,
     main,
@@ -21,6 +26,7 @@ from embodmem.report import (
     summary_table,
     write_summary,
 )
+from embodmem.transfer import transfer_table
 
 SEQ = "wreck_then_barrel"
 TASKS = {1: "wreck", 2: "barrel"}
@@ -35,7 +41,7 @@ def record(agent: str, condition: str, seed: int, task_index: int, **kw: Any) ->
         "seed": seed,
         "sequence": SEQ,
         "task_index": task_index,
-        "task": TASKS[task_index],
+        "task": TASKS.get(task_index),
         "success": 0,
         "spl": 0.0,
         "soft_spl": 0.0,
@@ -119,7 +125,9 @@ def test_report_end_to_end_on_multirun(multirun: Path, capsys: pytest.CaptureFix
     assert main([str(multirun)]) == 0
     out = capsys.readouterr().out
     assert "18 episodes from 6 metrics file(s)" in out  # memory 3 seeds x 4 + explorer 3 seeds x 2
-    assert "Transfer (warm vs cold)" in out and "Summary" in out
+    assert "== sequence wreck_then_barrel | agent memory ==" in out and "Warm minus cold" in out
+    assert "2 barrel  yes   3  +0.67 [+0.00,+1.00]  +0.60 [+0.30,+0.80]  3.00 [2.00,4.00]" in out
+    assert max(len(line) for line in out.splitlines() if not line.startswith(("  /", "18 episodes"))) <= 100
 
     summary = read_csv(multirun / "summary.csv")
     # memory: warm+cold x 2 tasks = 4 rows; explorer: cold x 2 tasks = 2 rows
@@ -137,21 +145,28 @@ def test_report_end_to_end_on_multirun(multirun: Path, capsys: pytest.CaptureFix
     )
     assert float(cold2["success_mean"]) == pytest.approx(1 / 3)
     assert float(cold2["success_std"]) == pytest.approx(math.sqrt(1 / 3))  # ((1/9 + 4/9 + 1/9) / 2) = 1/3
+    # bootstrap CI of the mean of (0, 1, 0): resample means are k/3, so the bounds are 0 and 1 or 2/3
+    assert float(cold2["success_lo"]) == 0.0 and float(cold2["success_hi"]) in (pytest.approx(2 / 3), 1.0)
+    assert float(cold2["csr"]) == pytest.approx(1 / 3) and cold2["n_csr"] == "3"  # task 1 always succeeded
 
     transfer = read_csv(multirun / "transfer.csv")
     mem2 = next(r for r in transfer if r["agent"] == "memory" and r["task_index"] == "2")
-    assert float(mem2["jumpstart_success"]) == pytest.approx(2 / 3)  # 1 - 1/3
-    assert float(mem2["jumpstart_spl"]) == pytest.approx(0.6)  # 0.7 - 0.1
+    assert mem2["seen"] == "seen"  # every warm seed had seen the barrel in task 1
+    assert float(mem2["ft_success"]) == pytest.approx(2 / 3)  # 1 - 1/3
+    assert float(mem2["ft_spl"]) == pytest.approx(0.6)  # 0.7 - 0.1
+    assert float(mem2["ft_spl_lo"]) <= 0.6 <= float(mem2["ft_spl_hi"])
+    assert float(mem2["ft_norm_success"]) == pytest.approx(1.0)  # (1 - 1/3) / (1 - 1/3)
     assert float(mem2["steps_ratio"]) == pytest.approx(3.0)  # 150 / 50
     assert float(mem2["steps_ratio_median"]) == pytest.approx(3.0)  # 4, 2, 3 -> 3
     assert float(mem2["seen_before"]) == pytest.approx(1.0)
     assert mem2["n_seeds"] == "3"
     explorer = [r for r in transfer if r["agent"] == "explorer"]
-    assert len(explorer) == 2 and explorer[0]["steps_ratio"] == "nan"
+    assert len(explorer) == 2 and explorer[0]["steps_ratio"] == "nan" and explorer[0]["ft_success_lo"] == "nan"
 
     assert not (multirun / "gem.csv").exists()  # no eval records
     assert_png(multirun / f"success_spl_{SEQ}.png")
     assert_png(multirun / f"steps_ratio_{SEQ}.png")
+    assert_png(multirun / f"transfer_{SEQ}.png")
 
 
 def test_report_on_a_single_run_directory(tmp_path: Path) -> None:
@@ -170,8 +185,12 @@ def test_gem_csv_written_for_eval_records(tmp_path: Path) -> None:
     result = write_summary(load_records([tmp_path / "metrics.jsonl"]), tmp_path, plots=False)
     rows = read_csv(tmp_path / "gem.csv")
     fwt = next(r for r in rows if r["metric"] == "success" and r["kind"] == "FWT")
-    # FWT = R[1][2] - b[2] = 0 - 0 (cold seed 0 failed task 2) = 0
+    # FWT = R[1][2] - b[2] with GEM's b = row 0: 0 - 0 = 0
     assert float(fwt["value"]) == pytest.approx(0.0)
+    kinds = {r["kind"] for r in rows}
+    assert kinds == {"R", "b", "b_cold", "FWT", "BWT", "FWT vs cold", "FWT (GEM code)", "BWT (GEM code)"}
+    text = format_report(result)
+    assert "GEM matrix of success" in text and "FWT vs cold +0.00" in text
     bwt = next(r for r in rows if r["metric"] == "success" and r["kind"] == "BWT")
     assert float(bwt["value"]) == pytest.approx(0.0)  # R[2][1] - R[1][1] = 1 - 1
     r21 = next(
@@ -253,8 +272,8 @@ def test_print_table_aligns_columns() -> None:
     lines = buf.getvalue().splitlines()
     assert lines[0] == "T"
     assert lines[1].split() == ["agent", "spl"]
-    # numbers right-aligned: the values end in the same column
-    assert lines[3].endswith("0.500") and lines[4].endswith("12.250")
+    # numbers right-aligned with one precision per column: the values end in the same column
+    assert lines[3].endswith(" 0.50") and lines[4].endswith("12.25")
     assert len(lines[3]) == len(lines[4])
     assert "(no rows)" in format_table([], ["a"])
 
@@ -264,3 +283,38 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--help"])
     assert exc.value.code == 0
     assert "metrics.jsonl" in capsys.readouterr().out
+
+
+def test_printed_tables_fit_100_columns_with_long_names() -> None:
+    # Twelve tasks (two-digit positions, the longest task name), a long ablation name, ratios above
+    # 10, negative intervals, and a GEM matrix of all twelve tasks.
+    names = ["wreck", "barrel", "mining_robot", "electrical_box", "landing_platform", "deep_wind_station"]
+    tasks = dict(enumerate(names * 2, start=1))
+    recs = []
+    agent = "memory_no_consolidation"
+    for seed in range(4):
+        for k, task in tasks.items():
+            common = {"task": task, "target_seen_before": seed % 2 == 0, "distance_score_final": 33.3}
+            recs.append(record(agent, "warm", seed, k, steps=10 + seed, spl=0.1, **common))
+            recs.append(record(agent, "cold", seed, k, steps=900 + seed, success=1, spl=0.9, **common))
+            for after in range(len(tasks) + 1):
+                recs.append(record(agent, "eval", seed, k, eval_after=after, task=task, success=after >= k))
+    for r in recs:
+        r["sequence"] = "a_very_long_sequence_name_for_the_shallow_tour"
+    result = ReportOutput(summary_table(recs), transfer_table(recs), _gem_rows(recs, ("success", "spl")))
+    text = format_report(result)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    assert "12 deep_wind_station" in text and "-0.80 [-0.80,-0.80]" in text and "78.39 [" in text
+    # one precision per column: the steps column always has one decimal
+    header = next(i for i, line in enumerate(lines) if line.startswith("cond"))
+    for line in lines[header + 2 : header + 6]:
+        steps = line.split()[-2]
+        assert len(steps.split(".")[1]) == 1, line
+
+
+def test_number_formats() -> None:
+    assert fmt_number(45.0, 1) == "45.0" and fmt_number(156.0, 1) == "156.0"
+    assert fmt_number(math.nan) == "-" and fmt_number(None) == "-"
+    assert fmt_ci(-0.05, -0.2, 0.1) == "-0.05 [-0.20,+0.10]"
+    assert fmt_ci(1.5, math.nan, 2.0, signed=False) == "1.50"

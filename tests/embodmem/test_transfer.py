@@ -1,26 +1,31 @@
-"""Transfer metrics on hand-built cases: jumpstart, steps ratio, GEM matrix with FWT / BWT."""
+"""Transfer metrics on hand-built cases: ft, steps ratio, chains, GEM FWT / BWT, bootstrap CIs."""
 
 from __future__ import annotations
 
 import doctest
+import itertools
 import math
 from typing import Any
 
 import numpy as np
 import pytest
 
+import embodmem.stats as stats_module
 import embodmem.transfer as transfer_module
+from embodmem.stats import difference_of_means, mean_ci, normalised_gain, paired_ci, ratio_of_means
 from embodmem.transfer import (
     backward_transfer,
+    chain_table,
     cold_baseline,
     forward_transfer,
     gem_matrix,
     gem_report,
-    jumpstart,
     missing_cells,
+    normalised_ft,
     per_seed_steps_ratios,
     steps_ratio,
     transfer_table,
+    unnormalised_ft,
 )
 
 
@@ -32,20 +37,46 @@ def rec(**kw: Any) -> dict[str, Any]:
 
 def test_doctests() -> None:
     assert doctest.testmod(transfer_module).failed == 0
+    assert doctest.testmod(stats_module).failed == 0
 
 
-# --- jumpstart and steps ratio --------------------------------------------------------------------
+# --- forward transfer (Continual World) and steps ratio --------------------------------------------
 
 
-def test_jumpstart_averages_within_then_across_seeds() -> None:
+def test_unnormalised_ft_averages_within_then_across_seeds() -> None:
     warm = [rec(seed=0, success=1), rec(seed=0, success=0), rec(seed=1, success=1)]
     cold = [rec(seed=0, success=0), rec(seed=1, success=1)]
     # warm: seed 0 -> (1 + 0) / 2 = 0.5, seed 1 -> 1; mean 0.75.  cold: (0 + 1) / 2 = 0.5.
-    assert jumpstart(warm, cold, "success") == pytest.approx(0.25)
+    assert unnormalised_ft(warm, cold, "success") == pytest.approx(0.25)
 
 
-def test_jumpstart_is_negative_when_memory_hurts() -> None:
-    assert jumpstart([rec(seed=0, spl=0.2)], [rec(seed=0, spl=0.5)], "spl") == pytest.approx(-0.3)
+def test_unnormalised_ft_is_negative_when_memory_hurts() -> None:
+    assert unnormalised_ft([rec(seed=0, spl=0.2)], [rec(seed=0, spl=0.5)], "spl") == pytest.approx(-0.3)
+
+
+def _continual_world_ft(warm_curve: list[float], reference_curve: list[float]) -> float:
+    """Continual World (Wolczyk et al. 2021, eq. 2): FT = (AUC - AUC_b) / (1 - AUC_b), the AUCs
+    being the mean of the task's performance curve over its steps (written out independently)."""
+    auc = sum(warm_curve) / len(warm_curve)
+    auc_b = sum(reference_curve) / len(reference_curve)
+    return (auc - auc_b) / (1 - auc_b)
+
+
+@pytest.mark.parametrize(
+    ("warm", "cold"),
+    [([1, 1, 0, 1], [0, 1, 0, 0]), ([0.9, 0.7], [0.3, 0.5]), ([0.2, 0.1], [0.5, 0.6]), ([0.0], [0.0])],
+)
+def test_normalised_ft_matches_continual_world(warm: list[float], cold: list[float]) -> None:
+    w = [rec(seed=i, spl=v) for i, v in enumerate(warm)]
+    c = [rec(seed=i, spl=v) for i, v in enumerate(cold)]
+    assert normalised_ft(w, c, "spl") == pytest.approx(_continual_world_ft(warm, cold))
+    # the un-normalised ft is the numerator
+    assert unnormalised_ft(w, c, "spl") == pytest.approx(sum(warm) / len(warm) - sum(cold) / len(cold))
+
+
+def test_normalised_ft_undefined_when_the_reference_is_perfect() -> None:
+    assert math.isnan(normalised_ft([rec(seed=0, success=1)], [rec(seed=0, success=1)], "success"))
+    assert math.isnan(normalised_ft([], [rec(seed=0, success=0)], "success"))
 
 
 def test_steps_ratio_and_per_seed_median() -> None:
@@ -117,6 +148,7 @@ def test_gem_matrix_from_records() -> None:
 
 
 def test_forward_and_backward_transfer() -> None:
+    assert forward_transfer(R_TRUE) == pytest.approx(FWT_TRUE)  # row 0 equals B_TRUE here
     assert forward_transfer(R_TRUE, B_TRUE) == pytest.approx(FWT_TRUE)
     assert backward_transfer(R_TRUE) == pytest.approx(BWT_TRUE)
     rep = gem_report(gem_records())
@@ -131,6 +163,7 @@ def test_missing_cells_are_nan_and_left_out_of_the_means() -> None:
     assert math.isnan(R[2, 2])
     assert missing_cells(R) == [(2, 3)]
     # FWT now has only its j = 2 term: 0.4 - 0.2 = 0.2; BWT is unaffected.
+    assert forward_transfer(R) == pytest.approx(0.2)
     assert forward_transfer(R, B_TRUE) == pytest.approx(0.2)
     assert backward_transfer(R) == pytest.approx(BWT_TRUE)
     note = gem_report(recs)["note"]
@@ -210,24 +243,230 @@ def test_transfer_table_rows() -> None:
         rec(condition="eval", eval_after=0, seed=0, task_index=2, task="barrel", success=0, steps=1),
     ]
     rows = transfer_table(recs)
-    assert [(r["agent"], r["task_index"]) for r in rows] == [("explorer", 2), ("memory", 1), ("memory", 2)]
+    assert [(r["agent"], r["task_index"], r["seen"]) for r in rows] == [
+        ("explorer", 2, "not seen"),
+        ("memory", 1, "not seen"),
+        ("memory", 2, "all"),  # seed 0 had seen the barrel before, seed 1 had not
+        ("memory", 2, "seen"),
+        ("memory", 2, "not seen"),
+    ]
     mem2 = rows[2]
     assert mem2["n_seeds"] == 2 and mem2["n_warm"] == 2 and mem2["n_cold"] == 2
     assert mem2["success_warm"] == pytest.approx(1.0)
     assert mem2["success_cold"] == pytest.approx(0.5)
-    assert mem2["jumpstart_success"] == pytest.approx(0.5)  # 1.0 - 0.5
-    assert mem2["jumpstart_spl"] == pytest.approx(0.6)  # (0.8 + 0.6)/2 - (0 + 0.2)/2 = 0.7 - 0.1
+    assert mem2["ft_success"] == pytest.approx(0.5)  # 1.0 - 0.5
+    assert mem2["ft_spl"] == pytest.approx(0.6)  # (0.8 + 0.6)/2 - (0 + 0.2)/2 = 0.7 - 0.1
+    assert mem2["ft_norm_success"] == pytest.approx(1.0)  # 0.5 / (1 - 0.5)
     assert mem2["steps_ratio"] == pytest.approx(3.0)  # mean cold 150 / mean warm 50
     # per seed: 200/40 = 5 and 100/60 = 5/3; the median of two is their mean, (5 + 5/3) / 2 = 10/3
     assert mem2["steps_ratio_median"] == pytest.approx(10.0 / 3.0)
     assert mem2["seen_before"] == pytest.approx(0.5)  # one of two warm episodes
+    seen, not_seen = rows[3], rows[4]  # the cold seed pairs with its warm seed's group
+    assert seen["n_seeds"] == 1 and seen["ft_success"] == 1.0 and seen["steps_ratio"] == pytest.approx(5.0)
+    assert not_seen["n_seeds"] == 1 and not_seen["ft_success"] == 0.0 and math.isnan(seen["ft_success_lo"])
     mem1 = rows[1]
-    assert mem1["jumpstart_success"] == 0.0 and mem1["steps_ratio"] == pytest.approx(1.0)
+    assert mem1["ft_success"] == 0.0 and mem1["steps_ratio"] == pytest.approx(1.0)
     assert math.isnan(mem1["seen_before"])
     explorer = rows[0]
     assert (
         explorer["n_seeds"] == 0
         and math.isnan(explorer["success_warm"])
-        and math.isnan(explorer["jumpstart_spl"])
+        and math.isnan(explorer["ft_spl"])
     )
     assert explorer["success_cold"] == 0.0
+
+
+# --- GEM against its references -------------------------------------------------------------------
+
+# issue 16's hand matrix: row 0 is the evaluation before any experience (GEM's baseline b).
+R_ISSUE = np.array([[0.0, 0.1, 0.2], [0.9, 0.5, 0.3], [0.8, 0.9, 0.6], [0.7, 0.8, 0.9]])
+COLD_ISSUE = np.array([0.1, 0.2, 0.3])
+
+
+def matrix_records(R: np.ndarray, cold: np.ndarray) -> list[dict[str, Any]]:
+    out = [
+        rec(condition="eval", eval_after=i, task_index=j + 1, seed=0, success=float(R[i, j]))
+        for i in range(R.shape[0])
+        for j in range(R.shape[1])
+    ]
+    out += [rec(condition="cold", task_index=j + 1, seed=0, success=float(cold[j])) for j in range(len(cold))]
+    return out
+
+
+def test_gem_report_on_the_issue_matrix() -> None:
+    rep = gem_report(matrix_records(R_ISSUE, COLD_ISSUE))
+    np.testing.assert_allclose(rep["b"], [0.0, 0.1, 0.2])
+    np.testing.assert_allclose(rep["b_cold"], COLD_ISSUE)
+    assert rep["fwt"] == pytest.approx(0.40)  # paper: ((.5 - .1) + (.6 - .2)) / 2
+    assert rep["bwt"] == pytest.approx(-0.15)  # paper: ((.7 - .9) + (.8 - .9)) / 2
+    assert rep["fwt_vs_cold"] == pytest.approx(0.30)  # ((.5 - .2) + (.6 - .3)) / 2
+    assert rep["fwt_code"] == pytest.approx(0.8 / 3)  # GEM's metrics.py: 0.267
+    assert rep["bwt_code"] == pytest.approx(-0.10)
+
+
+def _gem_metrics_py(result_t: list[int], result_a: np.ndarray) -> tuple[float, float]:
+    """GEM's metrics/metrics.py ``confusion_matrix`` transcribed to numpy: (BWT, FWT) as it prints."""
+    nt = int(max(result_t) + 1)
+    changes, current = [], result_t[0]
+    for i, t in enumerate(result_t):
+        if t != current:
+            changes.append(i)
+            current = t
+    baseline = result_a[0]
+    idx = np.array(changes + [len(result_a)]) - 1
+    result = result_a[idx]
+    acc = np.diag(result)
+    bwt = result[nt - 1] - acc
+    fwt = np.zeros(nt)
+    for t in range(1, nt):
+        fwt[t] = result[t - 1, t] - baseline[t]
+    return float(bwt.mean()), float(fwt.mean())
+
+
+def _gem_main_py_log(R: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The (result_t, result_a) log GEM's main.py writes: an evaluation before the first batch
+    (task 0), one at each task change (labelled with the task just finished) and one at the end."""
+    n = R.shape[1]
+    result_t = [0] + list(range(n))
+    return result_t, R.copy()
+
+
+def test_gem_code_form_matches_gem_metrics_py() -> None:
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 5):
+        for _ in range(20):
+            R = rng.random((n + 1, n))
+            bwt_ref, fwt_ref = _gem_metrics_py(*_gem_main_py_log(R))
+            assert forward_transfer(R, averaging="code") == pytest.approx(fwt_ref)
+            assert backward_transfer(R, averaging="code") == pytest.approx(bwt_ref)
+
+
+def test_gem_paper_form_on_random_matrices() -> None:
+    # GEM paper eq. 3-4 with 1-based R_{i,j} (row i = after task i, 0 = before any) and b = row 0.
+    rng = np.random.default_rng(8)
+    for n in (2, 3, 6):
+        R = rng.random((n + 1, n))
+        cell = lambda i, j: R[i, j - 1]  # noqa: E731
+        fwt = sum(cell(j - 1, j) - cell(0, j) for j in range(2, n + 1)) / (n - 1)
+        bwt = sum(cell(n, j) - cell(j, j) for j in range(1, n)) / (n - 1)
+        assert forward_transfer(R) == pytest.approx(fwt)
+        assert backward_transfer(R) == pytest.approx(bwt)
+    with pytest.raises(ValueError, match="averaging"):
+        forward_transfer(R_ISSUE, averaging="mean")
+
+
+# --- chains: ISR and CSR --------------------------------------------------------------------------
+
+
+def test_chain_table_isr_and_csr() -> None:
+    outcomes = {  # seed -> success on tasks 1, 2, 3
+        0: (1, 1, 1),
+        1: (1, 0, 1),
+        2: (0, 1, 1),
+        3: (1, 1, 0),
+    }
+    recs = [
+        rec(condition="warm", seed=s, task_index=k + 1, task=f"t{k + 1}", success=ok)
+        for s, oks in outcomes.items()
+        for k, ok in enumerate(oks)
+    ]
+    recs += [rec(condition="cold", seed=0, task_index=1, task="t1", success=0)]
+    rows = {(r["condition"], r["task_index"]): r for r in chain_table(recs)}
+    for k in (1, 2, 3):
+        isr = sum(oks[k - 1] for oks in outcomes.values()) / 4
+        unbroken = [oks for oks in outcomes.values() if all(oks[: k - 1])]
+        csr = sum(oks[k - 1] for oks in unbroken) / len(unbroken)
+        row = rows[("warm", k)]
+        assert row["isr"] == pytest.approx(isr) and row["csr"] == pytest.approx(csr)
+        assert row["n_seeds"] == 4 and row["n_csr"] == len(unbroken)
+    # task 3: ISR 3/4; CSR over seeds 0 and 3 (tasks 1 and 2 both succeeded) = 1/2
+    assert rows[("warm", 3)]["isr"] == 0.75 and rows[("warm", 3)]["csr"] == 0.5
+    assert rows[("cold", 1)]["isr"] == 0.0
+
+
+def test_chain_of_one_broken_everywhere_has_no_csr() -> None:
+    recs = [rec(condition="warm", seed=s, task_index=k, task=f"t{k}", success=0) for s in (0, 1) for k in (1, 2)]
+    row = [r for r in chain_table(recs) if r["task_index"] == 2][0]
+    assert row["n_csr"] == 0 and math.isnan(row["csr"]) and row["isr"] == 0.0
+
+
+# --- bootstrap confidence intervals ----------------------------------------------------------------
+
+
+def _loop_bootstrap(warm, cold, stat, n_resamples=2000, seed=0) -> tuple[float, float]:
+    """The paired percentile bootstrap written as a plain loop over the same index draws."""
+    n = len(warm)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    values = []
+    for row in idx:
+        v = stat([warm[i] for i in row], [cold[i] for i in row])
+        if not math.isnan(v):
+            values.append(v)
+    return float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+
+
+def _diff(w, c):
+    return sum(w) / len(w) - sum(c) / len(c)
+
+
+def _ratio(w, c):
+    return (sum(c) / len(c)) / (sum(w) / len(w))
+
+
+def _norm(w, c):
+    b = sum(c) / len(c)
+    return math.nan if b >= 1 else (sum(w) / len(w) - b) / (1 - b)
+
+
+@pytest.mark.parametrize(
+    ("statistic", "reference"), [(difference_of_means, _diff), (ratio_of_means, _ratio), (normalised_gain, _norm)]
+)
+def test_paired_ci_equals_a_plain_loop(statistic, reference) -> None:
+    rng = np.random.default_rng(3)
+    warm = list(rng.integers(0, 2, 25).astype(float) * 0.5 + 0.25)
+    cold = list(rng.integers(0, 2, 25).astype(float) * 0.5 + 0.1)
+    if statistic is ratio_of_means:
+        warm, cold = [40 + 100 * w for w in warm], [40 + 100 * c for c in cold]
+    lo, hi = paired_ci(warm, cold, statistic)
+    ref_lo, ref_hi = _loop_bootstrap(warm, cold, reference)
+    assert lo == pytest.approx(ref_lo) and hi == pytest.approx(ref_hi)
+    assert paired_ci(warm, cold, statistic) == (lo, hi)  # deterministic
+    assert lo <= reference(warm, cold) <= hi
+
+
+def test_paired_ci_is_narrower_than_unpaired_when_worlds_differ() -> None:
+    # Worlds differ a lot (shared by both conditions); memory adds a steady 5 steps' worth.
+    rng = np.random.default_rng(4)
+    world = rng.uniform(50, 400, 40)
+    warm, cold = world, world + rng.normal(5.0, 1.0, 40)
+    lo, hi = paired_ci(warm, cold, difference_of_means)
+    idx_w = np.random.default_rng(0).integers(0, 40, (2000, 40))
+    idx_c = np.random.default_rng(1).integers(0, 40, (2000, 40))
+    unpaired = warm[idx_w].mean(1) - cold[idx_c].mean(1)
+    assert hi - lo < 0.2 * (np.quantile(unpaired, 0.975) - np.quantile(unpaired, 0.025))
+    assert -6.0 < lo < hi < -4.0
+
+
+def test_ci_edge_cases() -> None:
+    assert all(math.isnan(v) for v in paired_ci([1.0], [0.0], difference_of_means))
+    assert all(math.isnan(v) for v in paired_ci([1.0, 1.0], [1.0, 1.0], normalised_gain))
+    assert all(math.isnan(v) for v in mean_ci([0.3]))
+    with pytest.raises(ValueError, match="equal length"):
+        paired_ci([1.0, 2.0], [1.0], difference_of_means)
+    values = [0.0, 1.0, 1.0, 0.0, 1.0]
+    lo, hi = mean_ci(values)
+    assert 0.0 <= lo <= 0.6 <= hi <= 1.0
+
+
+def test_transfer_ci_resamples_seeds_as_pairs() -> None:
+    # 30 seeds: warm = cold + 0.1 on every seed, with large differences between seeds: the paired
+    # interval of ft is the single value 0.1 while each side alone varies widely.
+    recs = []
+    for s in range(30):
+        base = (s % 5) / 10
+        recs.append(rec(condition="warm", seed=s, task_index=1, spl=base + 0.1, success=1, steps=10))
+        recs.append(rec(condition="cold", seed=s, task_index=1, spl=base, success=1, steps=20))
+    row = transfer_table(recs)[0]
+    assert row["ft_spl"] == pytest.approx(0.1)
+    assert row["ft_spl_lo"] == pytest.approx(0.1) and row["ft_spl_hi"] == pytest.approx(0.1)
+    assert row["steps_ratio_lo"] == pytest.approx(2.0) and row["steps_ratio_hi"] == pytest.approx(2.0)
