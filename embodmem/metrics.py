@@ -1,6 +1,6 @@
 """Per-episode measures: success, SPL, SoftSPL, the reference distance score and counters.
 
-The definitions are DESIGN.md section 5, written once as pure functions so that tests, the runner and
+The definitions (docs/metrics.md) are written once as pure functions so that tests, the runner and
 any analysis notebook agree on the arithmetic. The small classes with ``reset / update / get`` follow
 Habitat-lab's measures: the runner feeds them the environment's ``info`` dict each step and never has
 to know how a number is computed.

@@ -1,7 +1,7 @@
 """Transfer across a task sequence: jumpstart, steps ratio, the GEM matrix with FWT and BWT.
 
 A sequence T1..Tn is run in one persistent world *warm* (memory carried from task to task) and
-*cold* (memory reset before each task); the difference is what memory bought (DESIGN.md section 5).
+*cold* (memory reset before each task); the difference is what memory bought (docs/metrics.md).
 Everything here works on the per-episode records of ``metrics.jsonl`` (plain dicts), so it runs the
 same on a live run and on files read back later.
 

@@ -59,3 +59,14 @@ def test_slurm_sweep_runs_both_jobs(tmp_path: Path) -> None:
         # submitit's own logs prove the job ran under Slurm, not locally
         assert list((sweep / ".submitit").rglob("*_log.out")), "no submitit Slurm job logs"
     assert sorted(seeds) == [0, 1]
+
+
+def test_missing_slurm_fails_when_ci_requires_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under .ci/run (EMBODMEM_REQUIRE_SLURM=1) an absent cluster is a failure, never a skip."""
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("EMBODMEM_REQUIRE_SLURM", "1")
+    with pytest.raises(pytest.fail.Exception, match="EMBODMEM_REQUIRE_SLURM=1"):
+        require_slurm()
+    monkeypatch.delenv("EMBODMEM_REQUIRE_SLURM")
+    with pytest.raises(pytest.skip.Exception, match="slurm-up.sh"):
+        require_slurm()
