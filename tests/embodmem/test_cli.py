@@ -85,3 +85,17 @@ def test_library_chatter_stays_off_the_terminal_and_in_the_log(tmp_path: Path) -
     assert "Loading full pretrained weights" in (tmp_path / "app.log").read_text()
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["agent"] == "explorer"
+
+
+def test_user_config_dirs_are_composed_as_hydra_will(tmp_path: Path) -> None:
+    """hydra.searchpath and --config-dir reach the preflight's composer too (no false refusals)."""
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text("defaults:\n  - base_experiment\nworld_seeds: [-7]\n")
+    for argv in (
+        [f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine"],
+        ["--config-dir", str(tmp_path), "experiment=mine"],
+    ):
+        with pytest.raises(PreflightError, match=r"^experiment.world_seeds: -7 is not allowed"):
+            check_command_line(argv, CONFIG_DIR)
+    with pytest.raises(PreflightError, match=r"^experiment: 'mine' is not allowed; allowed: .*wreck_then_barrel"):
+        check_command_line(["experiment=mine"], CONFIG_DIR)
