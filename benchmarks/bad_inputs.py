@@ -25,6 +25,9 @@ from embodmem.atomic import atomic_write_text
 SECRET = "sk-proj-Zq3xT9vLm2Np8RkW4yHc6Jd1"
 """A made-up API key; it must never be echoed."""
 
+TIME_BAR_S = 3.0
+"""Seconds a refusal may take (reported, not enforced: wall time depends on the machine's load)."""
+
 BAD_VALUES: list[tuple[str, list[str]]] = [
     ("choice", ["experiment.conditions=[lukewarm]"]),
     ("unknown key added with +", ["+experiment.world_seed=3"]),
@@ -96,14 +99,14 @@ def run_one(args: list[str], timeout_s: float = 120.0) -> Outcome:
 
 def table(rows: list[tuple[str, Outcome]]) -> str:
     lines = [
-        "| what | value | exit | stderr lines | seconds | output dir left | ok |",
-        "|---|---|---:|---:|---:|---|---|",
+        "| what | value | exit | stderr lines | seconds | < 3 s | output dir left | ok (all but time) |",
+        "|---|---|---:|---:|---:|---|---|---|",
     ]
     for what, o in rows:
         value = " ".join(o.args).replace(SECRET, "sk-proj-...").replace("|", "\\|")
         left = ", ".join(o.left) or "none"
         lines.append(
-            f"| {what} | `{value}` | {o.exit_code} | {o.stderr_lines} | {o.seconds:.2f} | {left} | {'yes' if o.ok else 'NO'} |"
+            f"| {what} | `{value}` | {o.exit_code} | {o.stderr_lines} | {o.seconds:.2f} | {'yes' if o.seconds < TIME_BAR_S else 'NO'} | {left} | {'yes' if o.ok else 'NO'} |"
         )
     return "\n".join(lines)
 
@@ -115,7 +118,11 @@ def main() -> None:
     rows = [(what, run_one(args)) for what, args in BAD_VALUES]
     messages = "\n".join(f"- {what}: `{o.stderr.strip()}`" for what, o in rows)
     slowest = max(o.seconds for _, o in rows)
-    text = f"{table(rows)}\n\nslowest: {slowest:.2f} s; all ok: {all(o.ok for _, o in rows)}\n\n{messages}\n"
+    over = sum(o.seconds >= TIME_BAR_S for _, o in rows)
+    text = (
+        f"{table(rows)}\n\nslowest: {slowest:.2f} s; {over} of {len(rows)} at or over {TIME_BAR_S:g} s; "
+        f"all ok apart from time: {all(o.ok for _, o in rows)}\n\n{messages}\n"
+    )
     print(text)
     if opts.out is not None:
         atomic_write_text(opts.out, text)
