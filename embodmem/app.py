@@ -209,7 +209,14 @@ def hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    """Console entry point (``embodmem-run``)."""
+    """Console entry point (``embodmem-run``): check the whole command line first, then hand over to Hydra."""
+    from embodmem.preflight import PreflightError, check_command_line
+
+    try:
+        check_command_line(sys.argv[1:], CONFIG_DIR)
+    except PreflightError as err:  # one line, exit 2, before Hydra creates the output directory
+        print(f"embodmem-run: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     try:
         hydra_main()
     except ValueError as err:  # configuration errors: one clear line, no traceback

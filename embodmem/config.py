@@ -6,18 +6,23 @@ Choices are Enums, so OmegaConf itself refuses a bad value and names the key and
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING  # noqa: F401
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from embodmem.agents.memory_agent import MemoryAgentConfig
 from embodmem.memory import MemoryConfig
 from embodmem.agents.variants import VARIANTS
 from embodmem.envs.tasks import SEQUENCES, TASKS
-from embodmem.splits import check_worlds
+from embodmem.splits import SPLIT_NAMES, check_worlds
 
 
 class AgentName(str, Enum):
@@ -243,39 +248,232 @@ def register_configs() -> None:
     cs.store(group="video", name="base_video", node=VideoConfig)
 
 
+# --- Validation: checks beyond types, before any work starts -------------------------------------
+# Table-driven: a new field gets its check by adding one row to RANGES, CHOICES or NON_EMPTY.
+
+
+class ConfigError(ValueError):
+    """A value the run cannot use; the message is one line naming the key, the value and what is allowed."""
+
+    @classmethod
+    def bad_value(cls, key: str, value: Any, allowed: str) -> ConfigError:
+        return cls(f"{key}: {shown(key, value)} is not allowed; allowed: {allowed}")
+
+
+_SECRET_KEY = re.compile(r"api_key|token|secret|password", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"\b(sk|pk|rk|hf|gh[pousr])[-_][A-Za-z0-9_\-]{6,}")
+
+
+def mask(text: str) -> str:
+    """A secret as its first three characters and its length, never in full.
+
+    >>> mask("sk-proj-abcdefghijklmnop")
+    'sk-... (24 characters)'
+    """
+    return f"{text[:3]}... ({len(text)} characters)"
+
+
+def shown(key: str, value: Any) -> str:
+    """``repr`` of a value for an error message; values of secret-looking keys are masked."""
+    if isinstance(value, str) and _SECRET_KEY.search(key) and not ENV_VAR_NAME.fullmatch(value):
+        return mask(value)
+    return hide_secrets(repr(value))
+
+
+def hide_secrets(message: str) -> str:
+    """Mask anything shaped like an API key (``sk-...``, ``hf_...``) in a message about to be printed.
+
+    >>> hide_secrets("agent.vlm.api_key_env='sk-abcdefghij12' is invalid")
+    "agent.vlm.api_key_env='sk-... (15 characters)' is invalid"
+    """
+    return _SECRET_VALUE.sub(lambda m: mask(m.group(0)), message)
+
+
+ENV_VAR_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
+"""What ``agent.vlm.api_key_env`` may hold: the NAME of a variable, upper case (a key never is)."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """Allowed numbers: ``low``/``high`` inclusive unless ``low_open``; ``integer`` refuses floats.
+
+    >>> Range(24, 512, integer=True).describe()
+    'an integer in [24, 512]'
+    >>> Range(0, low_open=True).allows(0.0)
+    False
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    integer: bool = False
+
+    def allows(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.integer and not isinstance(value, int):
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{kind} in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
+        if self.low is not None:
+            return f"{kind} {'>' if self.low_open else '>='} {self.low:g}"
+        return f"{kind} <= {self.high:g}" if self.high is not None else kind
+
+
+RANGES: dict[str, Range] = {
+    "seed": Range(0, integer=True),
+    "experiment.world_seeds": Range(0, integer=True),  # lists: every item
+    "env.size": Range(24, 512, integer=True),
+    "env.cell_size_m": Range(0, low_open=True),
+    "env.success_distance_m": Range(0, low_open=True),
+    "env.max_steps": Range(1, integer=True),
+    "env.image_size": Range(16, 512, integer=True),
+    "env.fov_deg": Range(10, 170),
+    "env.sonar_beams": Range(0, 512, integer=True),
+    "env.sonar_fov_deg": Range(0, 360, low_open=True),
+    "env.sonar_range_m": Range(0, low_open=True),
+    "env.sonar_noise_m": Range(0),
+    "env.odometry_noise": Range(0),
+    "env.view_range_m": Range(0, low_open=True),
+    "env.deep_view_range_m": Range(0, low_open=True),
+    "env.n_fish": Range(0, integer=True),
+    "env.obstacle_density": Range(0, 0.3),
+    "embedder.batch_size": Range(1, integer=True),
+    "embedder.cache_size": Range(0, integer=True),
+    "embedder.threads": Range(1, integer=True),
+    "agent.detect_probability": Range(0, 1),
+    "agent.confirm_probability": Range(0, 1),
+    "agent.memory_probability": Range(0, 1),
+    "agent.memory_k": Range(1, integer=True),
+    "agent.requery_every": Range(1, integer=True),
+    "agent.reuse_below": Range(0, 255),
+    "experiment.poison_k": Range(0, integer=True),
+    "env.start_min_distance_m": Range(0),
+    "agent.min_viewpoints": Range(1, integer=True),
+    "agent.place_radius": Range(0, integer=True),
+    "agent.confirm_range_cells": Range(0),
+    "agent.max_recall_rejections": Range(0, integer=True),
+    "video.fps": Range(1, 120, integer=True),
+    "video.size": Range(32, 2048, integer=True),
+}
+"""Numeric keys and their allowed ranges (None values of optional keys are not checked)."""
+
+
+def _extra_views() -> tuple[str, ...]:
+    from embodmem.envs.underwater import EXTRA_VIEWS
+
+    return tuple(EXTRA_VIEWS)
+
+
+CHOICES: dict[str, Callable[[], Iterable[str]]] = {
+    "experiment.sequence": lambda: SEQUENCES,
+    "experiment.tasks": lambda: TASKS,
+    "experiment.conditions": lambda: ("warm", "cold"),
+    "experiment.baselines": lambda: ("explorer", "oracle", "random"),
+    "env.extra_views": _extra_views,
+    "experiment.sequences": lambda: SEQUENCES,
+    "experiment.variants": lambda: VARIANTS,
+    "experiment.split": lambda: SPLIT_NAMES,
+    "agent.variant": lambda: VARIANTS,
+}
+"""String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""
+
+NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions")
+"""Lists that must name at least one item when set (``experiment.tasks=null`` means: use the sequence)."""
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, ListConfig | list | tuple) else [value]
+
+
+def check_known_keys(node: DictConfig, schema: type, prefix: str = "") -> None:
+    """Refuse keys the schema lacks (``+key=value`` additions bypass OmegaConf's own check)."""
+    names = [f.name for f in dataclasses.fields(schema)]
+    for key in node.keys():
+        full = f"{prefix}{key}"
+        if full == "hydra":
+            continue
+        if key not in names:
+            section = prefix.rstrip(".") or "the config"
+            value = OmegaConf.select(node, str(key), throw_on_resolution_failure=False)
+            raise ConfigError(f"{full}: no such key (value {shown(full, value)}); keys of {section}: {', '.join(names)}")
+        child_type = OmegaConf.get_type(node, str(key))
+        if child_type is not None and dataclasses.is_dataclass(child_type):
+            check_known_keys(node[key], child_type, f"{full}.")
+
+
+def _check_vlm(cfg: Any) -> None:
+    """``agent.vlm``: no key put where its NAME belongs; known fields; VLMConfig's own checks for vlm runs."""
+    from embodmem.agents.vlm.config import VLMConfig
+
+    vlm = cfg.agent.vlm
+    if vlm is None:
+        return
+    key_env = vlm.get("api_key_env")
+    if key_env is not None and not (isinstance(key_env, str) and ENV_VAR_NAME.fullmatch(key_env)):
+        raise ConfigError.bad_value(
+            "agent.vlm.api_key_env", key_env, "null or the NAME of an environment variable holding the key "
+            "(A-Z, 0-9, _), never the key itself"
+        )
+    names = [f.name for f in dataclasses.fields(VLMConfig)]
+    for key in vlm.keys():
+        if key not in names:
+            raise ConfigError(f"agent.vlm.{key}: no such key; keys of agent.vlm: {', '.join(names)}")
+    if cfg.agent.name == AgentName.vlm:
+        try:
+            VLMConfig.from_dict(vlm)
+        except ValueError as err:
+            raise ConfigError(hide_secrets(str(err).replace("VLMConfig.", "agent.vlm."))) from None
+
+
+def _check_memory(cfg: Any) -> None:
+    """MemoryConfig's own checks (at the default dimension; the embedder's is known only once it loads)."""
+    fields = OmegaConf.to_container(cfg.memory, resolve=True)
+    assert isinstance(fields, dict)
+    try:
+        MemoryConfig(**fields)
+    except ValueError as err:
+        message = str(err).replace("MemoryConfig.", "memory.").split(": Error in ")[0]  # drop FAISS's C++ trace
+        raise ConfigError(message) from None
+
+
 def validate(cfg: Any) -> None:
-    """Checks beyond types; every message names the key and what is allowed."""
+    """Every check types cannot express; raises :class:`ConfigError` (one line) at the first bad value."""
+    check_known_keys(cfg, Config)
+    for key in NON_EMPTY:
+        value = OmegaConf.select(cfg, key)
+        if value is not None and len(value) == 0:
+            raise ConfigError.bad_value(key, [], "a non-empty list")
+    for key, allowed in CHOICES.items():
+        names = tuple(allowed())
+        for item in _items(OmegaConf.select(cfg, key)):
+            if item is not None and item not in names:
+                raise ConfigError.bad_value(key, item, ", ".join(names))
+    for key, rng in RANGES.items():
+        for item in _items(OmegaConf.select(cfg, key)):
+            if item is not None and not rng.allows(item):
+                raise ConfigError.bad_value(key, item, rng.describe())
+    env = cfg.env
+    if env.success_distance_m < env.cell_size_m:
+        raise ConfigError.bad_value(
+            "env.success_distance_m", env.success_distance_m, f"a number >= env.cell_size_m ({env.cell_size_m:g})"
+        )
+    load = cfg.experiment.load_memory
+    if load is not None and not Path(load).is_dir():
+        raise ConfigError.bad_value("experiment.load_memory", load, "null or an existing directory saved by experiment.save_memory")
+    pretrained = cfg.embedder.pretrained
+    if pretrained not in (None, "default") and not Path(pretrained).is_file():
+        raise ConfigError.bad_value("embedder.pretrained", pretrained, "default, null (random weights) or an existing checkpoint file")
     exp = cfg.experiment
-    if exp.tasks:
-        for t in exp.tasks:
-            if t not in TASKS:
-                raise ValueError(f"experiment.tasks: unknown task {t!r}; allowed: {', '.join(TASKS)}")
-    elif exp.sequence not in SEQUENCES:
-        raise ValueError(f"experiment.sequence={exp.sequence!r} is unknown; allowed: {', '.join(SEQUENCES)}")
-    for c in exp.conditions:
-        if c not in ("warm", "cold"):
-            raise ValueError(f"experiment.conditions: {c!r} is not allowed; allowed: warm, cold")
-    for v in [*exp.variants, cfg.agent.variant]:
-        if v not in VARIANTS:
-            raise ValueError(f"experiment.variants / agent.variant: {v!r} is unknown; allowed: {', '.join(VARIANTS)}")
-    for s in exp.sequences:
-        if s not in SEQUENCES:
-            raise ValueError(f"experiment.sequences: {s!r} is unknown; allowed: {', '.join(SEQUENCES)}")
-    check_worlds(exp.split, [int(w) for w in exp.world_seeds])
-    if exp.poison_k < 0:
-        raise ValueError(f"experiment.poison_k={exp.poison_k} must be >= 0")
-    for b in exp.baselines:
-        if b not in ("explorer", "oracle", "random"):
-            raise ValueError(f"experiment.baselines: {b!r} is not allowed; allowed: explorer, oracle, random")
-    if not exp.world_seeds:
-        raise ValueError("experiment.world_seeds must name at least one world seed")
-    for key in ("detect_probability", "confirm_probability", "memory_probability"):
-        v = cfg.agent[key]
-        if not 0.0 <= v <= 1.0:
-            raise ValueError(f"agent.{key}={v} must lie in [0, 1]")
-    if cfg.agent.memory_k < 1:
-        raise ValueError(f"agent.memory_k={cfg.agent.memory_k} must be >= 1")
-    if cfg.env.max_steps < 1:
-        raise ValueError(f"env.max_steps={cfg.env.max_steps} must be >= 1")
-    if cfg.video.fps < 1 or cfg.video.size < 32:
-        raise ValueError(f"video.fps={cfg.video.fps} must be >= 1 and video.size={cfg.video.size} >= 32")
+    try:
+        check_worlds(exp.split, [int(w) for w in exp.world_seeds])
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    _check_memory(cfg)
+    _check_vlm(cfg)

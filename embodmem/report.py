@@ -94,7 +94,7 @@ NUMERIC_FIELDS = SUMMARY_METRICS + (
     "seed",
 )
 
-#: The conditions a record's ``condition`` may take (DESIGN.md section 5 / issue 4).
+#: The conditions a record's ``condition`` may take (docs/metrics.md).
 CONDITIONS = ("warm", "cold", "eval", "single")
 
 

@@ -59,7 +59,7 @@ from embodmem.envs.underwater import robot_triangle
 log = logging.getLogger(__name__)
 
 FOURCC: dict[str, str] = {"webm": "VP90", "mp4": "mp4v"}
-"""Container -> OpenCV fourcc. OpenCV here cannot encode H.264 (DESIGN.md section 8)."""
+"""Container -> OpenCV fourcc. OpenCV here cannot encode H.264 (docs/design.md, "Known traps")."""
 EPISODE_CHOICES = ("all", "failures", "first", "none")
 MEMORY_TILES = 4
 """Retrieved frames shown in the memory panel (a 2 x 2 grid, best first)."""

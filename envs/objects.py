@@ -34,7 +34,7 @@ class Kind:
     """Name of the texture generator in :func:`make_texture`."""
     is_target: bool = False
     instances: int = 0
-    """Number of instances in every world (targets only; DESIGN.md section 2)."""
+    """Number of instances in every world (targets only; docs/design.md, "Scenarios")."""
 
 
 # id 0 is open water. Order is part of the file format of saved worlds: append, never reorder.

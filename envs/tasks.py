@@ -1,4 +1,4 @@
-"""The twelve scenario tasks of the reference underwater benchmark (DESIGN.md section 2).
+"""The twelve scenario tasks of the reference underwater benchmark (docs/design.md, "Scenarios").
 
 Tasks 1-8 are shallow (10 lux); 9-12 are deep-water versions of 2, 3, 4 and 6 (1.5 lux): the same
 seabed seen in low light, with shorter visibility and a darker picture.

@@ -8,7 +8,7 @@ It uses open_clip's model, tokenizer and contrastive loss. Captions repeat (ther
 ways to say "a sunken ship"), so a batch holds many true pairs besides the diagonal; the loss
 (:class:`SameClassClipLoss`, a subclass of open_clip's ``ClipLoss``) spreads each row's target over
 all pairs of the same class instead of calling them negatives. Checkpoints are judged on
-validation worlds every ``--eval-every`` steps and the best is kept (DESIGN.md section 8: quality
+validation worlds every ``--eval-every`` steps and the best is kept (docs/design.md, "Known traps": quality
 swings between checkpoints). Same arguments, same machine: same checkpoint.
 """
 

@@ -37,20 +37,11 @@ def test_invalid_values_name_the_key_and_the_allowed_values() -> None:
         _compose(["agent.name=octopus"])
     assert "octopus" in str(err.value.__cause__ or err.value) or "octopus" in str(err.value)
     cfg = _compose(["experiment.sequence=atlantis"])
-    with pytest.raises(ValueError, match=r"experiment.sequence='atlantis' is unknown; allowed: .*wreck_then_barrel"):
+    with pytest.raises(ValueError, match=r"experiment.sequence: 'atlantis' is not allowed; allowed: .*wreck_then_barrel"):
         run(cfg, "/tmp/never-written")
     cfg = _compose(["agent.detect_probability=1.5"])
-    with pytest.raises(ValueError, match=r"agent.detect_probability=1.5"):
+    with pytest.raises(ValueError, match=r"agent.detect_probability: 1.5 is not allowed; allowed: a number in \[0, 1\]"):
         run(cfg, "/tmp/never-written")
-
-
-def test_console_error_is_one_clear_line(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "embodmem", "experiment.conditions=[lukewarm]", f"hydra.run.dir={tmp_path}"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode != 0
-    assert "experiment.conditions: 'lukewarm' is not allowed; allowed: warm, cold" in proc.stderr
 
 
 @pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])

@@ -1,0 +1,101 @@
+"""``embodmem-run`` as users meet it: bad values are one line and exit 2 before anything is written."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from embodmem.app import CONFIG_DIR
+from embodmem.config import ConfigError, validate
+from embodmem.preflight import PreflightError, check_command_line
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("bad_inputs", ROOT / "benchmarks" / "bad_inputs.py")
+assert _spec is not None and _spec.loader is not None
+bad_inputs = sys.modules["bad_inputs"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bad_inputs)
+
+
+@pytest.mark.parametrize(("what", "args"), bad_inputs.BAD_VALUES, ids=[w for w, _ in bad_inputs.BAD_VALUES])
+def test_bad_value_is_one_line_exit_2_and_leaves_nothing(what: str, args: list[str]) -> None:
+    """The benchmark's list, through the real console script in an empty directory (no timing asserted)."""
+    outcome = bad_inputs.run_one(args)
+    assert outcome.exit_code == 2, (what, outcome.stderr[-2000:])
+    assert outcome.stderr_lines == 1 and outcome.stderr.startswith("embodmem-run: error: "), outcome.stderr
+    assert outcome.stdout == ""
+    assert outcome.left == [], f"{what}: left {outcome.left} behind"
+    assert bad_inputs.SECRET not in outcome.stderr
+    key = next((a.split("=", 1)[0].lstrip("+") for a in args if "=" in a and not a.startswith("hydra/")), "")
+    if key and "/" not in key and not key.startswith("hydra."):  # group options name the group instead
+        assert key.split(".")[-1] in outcome.stderr, outcome.stderr
+
+
+def test_the_list_covers_at_least_ten_values() -> None:
+    assert len(bad_inputs.BAD_VALUES) >= 10
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["agent=oracle", "experiment.baselines=[]", "experiment.tasks=[barrel]"],
+        ["-m", "seed=0,1", "agent=explorer,random", "hydra/launcher=joblib"],
+        ["-m", "hydra/launcher=slurm", "seed=0,1"],
+        ["experiment.load_memory=null", "+hydra.job.env_set.FOO=bar"],
+    ],
+)
+def test_good_command_lines_pass_the_preflight(argv: list[str]) -> None:
+    check_command_line(argv, CONFIG_DIR)
+
+
+def test_every_job_of_a_sweep_is_checked() -> None:
+    with pytest.raises(PreflightError, match=r"^experiment.world_seeds: -2 is not allowed; allowed: an integer >= 0$"):
+        check_command_line(["-m", "seed=0,1", "experiment.world_seeds=[0],[-2]"], CONFIG_DIR)
+
+
+def test_a_key_is_never_echoed_in_full() -> None:
+    key = "sk-live-abcdefghijklmnopqrstuvwxyz0123"
+    with pytest.raises(PreflightError) as err:
+        check_command_line(["agent=vlm_openai", f"agent.vlm.api_key_env={key}"], CONFIG_DIR)
+    assert key not in str(err.value) and "sk-... (38 characters)" in str(err.value)
+
+
+def test_validation_is_table_driven_and_names_key_value_and_allowed() -> None:
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["env.sonar_fov_deg=0"])
+    with pytest.raises(ConfigError, match=r"^env.sonar_fov_deg: 0.0 is not allowed; allowed: a number in \(0, 360\]$"):
+        validate(cfg)
+
+
+def test_library_chatter_stays_off_the_terminal_and_in_the_log(tmp_path: Path) -> None:
+    """open_clip logs each model load at INFO; the terminal shows the tables only, the job log keeps it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "embodmem", "agent=explorer", "experiment.baselines=[]", "experiment.tasks=[barrel]",
+         "env.max_steps=5", "logger.progress=false", "logger.plots=false", f"hydra.run.dir={tmp_path}"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "[INFO]" not in proc.stdout + proc.stderr
+    assert "Loading full pretrained weights" in (tmp_path / "app.log").read_text()
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1
+    assert json.loads((tmp_path / "metrics.jsonl").read_text())["agent"] == "explorer"
+
+
+def test_user_config_dirs_are_composed_as_hydra_will(tmp_path: Path) -> None:
+    """hydra.searchpath and --config-dir reach the preflight's composer too (no false refusals)."""
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text("defaults:\n  - base_experiment\nworld_seeds: [-7]\n")
+    for argv in (
+        [f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine"],
+        ["--config-dir", str(tmp_path), "experiment=mine"],
+    ):
+        with pytest.raises(PreflightError, match=r"^experiment.world_seeds: -7 is not allowed"):
+            check_command_line(argv, CONFIG_DIR)
+    with pytest.raises(PreflightError, match=r"^experiment: 'mine' is not allowed; allowed: .*wreck_then_barrel"):
+        check_command_line(["experiment=mine"], CONFIG_DIR)
