@@ -31,7 +31,7 @@ import embodmem.configs
 from embodmem.agents.base import Agent
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import register_configs, validate
-from embodmem.runner import Profiler, RunWriter, SequenceSpec, gem_evaluations, run_sequence
+from embodmem.runner import EpisodeAborted, Profiler, RunWriter, SequenceSpec, gem_evaluations, run_sequence
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 
@@ -117,6 +117,10 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     tasks = tuple(exp.tasks) if exp.tasks else get_sequence(exp.sequence)
     sequence = exp.sequence if not exp.tasks else "+".join(tasks)
     run_id = cfg.run_id or out_dir.name
+    if cfg.agent.name == "vlm":  # the endpoint answers, the key and the model are accepted, before any work
+        from embodmem.agents.vlm_agent import check_vlm_endpoint
+
+        check_vlm_endpoint(cfg)
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     writer = RunWriter(out_dir, cfg.logger.episode_logs)
     profiler = Profiler()
@@ -163,7 +167,11 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
             on_step = recorder.step if recorder is not None else None
             if recorder is not None:
                 recorder.bind(env, agent)
-            results = run_sequence(env, agent, spec, run_id, profiler, exp.sleep_between_tasks and condition == "warm", on_episode, on_step)
+            try:
+                results = run_sequence(env, agent, spec, run_id, profiler, exp.sleep_between_tasks and condition == "warm", on_episode, on_step)
+            except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
+                writer.write_records([aborted.record])
+                raise
             if starts is None:
                 starts = [tuple(r.log["start_pose"]) for r in results]
             if condition == "warm" and exp.save_memory and getattr(agent, "memory", None) is not None:
@@ -188,7 +196,17 @@ register_configs()
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> None:
-    run(cfg, HydraConfig.get().runtime.output_dir)
+    from embodmem.agents.vlm.backend import VLMError
+
+    out_dir = HydraConfig.get().runtime.output_dir
+    try:
+        run(cfg, out_dir)
+    except VLMError as err:  # the VLM endpoint refused or failed before any work: one line, exit 2
+        print(f"embodmem-run: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except EpisodeAborted as err:  # one line; the completed episodes are in metrics.jsonl
+        print(f"embodmem-run: run aborted: {err}; records so far in {Path(out_dir) / 'metrics.jsonl'}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def main() -> None:

@@ -151,6 +151,19 @@ class SequenceSpec:
     """Explicit start per task (cold runs reuse the warm run's starts so both face the same tasks)."""
 
 
+class EpisodeAborted(RuntimeError):
+    """An episode stopped by an error (e.g. a VLM server that no longer answers).
+
+    ``record`` is the episode's metrics record marked ``aborted`` with the reason and the agent's
+    counts so far, so the caller can keep it beside the records of the episodes that completed.
+    """
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__(f"task {record['task_index']} ({record['task']}) aborted after "
+                         f"{record['steps_before_abort']} steps: {record['abort_reason']}")
+        self.record = record
+
+
 def episode_seed(seed: int, task_index: int) -> int:
     """Same seed and task position, same fish and particles, in every condition."""
     return seed * 1000 + task_index
@@ -181,7 +194,15 @@ def run_sequence(
             options["start_pose"] = spec.start_poses[i]
         else:
             options["start"] = spec.start if (spec.start != "continue" or i > 0) else "fixed0"
-        result = run_episode(env, agent, options, episode_seed(spec.seed, i), profiler, on_step)
+        try:
+            result = run_episode(env, agent, options, episode_seed(spec.seed, i), profiler, on_step)
+        except Exception as err:
+            reason = " ".join(f"{type(err).__name__}: {err}".split())
+            aborted = {"aborted": True, "abort_reason": reason, "steps_before_abort": env.step_count,
+                       **agent.episode_stats(), "run_id": run_id, "agent": agent.name, "condition": spec.condition,
+                       "world_seed": spec.world_seed, "seed": spec.seed, "sequence": spec.sequence,
+                       "task_index": i + 1, "task": task, "eval_after": None}
+            raise EpisodeAborted(aborted) from err
         target = env.task.target
         mem_stats = memory.stats() if memory is not None else {}
         result.record.update(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 
@@ -99,18 +100,21 @@ def test_backoff_is_exponential_capped_and_seeded() -> None:
         assert base <= delay <= base * 1.1
 
 
-def test_response_format_rejection_falls_back_once(server: ChatServer) -> None:
+def test_response_format_rejection_falls_back_once(server: ChatServer, caplog) -> None:
     server.reject_response_format = True
     server.enqueue(Reply.ok("first"), Reply.ok("second"))
     client = make_client(server)
-    with pytest.warns(UserWarning, match="rejected response_format"):
+    with caplog.at_level(logging.WARNING, logger="embodmem.vlm"):
         first = client.complete(MESSAGES, SCHEMA)
+    assert [r.message.count("\n") for r in caplog.records] == [0]  # one line
+    assert "rejected response_format" in caplog.records[0].message
     second = client.complete(MESSAGES, SCHEMA)
     assert (first.text, second.text) == ("first", "second")
     assert not first.structured and not client.structured_supported
     assert "response_format" in server.requests[0]
     assert all("response_format" not in body for body in server.requests[1:])
     assert server.count == 3 and client.format_fallbacks == 1 and client.retries == 0
+    assert client.dropped_params == ["response_format"] and first.params_dropped == ["response_format"]
 
 
 def test_api_key_comes_from_the_named_environment_variable(server: ChatServer, monkeypatch) -> None:

@@ -284,13 +284,14 @@ def test_failures_invalid_replies_and_retries_are_survived_and_counted(server: C
 def test_structured_output_rejected_then_plain_prompting(server: ChatServer) -> None:
     server.reject_response_format = True
     agent = VLMPolicy(config(server, mode="low"))
-    with pytest.warns(UserWarning, match="rejected response_format"):
-        steps, actions = run_episode(agent, Corridor())
+    steps, actions = run_episode(agent, Corridor())
     assert actions[-1] == Action.STOP
     assert server.count == steps + 1  # one rejected request, then plain prompting for the rest
     assert "response_format" in server.requests[0]
     assert not any("response_format" in body for body in server.requests[1:])
-    assert agent.episode_stats()["vlm_invalid_replies"] == 0
+    stats = agent.episode_stats()
+    assert stats["vlm_invalid_replies"] == 0
+    assert (stats["vlm_params_dropped"], stats["vlm_dropped_params"]) == (1, "response_format")
 
 
 def test_a_dead_server_stops_the_run(server: ChatServer) -> None:
