@@ -384,7 +384,7 @@ class ChatClient:
                 ) from error
             retries += 1
             self.retries += 1
-            log.warning("VLM %s: %s, retry %d/%d in %.1f s%s (%d calls, %d failed, %.0f s waited so far)",
+            log.warning("VLM %s: %s, retry %d/%d in %.2f s%s (%d calls, %d failed, %.1f s waited so far)",
                         c.model, _outcome_text(outcome, error), retries, c.max_retries, delay,
                         " (Retry-After)" if wait is not None else "", self.calls, self.failures,
                         self.waited_s + time.monotonic() - start)

@@ -144,8 +144,8 @@ class VLMConfig:
     """High mode: the VLM is asked again after this many steps of one skill even if it is not done."""
 
     max_consecutive_failures: int = 10
-    """Raise after this many calls in a row failed even after retries (a dead server should stop the
-    run, not fill it with default actions). 0 never raises."""
+    """Raise after this many calls in a row failed even after retries, counted across tasks (a dead
+    server should stop the run, not fill it with default actions). 0 never raises."""
 
     cache_dir: str | None = None
     """Directory of the reply cache (one JSON file per request hash); a re-run or replay then makes no

@@ -119,6 +119,7 @@ class VLMPolicy(Agent):
         self.dropped_params: list[str] = []
         """Request parameters the server rejected and the backend dropped, over the policy's life."""
         self._format_miss_reported = False
+        self._consecutive_failures = 0  # across tasks: a server that died stays dead in the next episode
         self.cell_size_m = 1.0
         self._new_task("")
 
@@ -318,7 +319,6 @@ class VLMPolicy(Agent):
         self._skill_steps = 0
         self._history: list[str] = []
         self._previous_error: str | None = None
-        self._consecutive_failures = 0
         self._stats: dict[str, Any] = {k: 0 for k in STAT_KEYS}
         self._stats["latency_s"] = 0.0
 

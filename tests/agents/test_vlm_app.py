@@ -24,7 +24,8 @@ def test_vlm_agent_runs_a_sequence_from_the_hydra_config(tmp_path: Path) -> None
             cfg = compose(
                 "config",
                 overrides=[
-                    "agent=vlm", "agent.vlm.mode=high", f"agent.vlm.base_url={server.url}", "agent.vlm.cache_dir=null",
+                    "agent=vlm", "agent.vlm.mode=high", f"agent.vlm.base_url={server.url}", "agent.vlm.model=test-vlm",
+                    "agent.vlm.cache_dir=null",
                     "agent.vlm.backoff_base_s=0.01", "agent.vlm.max_skill_steps=10", "experiment.baselines=[]",
                     "experiment.conditions=[warm]", "env.max_steps=30", "logger.progress=false", "logger.plots=false",
                 ],
