@@ -96,7 +96,7 @@ def is_json_object(text: str) -> bool:
 
     Anything else is a format error, even when :func:`parse_reply` recovers an action from it.
 
-    >>> is_json_object(' {"action": "stop"} '), is_json_object("```json {\"action\": \"stop\"} ```")
+    >>> is_json_object(' {"action": "stop"} '), is_json_object('```json {"action": "stop"} ```')
     (True, False)
     """
     try:
