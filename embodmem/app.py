@@ -204,7 +204,9 @@ def hydra_main(cfg: DictConfig) -> None:
     except VLMError as err:  # the VLM endpoint refused or failed before any work: one line, exit 2
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    except EpisodeAborted as err:  # one line; the completed episodes are in metrics.jsonl
+    except EpisodeAborted as err:  # the completed episodes and the aborted record are in metrics.jsonl
+        if not isinstance(err.__cause__, VLMError):
+            raise  # a bug, not network weather: keep the traceback
         print(f"embodmem-run: run aborted: {err}; records so far in {Path(out_dir) / 'metrics.jsonl'}", file=sys.stderr)
         raise SystemExit(1) from None
 
