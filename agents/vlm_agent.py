@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from embodmem.agents.base import Observation
 from embodmem.agents.memory_agent import MemoryAgent
+from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.policy import VLMPolicy
 from embodmem.envs.spec import SensorSpec
 
@@ -47,7 +48,31 @@ class VLMAgent(VLMPolicy):
         return self.navigator.grid
 
 
+def vlm_config(cfg: DictConfig) -> VLMConfig:
+    """The :class:`VLMConfig` of ``agent.vlm`` (every field checked; ValueError naming a bad one)."""
+    values = OmegaConf.to_container(cfg.agent.vlm, resolve=True) if cfg.agent.vlm is not None else {}
+    assert isinstance(values, dict)
+    return VLMConfig.from_dict(values)
+
+
+def check_vlm_endpoint(cfg: DictConfig) -> None:
+    """Before any work: the server answers its models list, accepts the key and serves the model.
+
+    Raises:
+        VLMError: one line saying what is wrong (unreachable, refused key, unknown model).
+    """
+    config = vlm_config(cfg)
+    if not config.check_endpoint:
+        return
+    from embodmem.agents.vlm.client import ChatClient
+
+    client = ChatClient(config)
+    try:
+        client.check_endpoint()
+    finally:
+        client.close()
+
+
 def build_vlm_agent(cfg: DictConfig, embedder, navigator: MemoryAgent) -> VLMAgent:
     """From the Hydra config: ``agent.vlm`` holds the VLMConfig fields; ``navigator`` runs its plans."""
-    vlm_cfg = OmegaConf.to_container(cfg.agent.vlm, resolve=True) if cfg.agent.vlm is not None else {}
-    return VLMAgent(vlm_cfg, navigator, embedder)
+    return VLMAgent(vlm_config(cfg), navigator, embedder)

@@ -34,7 +34,7 @@ from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import register_configs, validate
 from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
 from embodmem.profiling import Profiler
-from embodmem.runner import ExperimentPlan, RunWriter, run_experiment
+from embodmem.runner import EpisodeAborted, ExperimentPlan, RunWriter, run_experiment
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 
@@ -163,6 +163,10 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     validate(cfg)
     out_dir = Path(out_dir)
     plan = experiment_plan(cfg, out_dir)
+    if enum_value(cfg.agent.name) == "vlm":  # the endpoint answers, the key and the model are accepted, before any work
+        from embodmem.agents.vlm_agent import check_vlm_endpoint
+
+        check_vlm_endpoint(cfg)
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     kwargs = env_kwargs(cfg)
     writer = RunWriter(out_dir, cfg.logger.episode_logs, kwargs)
@@ -205,7 +209,19 @@ register_configs()
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> None:
-    run(cfg, HydraConfig.get().runtime.output_dir)
+    from embodmem.agents.vlm.backend import VLMError
+
+    out_dir = HydraConfig.get().runtime.output_dir
+    try:
+        run(cfg, out_dir)
+    except VLMError as err:  # the VLM endpoint refused or failed before any work: one line, exit 2
+        print(f"embodmem-run: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except EpisodeAborted as err:  # the completed episodes and the aborted record are in metrics.jsonl
+        if not isinstance(err.__cause__, VLMError):
+            raise  # a bug, not network weather: keep the traceback
+        print(f"embodmem-run: run aborted: {err}; records so far in {Path(out_dir) / 'metrics.jsonl'}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def main() -> None:

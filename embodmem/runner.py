@@ -136,6 +136,19 @@ class SequenceSpec:
     """False memories implanted before each task after the first (warm only; embodmem.poison)."""
 
 
+class EpisodeAborted(RuntimeError):
+    """An episode stopped by an error (e.g. a VLM server that no longer answers).
+
+    ``record`` is the episode's metrics record marked ``aborted`` with the reason and the agent's
+    counts so far, so the caller can keep it beside the records of the episodes that completed.
+    """
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__(f"task {record['task_index']} ({record['task']}) aborted after "
+                         f"{record['steps_before_abort']} steps: {record['abort_reason']}")
+        self.record = record
+
+
 def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
     """The episode's RNG seed: start pose, fish, particles and sensor noise.
 
@@ -196,7 +209,13 @@ def run_sequence(
             if spec.poison_k and spec.condition == "warm" and i > 0:
                 images, poses = false_memories(env, task, spec.poison_k, episode_seed(spec.world_seed, spec.seed, 1000 + i))
                 carrier.implant(images, poses)
-        result = run_episode(env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step)
+        try:
+            result = run_episode(env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step)
+        except Exception as err:
+            reason = " ".join(f"{type(err).__name__}: {err}".split())
+            aborted = {"aborted": True, "abort_reason": reason, "steps_before_abort": env.step_count,
+                       **agent.episode_stats(), **sequence_record(spec, run_id, agent, i), "eval_after": None}
+            raise EpisodeAborted(aborted) from err
         mem_stats = agent.memory.stats() if agent.memory is not None else {}
         result.record.update(
             {
@@ -369,10 +388,14 @@ def run_experiment(
                     write_eval_row(0)
                 if recorder is not None:
                     recorder.bind(env, agent)
-                run_sequence(
-                    env, agent, spec, plan.run_id, profiler, plan.sleep_between_tasks and condition == "warm",
-                    on_episode, recorder.step if recorder is not None else None,
-                )
+                try:
+                    run_sequence(
+                        env, agent, spec, plan.run_id, profiler, plan.sleep_between_tasks and condition == "warm",
+                        on_episode, recorder.step if recorder is not None else None,
+                    )
+                except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
+                    writer.write_records([aborted.record])
+                    raise
                 if carrier is not None and condition == "warm" and plan.save_memory_dir is not None:
                     carrier.save_state(plan.save_memory_dir / f"world{world_seed}" if len(plan.sequences) == 1
                                        else plan.save_memory_dir / f"{sequence}-world{world_seed}")

@@ -14,31 +14,58 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 Messages = list[dict[str, Any]]
 """OpenAI chat messages; user content is a list of ``text`` / ``image_url`` parts."""
 
 
+ATTEMPT_OUTCOMES = ("ok", "5xx", "429", "timeout", "connection", "malformed")
+"""How one HTTP attempt ended; counted per episode as ``vlm_attempts_<outcome>``. ``ok``: a usable
+reply; ``5xx`` (and 408/409): a server error that was retried; ``429``: rate limited; ``timeout``: no
+answer within the attempt's time; ``connection``: refused or dropped; ``malformed``: a 200 whose body
+is not a completion."""
+
+
 class VLMError(RuntimeError):
-    """Base class of the errors the VLM client raises."""
+    """Base class of the errors the VLM client raises.
+
+    ``latency_s`` and ``attempts`` say what the failed call cost, so a failure is never counted as free.
+    """
+
+    def __init__(self, message: str, *, latency_s: float = 0.0, attempts: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.latency_s = latency_s
+        self.attempts = dict(attempts or {})
 
 
 class VLMUnavailableError(VLMError):
     """The model could not answer even after all retries (timeouts, 5xx, broken responses).
 
     The policy survives it with its default action; it is only fatal after
-    ``max_consecutive_failures`` in a row.
+    ``max_consecutive_failures`` in a row or once ``max_silent_s`` passed without a reply.
     """
 
-    def __init__(self, message: str, retries: int = 0) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retries: int = 0, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
         self.retries = retries
 
 
 class VLMRequestError(VLMError):
     """The server refused the request itself (bad model name, auth, 4xx): retrying cannot help."""
+
+
+class VLMAuthError(VLMRequestError):
+    """The server refused the credentials (401/403, or a gateway's 400 that says so)."""
+
+
+class VLMModelError(VLMRequestError):
+    """The server does not serve the configured model."""
+
+
+class VLMBudgetError(VLMError):
+    """The run spent its time budget waiting on the model (``max_total_s`` / ``max_silent_s``)."""
 
 
 @dataclass
@@ -52,6 +79,8 @@ class Completion:
         latency_s: wall time including retries and backoff.
         structured: whether JSON-schema structured output was in force for the answer.
         cached: answered from the disk cache without a request.
+        attempts: HTTP attempts by outcome (:data:`ATTEMPT_OUTCOMES`); empty for cache hits.
+        params_dropped: request parameters dropped during this call because the server rejected them.
     """
 
     text: str
@@ -61,6 +90,8 @@ class Completion:
     latency_s: float = 0.0
     structured: bool = False
     cached: bool = False
+    attempts: dict[str, int] = field(default_factory=dict)
+    params_dropped: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -106,4 +137,4 @@ class CallableBackend:
         text = self.fn(messages)
         if not isinstance(text, str):
             raise TypeError(f"the model callable {self.model!r} returned {type(text).__name__}, expected str")
-        return Completion(text=text, latency_s=time.monotonic() - start)
+        return Completion(text=text, latency_s=time.monotonic() - start, attempts={"ok": 1})

@@ -6,9 +6,16 @@ done here instead, so each retry is counted in the episode metrics and the backo
 from a seeded RNG.
 
 What is retried: timeouts, connection errors, HTTP 408/409/429/5xx, and 200 responses whose body
-is not a readable completion. What is not: other 4xx (wrong model name, bad key), raised at once as
-:class:`VLMRequestError`, except one case: a 400/422 that blames ``response_format`` switches
-structured output off for the rest of the client's life and resends the request as plain prompting.
+is not a readable completion, with exponential backoff or the server's ``Retry-After`` when it sends
+one, all within one deadline per call (``call_deadline_s``). What is not: other 4xx, raised at once:
+:class:`VLMAuthError` for a refused key and :class:`VLMModelError` for an unknown model (classified
+by the message as well as the status, since gateways answer both with a 400), else
+:class:`VLMRequestError`. One exception: a 400/422 that names optional parameters as unsupported
+(``response_format``, ``seed``, ...) drops exactly those, once each, says so in one line, and resends.
+
+Every attempt is timed and counted by outcome (:data:`embodmem.agents.vlm.backend.ATTEMPT_OUTCOMES`),
+failed ones included, and the run stops with :class:`VLMBudgetError` once its calls waited
+``max_silent_s`` in a row without a reply or spent ``max_total_s`` in all.
 
 Example (needs a server):
     client = ChatClient(VLMConfig(base_url="http://localhost:8000/v1", model="Qwen/Qwen2.5-VL-7B-Instruct"))
@@ -17,25 +24,59 @@ Example (needs a server):
 
 from __future__ import annotations
 
+import email.utils
 import json
+import logging
+import math
 import os
 import random
+import re
 import time
 import warnings
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
 import openai
 
-from embodmem.agents.vlm.backend import Completion, Messages, VLMRequestError, VLMUnavailableError
+from embodmem.agents.vlm.backend import (
+    Completion,
+    Messages,
+    VLMAuthError,
+    VLMBudgetError,
+    VLMModelError,
+    VLMRequestError,
+    VLMUnavailableError,
+)
 from embodmem.agents.vlm.config import VLMConfig
+
+log = logging.getLogger("embodmem.vlm")
 
 LOCAL_API_KEY = "EMPTY"
 """Placeholder key for local servers without authentication (vLLM's documented convention)."""
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 _RETRYABLE_STATUS = {408, 409, 429}
+REQUIRED_PARAMS = ("model", "messages")
+"""Never dropped, whatever a server says about them."""
+_UNSUPPORTED_MARKERS = (
+    "unsupported", "not supported", "does not support", "doesn't support", "unrecognized", "unrecognised",
+    "unknown parameter", "unknown field", "unexpected keyword", "not allowed", "not permitted",
+    "extra inputs", "extra_forbidden", "invalid parameter",
+)
+_AUTH_MARKERS = (
+    "api key", "api_key", "apikey", "authentication", "unauthorized", "unauthorised", "no connected db",
+    "invalid key", "incorrect key", "permission denied", "forbidden", "access denied", "invalid token",
+    "bearer",
+)
+_MODEL_MARKERS = (
+    "invalid model", "unknown model", "model not found", "no such model", "model_not_found",
+    "does not exist", "not a valid model", "is not served", "no deployments", "not found",
+)
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "openai")
+"""Libraries that log every request at INFO (Hydra's root logger shows INFO): quiet by default."""
+ENDPOINT_CHECK_TIMEOUT_S = 10.0
 
 
 class MalformedResponseError(ValueError):
@@ -68,9 +109,99 @@ def resolve_api_key(api_key_env: str | None, base_url: str) -> str:
     return key
 
 
-def _mentions_response_format(err: openai.APIStatusError) -> bool:
-    text = f"{err.message} {json.dumps(err.body, default=str) if err.body is not None else ''}".lower()
-    return "response_format" in text or "json_schema" in text or "structured output" in text
+def quiet_http_logs() -> None:
+    """Raise the request loggers of httpx/openai to WARNING unless the user set their level."""
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+
+
+def _error_text(err: openai.APIStatusError) -> str:
+    body = json.dumps(err.body, default=str) if err.body is not None else ""
+    return f"{err.message} {body}".lower()
+
+
+def _short(err: openai.APIStatusError) -> str:
+    """The server's own message, on one line and bounded."""
+    message = err.message
+    if isinstance(err.body, Mapping) and isinstance(err.body.get("message"), str):
+        message = err.body["message"]
+    return " ".join(str(message).split())[:200]
+
+
+def unsupported_params(status: int, text: str, request: Mapping[str, Any]) -> list[str]:
+    """Optional request parameters that an HTTP ``status`` error with message ``text`` rejects.
+
+    A parameter counts when the message names it (as a whole word) and says it is unsupported; a
+    400/422 naming only ``response_format`` (or ``json_schema``/"structured output") is enough for it.
+    ``model`` and ``messages`` are never returned.
+
+    >>> req = {"model": "m", "messages": [], "seed": 0, "response_format": {}, "temperature": 0}
+    >>> unsupported_params(400, "petals does not support parameters: ['response_format', 'seed'], for model=x", req)
+    ['response_format', 'seed']
+    >>> unsupported_params(400, "invalid model name passed in model=nope", req)
+    []
+    """
+    if status not in (400, 422):
+        return []
+    text = text.lower()
+    optional = [k for k in request if k not in REQUIRED_PARAMS and k != "extra_body"]
+    optional += [k for k in request.get("extra_body") or {} if k not in optional]
+    named = [k for k in optional if re.search(rf"(?<![a-z0-9_]){re.escape(k.lower())}(?![a-z0-9_])", text)]
+    if ("response_format" in request and "response_format" not in named
+            and ("json_schema" in text or "structured output" in text)):
+        named.append("response_format")
+    if not named:
+        return []
+    if named == ["response_format"] or any(m in text for m in _UNSUPPORTED_MARKERS):
+        return sorted(named)
+    return []
+
+
+def classify_refusal(status: int, text: str) -> str | None:
+    """``"auth"``, ``"model"`` or ``None`` for a refused request, by status and by message.
+
+    >>> classify_refusal(400, "No connected db.")
+    'auth'
+    >>> classify_refusal(400, "/chat/completions: Invalid model name passed in model=nope")
+    'model'
+    >>> classify_refusal(400, "messages must not be empty") is None
+    True
+    """
+    text = text.lower()
+    if status in (401, 403) or any(m in text for m in _AUTH_MARKERS):
+        return "auth"
+    if status == 404 or ("model" in text and any(m in text for m in _MODEL_MARKERS)):
+        return "model"
+    return None
+
+
+def retry_after_s(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms``, ``retry-after`` seconds or HTTP date).
+
+    >>> retry_after_s({"retry-after": "3"}), retry_after_s({"retry-after-ms": "250"}), retry_after_s({})
+    (3.0, 0.25, None)
+    """
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            if name == "retry-after-ms":
+                continue
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                continue
+            seconds = when.timestamp() - (time.time() if now is None else now)
+        if math.isfinite(seconds):
+            return max(0.0, seconds)
+    return None
 
 
 class ChatClient:
@@ -78,32 +209,46 @@ class ChatClient:
 
     Attributes (cumulative over the client's life; the policy keeps per-episode counts):
         calls: ``complete`` invocations.
-        requests: HTTP requests sent (calls + retries + format fallbacks).
+        requests: HTTP requests sent (calls + retries + resends after dropping parameters).
         retries: extra attempts after transient errors.
         failures: calls that failed for good (raised).
-        format_fallbacks: times structured output was rejected and dropped (0 or 1).
+        attempts: HTTP attempts by outcome.
+        dropped_params: parameters dropped because the server rejected them, in order.
+        waited_s: seconds spent in calls, answered or not; ``silent_s``: of those, since the last reply.
         prompt_tokens / completion_tokens: sums of ``usage``.
-        structured_supported: ``False`` once the server rejected ``response_format``.
     """
 
     def __init__(self, config: VLMConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self.config = config
         self._sleep = sleep
         self._rng = random.Random(config.seed)
+        quiet_http_logs()
         self._client = openai.OpenAI(
             base_url=config.base_url,
             api_key=resolve_api_key(config.api_key_env, config.base_url),
             timeout=config.timeout_s,
             max_retries=0,
         )
-        self.structured_supported = config.structured_output
         self.calls = 0
         self.requests = 0
         self.retries = 0
         self.failures = 0
-        self.format_fallbacks = 0
+        self.attempts: Counter[str] = Counter()
+        self.dropped_params: list[str] = []
+        self.waited_s = 0.0
+        self.silent_s = 0.0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+
+    @property
+    def structured_supported(self) -> bool:
+        """Whether ``response_format`` is still sent (configured and not rejected by the server)."""
+        return self.config.structured_output and "response_format" not in self.dropped_params
+
+    @property
+    def format_fallbacks(self) -> int:
+        """1 once the server rejected ``response_format`` (kept for the old counter's readers)."""
+        return int("response_format" in self.dropped_params)
 
     def identity(self) -> dict[str, Any]:
         c = self.config
@@ -116,6 +261,46 @@ class ChatClient:
         delay = min(c.backoff_max_s, c.backoff_base_s * 2 ** (retry - 1))
         return delay + self._rng.uniform(0.0, c.jitter * delay)
 
+    # -- before the run --------------------------------------------------------------------------
+
+    def check_endpoint(self, timeout_s: float = ENDPOINT_CHECK_TIMEOUT_S) -> list[str]:
+        """List the server's models once, with a short timeout, and check the configured one is there.
+
+        A server without a models route (404/405) passes: the first call will tell.
+
+        Returns:
+            the model ids the server listed ([] when it has no such route).
+        Raises:
+            VLMUnavailableError: the server cannot be reached or answers with a server error.
+            VLMAuthError / VLMModelError / VLMRequestError: refused key, unknown model, other refusal.
+        """
+        c = self.config
+        try:
+            page = self._client.with_options(timeout=min(timeout_s, c.timeout_s)).models.list()
+            ids = [m.id for m in page.data]
+        except openai.APIStatusError as err:
+            if err.status_code in (404, 405, 501) and classify_refusal(0, _error_text(err)) is None:
+                return []
+            if err.status_code >= 500 or err.status_code in _RETRYABLE_STATUS:
+                raise VLMUnavailableError(
+                    f"VLM server {c.base_url} is not ready: GET /models answered HTTP {err.status_code}: {_short(err)}"
+                ) from err
+            raise self._refusal(err, "GET /models") from err
+        except openai.APIConnectionError as err:
+            what = "did not answer within" if isinstance(err, openai.APITimeoutError) else "cannot be reached (checked for"
+            raise VLMUnavailableError(
+                f"VLM server {c.base_url} {what} {min(timeout_s, c.timeout_s):g} s"
+                f"{'' if isinstance(err, openai.APITimeoutError) else ')'}: {err}; is it running? (agent.vlm.base_url)"
+            ) from err
+        except (openai.APIResponseValidationError, json.JSONDecodeError, AttributeError, TypeError) as err:
+            raise VLMUnavailableError(f"VLM server {c.base_url} answered GET /models with an unreadable body: {err}") from err
+        if ids and c.model not in ids:
+            shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
+            raise VLMModelError(f"VLM server {c.base_url} does not serve model {c.model!r} (agent.vlm.model); it lists: {shown}")
+        return ids
+
+    # -- one call --------------------------------------------------------------------------------
+
     def complete(self, messages: Messages, schema: dict[str, Any] | None = None) -> Completion:
         """Send ``messages`` and return the reply; see the module docstring for the error policy.
 
@@ -124,54 +309,120 @@ class ChatClient:
             schema: JSON schema for the reply, sent as ``response_format`` while the server accepts it.
 
         Raises:
-            VLMUnavailableError: retries exhausted (``.retries`` says how many were made).
-            VLMRequestError: a non-retryable 4xx.
+            VLMUnavailableError: retries or the call deadline exhausted (``.retries``, ``.latency_s``).
+            VLMRequestError (VLMAuthError, VLMModelError): the request was refused.
+            VLMBudgetError: the run's waiting budget is spent.
         """
+        c = self.config
+        self._check_budget()
         self.calls += 1
         start = time.monotonic()
+        deadline = start + c.resolved_call_deadline_s()
+        attempts: Counter[str] = Counter()
+        dropped: list[str] = []
         retries = 0
         while True:
             structured = schema is not None and self.structured_supported
+            request = self._request(messages, schema if structured else None)
+            timeout = max(0.05, min(c.timeout_s, deadline - time.monotonic()))
+            wait: float | None = None
             try:
                 self.requests += 1
-                response = self._client.chat.completions.create(**self._request(messages, schema if structured else None))
+                response = self._client.chat.completions.create(**request, timeout=timeout)
                 text, usage = self._read(response)
             except openai.APIStatusError as err:
-                if structured and err.status_code in (400, 422) and _mentions_response_format(err):
-                    self.structured_supported = False
-                    self.format_fallbacks += 1
-                    warnings.warn(
-                        f"{self.config.base_url} rejected response_format ({err.message!r}); "
-                        "falling back to plain prompting for the rest of this run",
-                        stacklevel=2,
-                    )
+                names = unsupported_params(err.status_code, _error_text(err), request)
+                if names:
+                    self._drop(names, err)
+                    dropped += names
                     continue
                 if err.status_code < 500 and err.status_code not in _RETRYABLE_STATUS:
                     self.failures += 1
-                    raise VLMRequestError(
-                        f"{self.config.base_url} refused the request for model {self.config.model!r}: "
-                        f"HTTP {err.status_code}: {err.message}"
-                    ) from err
+                    latency = self._spent(start, answered=False)
+                    refusal = self._refusal(err, "the request")
+                    refusal.latency_s, refusal.attempts = latency, dict(attempts)
+                    raise refusal from err
+                outcome = "429" if err.status_code == 429 else "5xx"
+                wait = retry_after_s(err.response.headers) if err.response is not None else None
                 error: Exception = err
-            except (openai.APIConnectionError, openai.APIResponseValidationError,
-                    json.JSONDecodeError, MalformedResponseError) as err:
-                # APITimeoutError is an APIConnectionError; JSONDecodeError is a 200 with a non-JSON body.
-                error = err
+            except openai.APITimeoutError as err:
+                outcome, error = "timeout", err
+            except openai.APIConnectionError as err:
+                outcome, error = "connection", err
+            except (openai.APIResponseValidationError, json.JSONDecodeError, MalformedResponseError) as err:
+                outcome, error = "malformed", err  # JSONDecodeError: a 200 with a non-JSON body
             else:
+                attempts["ok"] += 1
+                self.attempts["ok"] += 1
                 self.prompt_tokens += usage[0]
                 self.completion_tokens += usage[1]
-                return Completion(text=text, prompt_tokens=usage[0], completion_tokens=usage[1],
-                                  retries=retries, latency_s=time.monotonic() - start, structured=structured)
-            if retries >= self.config.max_retries:
+                return Completion(text=text, prompt_tokens=usage[0], completion_tokens=usage[1], retries=retries,
+                                  latency_s=self._spent(start, answered=True), structured=structured,
+                                  attempts=dict(attempts), params_dropped=dropped)
+            attempts[outcome] += 1
+            self.attempts[outcome] += 1
+            delay = self.backoff_s(retries + 1) if wait is None else max(wait, 0.0)
+            why = None
+            if retries >= c.max_retries:
+                why = f"after {retries + 1} attempt(s)"
+            elif time.monotonic() + delay >= deadline:
+                why = (f"within the call deadline of {c.resolved_call_deadline_s():g} s "
+                       f"({retries + 1} attempt(s){', Retry-After %g s' % wait if wait is not None else ''})")
+            if why is not None:
                 self.failures += 1
+                latency = self._spent(start, answered=False)
+                last = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+                if self.silent_s >= c.resolved_max_silent_s():
+                    raise VLMBudgetError(
+                        f"VLM server {c.base_url} gave no reply for {self.silent_s:.0f} s of calls in a row "
+                        f"(agent.vlm.max_silent_s={c.resolved_max_silent_s():g}); last error: {last[:160]}",
+                        latency_s=latency, attempts=dict(attempts),
+                    ) from error
                 raise VLMUnavailableError(
-                    f"{self.config.base_url} gave no usable reply after {retries + 1} attempt(s); "
-                    f"last error: {type(error).__name__}: {error}",
-                    retries=retries,
+                    f"{c.base_url} gave no usable reply {why}; last error: {last}",
+                    retries=retries, latency_s=latency, attempts=dict(attempts),
                 ) from error
             retries += 1
             self.retries += 1
-            self._sleep(self.backoff_s(retries))
+            log.warning("VLM %s: %s, retry %d/%d in %.2f s%s (%d calls, %d failed, %.1f s waited so far)",
+                        c.model, _outcome_text(outcome, error), retries, c.max_retries, delay,
+                        " (Retry-After)" if wait is not None else "", self.calls, self.failures,
+                        self.waited_s + time.monotonic() - start)
+            self._sleep(delay)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _drop(self, names: list[str], err: openai.APIStatusError) -> None:
+        for name in names:
+            self.dropped_params.append(name)
+        hint = " (agent.vlm.seed=null avoids sending it)" if "seed" in names else ""
+        log.warning("VLM %s: %s rejected %s (%s); dropped for the rest of this run%s",
+                    self.config.model, self.config.base_url, ", ".join(names), _short(err)[:120], hint)
+
+    def _refusal(self, err: openai.APIStatusError, what: str) -> VLMRequestError:
+        c = self.config
+        kind = classify_refusal(err.status_code, _error_text(err))
+        detail = f"HTTP {err.status_code}: {_short(err)}"
+        if kind == "auth":
+            key = f"the key in ${c.api_key_env}" if c.api_key_env else "no key (agent.vlm.api_key_env is null)"
+            return VLMAuthError(f"VLM server {c.base_url} refused the credentials for {what} ({detail}); "
+                                f"sent {key}; set agent.vlm.api_key_env to the variable holding a valid key")
+        if kind == "model":
+            return VLMModelError(f"VLM server {c.base_url} does not serve model {c.model!r} (agent.vlm.model) "
+                                 f"or has no such route ({detail})")
+        return VLMRequestError(f"{c.base_url} refused {what} for model {c.model!r}: {detail}")
+
+    def _spent(self, start: float, answered: bool) -> float:
+        latency = time.monotonic() - start
+        self.waited_s += latency
+        self.silent_s = 0.0 if answered else self.silent_s + latency
+        return latency
+
+    def _check_budget(self) -> None:
+        limit = self.config.max_total_s
+        if limit is not None and self.waited_s >= limit:
+            raise VLMBudgetError(f"the run spent its VLM budget: {self.waited_s:.0f} s waited on {self.config.base_url} "
+                                 f"(agent.vlm.max_total_s={limit:g}) after {self.calls} calls")
 
     def _request(self, messages: Messages, schema: dict[str, Any] | None) -> dict[str, Any]:
         c = self.config
@@ -185,7 +436,11 @@ class ChatClient:
                 "json_schema": {"name": "embodmem_action", "schema": schema, "strict": True},
             }
         if c.extra_body:
-            kwargs["extra_body"] = c.extra_body
+            kwargs["extra_body"] = dict(c.extra_body)
+        for name in self.dropped_params:
+            kwargs.pop(name, None)
+            if name in kwargs.get("extra_body", {}):
+                del kwargs["extra_body"][name]
         return kwargs
 
     @staticmethod
@@ -202,3 +457,9 @@ class ChatClient:
     def close(self) -> None:
         """Close the underlying HTTP connection pool."""
         self._client.close()
+
+
+def _outcome_text(outcome: str, error: Exception) -> str:
+    if isinstance(error, openai.APIStatusError):
+        return f"HTTP {error.status_code}"
+    return {"timeout": "timed out", "connection": "connection failed", "malformed": "unreadable reply"}.get(outcome, outcome)

@@ -56,6 +56,23 @@ class VLMConfig:
     max_retries: int = 3
     """Extra attempts after a timeout, connection error, 429, 5xx or unreadable response."""
 
+    call_deadline_s: float | None = None
+    """Seconds one call may take in all, retries and backoff included; each attempt gets at most
+    what is left. ``None``: every attempt's full ``timeout_s`` plus the backoffs between them."""
+
+    max_silent_s: float | None = None
+    """The run stops (one line) once its calls have waited this many seconds in a row without any
+    reply: a server that accepts and never answers ends the run in about this long, not after
+    ``max_consecutive_failures`` full calls. ``None``: twice the call deadline."""
+
+    max_total_s: float | None = None
+    """Budget of the whole run's waiting on the model (all calls, answered or not); the run stops
+    with one line when it is spent. ``None``: no budget."""
+
+    check_endpoint: bool = True
+    """Before any work, list the server's models (short timeout): an unreachable server, a refused
+    key or a model the server does not list stops the run at once with one line."""
+
     backoff_base_s: float = 1.0
     """Delay before the first retry; doubles each retry (exponential backoff)."""
 
@@ -127,8 +144,8 @@ class VLMConfig:
     """High mode: the VLM is asked again after this many steps of one skill even if it is not done."""
 
     max_consecutive_failures: int = 10
-    """Raise after this many calls in a row failed even after retries (a dead server should stop the
-    run, not fill it with default actions). 0 never raises."""
+    """Raise after this many calls in a row failed even after retries, counted across tasks (a dead
+    server should stop the run, not fill it with default actions). 0 never raises."""
 
     cache_dir: str | None = None
     """Directory of the reply cache (one JSON file per request hash); a re-run or replay then makes no
@@ -143,6 +160,10 @@ class VLMConfig:
         if self.extra_body is not None:
             self.extra_body = dict(self.extra_body)
         self.timeout_s = float(self.timeout_s)
+        for name in ("call_deadline_s", "max_silent_s", "max_total_s"):
+            value = getattr(self, name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(self, name, float(value))
         self.backoff_base_s = float(self.backoff_base_s)
         self.backoff_max_s = float(self.backoff_max_s)
         self.jitter = float(self.jitter)
@@ -175,6 +196,26 @@ class VLMConfig:
             return self.default_action
         return "explore" if self.mode == "high" else "turn_left"
 
+    def resolved_call_deadline_s(self) -> float:
+        """Seconds one call may take in all: ``call_deadline_s``, or every attempt's full timeout plus
+        the longest backoffs between them.
+
+        >>> VLMConfig(timeout_s=2, max_retries=1, backoff_base_s=1, jitter=0.1).resolved_call_deadline_s()
+        5.1
+        """
+        if self.call_deadline_s is not None:
+            return self.call_deadline_s
+        backoffs = sum(min(self.backoff_max_s, self.backoff_base_s * 2 ** r) for r in range(self.max_retries))
+        return round(self.timeout_s * (self.max_retries + 1) + backoffs * (1 + self.jitter), 6)
+
+    def resolved_max_silent_s(self) -> float:
+        """Seconds of waiting in a row without a reply after which the run stops.
+
+        >>> VLMConfig(timeout_s=2, max_retries=1, backoff_base_s=1, jitter=0.1).resolved_max_silent_s()
+        10.2
+        """
+        return self.max_silent_s if self.max_silent_s is not None else 2 * self.resolved_call_deadline_s()
+
     def validate(self) -> None:
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
 
@@ -197,6 +238,12 @@ class VLMConfig:
             raise bad("timeout_s", "must be > 0 seconds")
         if not isinstance(self.max_retries, int) or self.max_retries < 0:
             raise bad("max_retries", "must be an integer >= 0")
+        for name in ("call_deadline_s", "max_silent_s", "max_total_s"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, float) or not value > 0):
+                raise bad(name, "must be a number of seconds > 0, or null")
+        if not isinstance(self.check_endpoint, bool):
+            raise bad("check_endpoint", "must be true or false")
         if self.backoff_base_s < 0:
             raise bad("backoff_base_s", "must be >= 0 seconds")
         if self.backoff_max_s < self.backoff_base_s:

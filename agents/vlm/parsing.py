@@ -91,6 +91,20 @@ def parse_reply(text: str, legal: Sequence[str], nodes: Collection[int] | None =
     return _validate(found[0], reasoning, legal, nodes)
 
 
+def is_json_object(text: str) -> bool:
+    """Whether the whole reply is one JSON object, as structured output promises.
+
+    Anything else is a format error, even when :func:`parse_reply` recovers an action from it.
+
+    >>> is_json_object(' {"action": "stop"} '), is_json_object('```json {"action": "stop"} ```')
+    (True, False)
+    """
+    try:
+        return isinstance(json.loads(text), dict)
+    except (json.JSONDecodeError, TypeError, RecursionError):
+        return False
+
+
 # -- locating an object ------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,19 +36,36 @@ from typing import Any
 import numpy as np
 
 from embodmem.agents.base import Agent, Navigator, Observation, Retrieval
-from embodmem.agents.vlm.backend import CallableBackend, ChatBackend, Completion, Messages, VLMUnavailableError
+from embodmem.agents.vlm.backend import (
+    ATTEMPT_OUTCOMES,
+    CallableBackend,
+    ChatBackend,
+    Completion,
+    Messages,
+    VLMError,
+    VLMUnavailableError,
+)
 from embodmem.agents.vlm.cache import ResponseCache
 from embodmem.agents.vlm.config import HIGH_LEVEL_ACTIONS, VLMConfig
 from embodmem.agents.vlm.memory import Embedder, MemoryItem, QueryableMemory, retrieve
-from embodmem.agents.vlm.parsing import Choice, parse_reply
+from embodmem.agents.vlm.parsing import Choice, is_json_object, parse_reply
 from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext
 from embodmem.envs.spec import Action, SensorSpec
 
-STAT_KEYS = ("calls", "cache_hits", "invalid_replies", "retries", "failures", "fallbacks",
-             "prompt_tokens", "completion_tokens", "latency_s")
+STAT_KEYS = ("calls", "cache_hits", "invalid_replies", "format_errors", "format_misses", "retries", "failures",
+             "fallbacks", "params_dropped", "prompt_tokens", "completion_tokens", "latency_s",
+             *(f"attempts_{o}" for o in ATTEMPT_OUTCOMES))
 """Per-episode counters, reported as ``vlm_<key>``: ``calls`` = decisions asked of the model
-(cache hits included), ``failures`` = calls that got no reply after all retries, ``fallbacks`` =
-default actions taken (invalid reply or failure), ``latency_s`` = seconds spent waiting."""
+(cache hits included), ``invalid_replies`` = replies no action could be read from, ``format_errors``
+= replies from the server that were not one JSON object (counted even when the tolerant parser
+recovered an action), ``format_misses`` = those among them sent while JSON-schema structured output
+was requested (the server or a gateway ignored it), ``failures`` = calls that got no reply after
+all retries, ``fallbacks`` = default actions taken (invalid reply or failure), ``params_dropped`` =
+request parameters dropped because the server rejected them, ``latency_s`` = seconds spent waiting,
+failed calls included, ``attempts_<outcome>`` = HTTP attempts by how they ended. Besides these,
+``vlm_dropped_params`` names every parameter dropped so far in the run (comma-separated)."""
+
+log = logging.getLogger("embodmem.vlm")
 
 
 class VLMPolicy(Agent):
@@ -98,6 +116,10 @@ class VLMPolicy(Agent):
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
         self.prompts = PromptBuilder(config)
         self.default_choice = Choice(config.resolved_default_action())
+        self.dropped_params: list[str] = []
+        """Request parameters the server rejected and the backend dropped, over the policy's life."""
+        self._format_miss_reported = False
+        self._consecutive_failures = 0  # across tasks: a server that died stays dead in the next episode
         self.cell_size_m = 1.0
         self._new_task("")
 
@@ -128,8 +150,10 @@ class VLMPolicy(Agent):
         self._step += 1
         return action
 
-    def episode_stats(self) -> dict[str, float]:
-        return {f"vlm_{k}": (round(v, 4) if isinstance(v, float) else v) for k, v in self._stats.items()}
+    def episode_stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {f"vlm_{k}": (round(v, 4) if isinstance(v, float) else v) for k, v in self._stats.items()}
+        stats["vlm_dropped_params"] = ",".join(self.dropped_params)
+        return stats
 
     def close(self) -> None:
         """Release the backend's connections (if it has any)."""
@@ -199,7 +223,10 @@ class VLMPolicy(Agent):
         reasoning = ""
         try:
             completion = self._complete(messages, schema)
-        except VLMUnavailableError as err:
+        except VLMError as err:
+            self._count_attempts(err.attempts, err.latency_s)
+            if not isinstance(err, VLMUnavailableError):
+                raise  # refused (key, model, request) or out of budget: retrying cannot help
             self._stats["failures"] += 1
             self._stats["retries"] += err.retries
             self._consecutive_failures += 1
@@ -213,6 +240,7 @@ class VLMPolicy(Agent):
         else:
             self._consecutive_failures = 0
             self._count(completion)
+            self._check_format(completion)
             choice, reasoning, error = parse_reply(completion.text, legal, nodes)
             if error is not None:
                 self._stats["invalid_replies"] += 1
@@ -244,7 +272,26 @@ class VLMPolicy(Agent):
         s["retries"] += completion.retries
         s["prompt_tokens"] += completion.prompt_tokens
         s["completion_tokens"] += completion.completion_tokens
-        s["latency_s"] += completion.latency_s
+        s["params_dropped"] += len(completion.params_dropped)
+        self.dropped_params += [p for p in completion.params_dropped if p not in self.dropped_params]
+        self._count_attempts(completion.attempts, completion.latency_s)
+
+    def _count_attempts(self, attempts: Mapping[str, int], latency_s: float) -> None:
+        self._stats["latency_s"] += latency_s
+        for outcome, n in attempts.items():
+            self._stats[f"attempts_{outcome}"] += n
+
+    def _check_format(self, completion: Completion) -> None:
+        """Count a server reply that is not one JSON object; say once if structured output was ignored."""
+        if completion.cached or is_json_object(completion.text):
+            return
+        self._stats["format_errors"] += 1
+        if completion.structured:
+            self._stats["format_misses"] += 1
+            if not self._format_miss_reported:
+                self._format_miss_reported = True
+                log.warning("VLM: the reply is not JSON although a json_schema response_format was sent: the server "
+                            "(or a gateway with drop_params) does not honour structured output; counted as vlm_format_misses")
 
     def _retrieve(self, observation: Observation) -> list[MemoryItem]:
         """Memory frames for the mission, placed around the agent; also recorded in the trace."""
@@ -272,7 +319,6 @@ class VLMPolicy(Agent):
         self._skill_steps = 0
         self._history: list[str] = []
         self._previous_error: str | None = None
-        self._consecutive_failures = 0
         self._stats: dict[str, Any] = {k: 0 for k in STAT_KEYS}
         self._stats["latency_s"] = 0.0
 

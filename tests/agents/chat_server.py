@@ -3,7 +3,7 @@
 Why a real server: the client's retries, timeouts, structured-output fallback and image encoding
 are only tested honestly over real HTTP through the real ``openai`` package. This server speaks the
 wire protocol (``POST /v1/chat/completions`` -> ``choices[0].message.content`` + ``usage``), records
-every request body, and answers each request from a script:
+every request body, lists its models at ``GET /v1/models``, and answers each request from a script:
 
     with ChatServer() as server:
         server.enqueue(Reply.http_error(500), Reply.text('{"action": "forward"}'))
@@ -37,6 +37,7 @@ class Reply:
         status: HTTP status for ``error``.
         delay_s: sleep before answering (slow replies, or longer than the client's timeout).
         usage: token counts to report; ``None`` omits the ``usage`` field.
+        headers: extra response headers (e.g. ``Retry-After``).
     """
 
     kind: str = "text"
@@ -44,6 +45,7 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0
     usage: dict[str, int] | None = None
+    headers: dict[str, str] | None = None
 
     @classmethod
     def ok(cls, text: str, delay_s: float = 0.0, usage: dict[str, int] | None = None) -> Reply:
@@ -56,8 +58,14 @@ class Reply:
         return cls.ok(json.dumps({"reasoning": reasoning, "action": action, **extra}), delay_s)
 
     @classmethod
-    def http_error(cls, status: int, message: str = "scripted failure", delay_s: float = 0.0) -> Reply:
-        return cls("error", message, status, delay_s)
+    def http_error(cls, status: int, message: str = "scripted failure", delay_s: float = 0.0,
+                   headers: dict[str, str] | None = None) -> Reply:
+        return cls("error", message, status, delay_s, headers=headers)
+
+    @classmethod
+    def hang(cls, seconds: float = 3600.0) -> Reply:
+        """Accept the request and never answer (until the server stops)."""
+        return cls("text", "", 200, seconds)
 
     @classmethod
     def broken(cls, delay_s: float = 0.0) -> Reply:
@@ -77,6 +85,10 @@ class ChatServer:
         queue: scripted replies, consumed first-in first-out.
         respond: called with the request body when the queue is empty (default: ``stop``).
         reject_response_format: answer 400 to any request carrying ``response_format``.
+        reject_params: parameter names answered with one 400 naming those present (as hosted APIs do).
+        api_key: when set, any other bearer key gets 401.
+        models: the ids ``GET /v1/models`` lists (``None``: that route answers 404).
+        model_requests: how many ``GET /v1/models`` requests arrived.
     """
 
     def __init__(self, max_requests: int = 500, lifetime_s: float = 60.0) -> None:
@@ -87,6 +99,10 @@ class ChatServer:
         self.queue: deque[Reply] = deque()
         self.respond: Callable[[dict[str, Any]], Reply] = lambda body: Reply.action("stop")
         self.reject_response_format = False
+        self.reject_params: set[str] = set()
+        self.api_key: str | None = None
+        self.models: list[str] | None = ["test-vlm"]
+        self.model_requests = 0
         self.overflow = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -156,8 +172,13 @@ class ChatServer:
             if len(self.requests) > self.max_requests:
                 self.overflow += 1
                 return Reply.http_error(503, f"request budget of {self.max_requests} exhausted")
+            if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+                return Reply.http_error(401, "Incorrect API key provided")
             if self.reject_response_format and "response_format" in body:
                 return Reply.http_error(400, RESPONSE_FORMAT_REJECTION)
+            rejected = sorted(self.reject_params & set(body))
+            if rejected:
+                return Reply.http_error(400, f"Unsupported parameter(s): {', '.join(rejected)} (not supported with this model)")
             if self.queue:
                 return self.queue.popleft()
         return self.respond(body)
@@ -170,6 +191,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
         pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        owner = self.owner
+        with owner._lock:
+            owner.model_requests += 1
+        key_ok = owner.api_key is None or self.headers.get("Authorization") == f"Bearer {owner.api_key}"
+        if self.path.rstrip("/") != "/v1/models" or owner.models is None:
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+        elif not key_ok:
+            self._send(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+        else:
+            self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
+                                                         for m in owner.models]})
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         length = int(self.headers.get("Content-Length") or 0)
@@ -188,7 +222,8 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.kind == "error":
             param = "response_format" if "response_format" in reply.text else None
             self._send(reply.status, {"error": {"message": reply.text, "type": "invalid_request_error"
-                                                if reply.status < 500 else "server_error", "param": param}})
+                                                if reply.status < 500 else "server_error", "param": param}},
+                       reply.headers)
         elif reply.kind == "broken":
             self._send_raw(200, b'{"id": "chatcmpl-broken", "choices": [', "application/json")
         else:
@@ -206,12 +241,14 @@ class _Handler(BaseHTTPRequestHandler):
                 payload["usage"] = usage
             self._send(200, payload)
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json")
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
 
-    def _send_raw(self, status: int, data: bytes, content_type: str) -> None:
+    def _send_raw(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from embodmem.agents.vlm.backend import VLMRequestError, VLMUnavailableError
+from embodmem.agents.vlm.backend import (
+    VLMAuthError,
+    VLMBudgetError,
+    VLMModelError,
+    VLMRequestError,
+    VLMUnavailableError,
+)
 from embodmem.agents.vlm.client import LOCAL_API_KEY, ChatClient
 from embodmem.agents.vlm.config import VLMConfig
 
@@ -27,11 +34,20 @@ def server() -> Iterator[ChatServer]:
         yield s
 
 
-def make_client(server: ChatServer, **overrides: object) -> ChatClient:
+def make_client(server: ChatServer, sleep=time.sleep, **overrides: object) -> ChatClient:
     values: dict[str, object] = dict(base_url=server.url, model="test-vlm", timeout_s=2.0, max_retries=2,
                                      backoff_base_s=0.01, backoff_max_s=0.05)
     values.update(overrides)
-    return ChatClient(VLMConfig(**values))  # type: ignore[arg-type]
+    return ChatClient(VLMConfig(**values), sleep=sleep)  # type: ignore[arg-type]
+
+
+def free_port_url() -> str:
+    """A loopback URL on which nothing listens (the port was free a moment ago)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
 def test_request_shape_and_usage(server: ChatServer) -> None:
@@ -99,18 +115,21 @@ def test_backoff_is_exponential_capped_and_seeded() -> None:
         assert base <= delay <= base * 1.1
 
 
-def test_response_format_rejection_falls_back_once(server: ChatServer) -> None:
+def test_response_format_rejection_falls_back_once(server: ChatServer, caplog) -> None:
     server.reject_response_format = True
     server.enqueue(Reply.ok("first"), Reply.ok("second"))
     client = make_client(server)
-    with pytest.warns(UserWarning, match="rejected response_format"):
+    with caplog.at_level(logging.WARNING, logger="embodmem.vlm"):
         first = client.complete(MESSAGES, SCHEMA)
+    assert [r.message.count("\n") for r in caplog.records] == [0]  # one line
+    assert "rejected response_format" in caplog.records[0].message
     second = client.complete(MESSAGES, SCHEMA)
     assert (first.text, second.text) == ("first", "second")
     assert not first.structured and not client.structured_supported
     assert "response_format" in server.requests[0]
     assert all("response_format" not in body for body in server.requests[1:])
     assert server.count == 3 and client.format_fallbacks == 1 and client.retries == 0
+    assert client.dropped_params == ["response_format"] and first.params_dropped == ["response_format"]
 
 
 def test_api_key_comes_from_the_named_environment_variable(server: ChatServer, monkeypatch) -> None:
@@ -135,3 +154,184 @@ def test_server_request_budget_is_bounded() -> None:
         with pytest.raises(VLMUnavailableError, match="budget"):
             client.complete(MESSAGES)
         assert s.overflow == 1
+
+
+# -- parameters a server rejects -----------------------------------------------------------------
+
+
+def test_rejected_seed_and_format_are_dropped_once_each(server: ChatServer, caplog) -> None:
+    server.reject_params = {"seed", "response_format"}
+    server.enqueue(Reply.ok("first"), Reply.ok("second"))
+    client = make_client(server, seed=5)
+    with caplog.at_level(logging.WARNING, logger="embodmem.vlm"):
+        first = client.complete(MESSAGES, SCHEMA)
+        second = client.complete(MESSAGES, SCHEMA)
+    assert (first.text, second.text) == ("first", "second")
+    assert first.params_dropped == ["response_format", "seed"] and second.params_dropped == []
+    assert client.dropped_params == ["response_format", "seed"] and not client.structured_supported
+    assert server.count == 3 and client.retries == 0  # one rejected request, then two plain ones
+    assert all("seed" not in b and "response_format" not in b for b in server.requests[1:])
+    assert all(b["model"] == "test-vlm" and b["messages"] for b in server.requests)
+    assert len(caplog.records) == 1 and "seed" in caplog.records[0].message and "\n" not in caplog.records[0].message
+
+
+def test_a_server_rejecting_only_seed_keeps_structured_output(server: ChatServer) -> None:
+    server.reject_params = {"seed"}
+    server.enqueue(Reply.ok('{"action": "forward"}'))
+    client = make_client(server)
+    completion = client.complete(MESSAGES, SCHEMA)
+    assert completion.params_dropped == ["seed"] and completion.structured
+    assert "response_format" in server.requests[1] and "seed" not in server.requests[1]
+
+
+def test_extra_body_fields_can_be_dropped_required_ones_never(server: ChatServer) -> None:
+    server.reject_params = {"top_k"}
+    server.enqueue(Reply.ok("ok"))
+    client = make_client(server, extra_body={"top_k": 5})
+    assert client.complete(MESSAGES).params_dropped == ["top_k"] and "top_k" not in server.requests[1]
+    server.enqueue(Reply.http_error(400, "Unsupported parameter: 'messages' and 'model' are not supported here"))
+    with pytest.raises(VLMRequestError, match="HTTP 400"):
+        client.complete(MESSAGES)
+    assert client.dropped_params == ["top_k"]
+
+
+def test_a_parameter_rejected_again_after_its_drop_is_an_error(server: ChatServer) -> None:
+    server.enqueue(Reply.http_error(400, "seed is not supported"), Reply.http_error(400, "seed is not supported"))
+    client = make_client(server)
+    with pytest.raises(VLMRequestError, match="seed is not supported"):
+        client.complete(MESSAGES)  # the resend carries no seed, so the second 400 is a plain refusal
+    assert client.dropped_params == ["seed"] and server.count == 2
+
+
+# -- what failures cost --------------------------------------------------------------------------
+
+
+def test_every_attempt_is_timed_and_counted_by_outcome(server: ChatServer) -> None:
+    server.enqueue(Reply.http_error(500), Reply.http_error(429), Reply.ok("late", delay_s=1.0), Reply.broken(),
+                   Reply.ok("finally"))
+    client = make_client(server, timeout_s=0.3, max_retries=4)
+    completion = client.complete(MESSAGES)
+    assert completion.attempts == {"5xx": 1, "429": 1, "timeout": 1, "malformed": 1, "ok": 1}
+    assert completion.latency_s >= 0.3 and completion.retries == 4
+    server.enqueue(*[Reply.http_error(503)] * 5)
+    with pytest.raises(VLMUnavailableError) as info:
+        client.complete(MESSAGES)
+    assert info.value.attempts == {"5xx": 5} and info.value.latency_s > 0
+    assert client.attempts["5xx"] == 6 and client.waited_s >= completion.latency_s + info.value.latency_s
+
+
+def test_connection_failures_are_counted_and_timed() -> None:
+    client = ChatClient(VLMConfig(base_url=free_port_url(), model="m", timeout_s=1.0, max_retries=1,
+                                  backoff_base_s=0.01, backoff_max_s=0.01))
+    with pytest.raises(VLMUnavailableError, match="after 2 attempt") as info:
+        client.complete(MESSAGES)
+    assert info.value.attempts == {"connection": 2} and info.value.latency_s > 0
+
+
+def test_retry_after_is_honoured(server: ChatServer) -> None:
+    server.enqueue(Reply.http_error(429, "slow down", headers={"Retry-After": "0.7"}),
+                   Reply.http_error(503, "busy", headers={"retry-after-ms": "250"}), Reply.ok("ok"))
+    slept: list[float] = []
+    client = make_client(server, sleep=slept.append, max_retries=3)
+    assert client.complete(MESSAGES).text == "ok"
+    assert slept == [0.7, 0.25]  # the server's delays, not the 0.01 s backoff
+
+
+def test_a_retry_after_beyond_the_deadline_ends_the_call_at_once(server: ChatServer) -> None:
+    server.enqueue(Reply.http_error(429, "quota", headers={"Retry-After": "120"}), Reply.ok("never"))
+    slept: list[float] = []
+    client = make_client(server, sleep=slept.append, max_retries=3, call_deadline_s=5.0)
+    with pytest.raises(VLMUnavailableError, match="call deadline of 5 s.*Retry-After 120"):
+        client.complete(MESSAGES)
+    assert slept == [] and server.count == 1
+
+
+def test_the_call_deadline_covers_all_retries(server: ChatServer) -> None:
+    server.respond = lambda body: Reply.hang()
+    client = make_client(server, timeout_s=0.4, max_retries=10, call_deadline_s=1.0)
+    with pytest.raises(VLMUnavailableError, match="call deadline of 1 s") as info:
+        client.complete(MESSAGES)
+    assert 2 <= info.value.attempts["timeout"] <= 3  # 0.4 + 0.4 + what is left, not 11 attempts
+
+
+def test_a_hanging_server_ends_the_run_with_the_silence_budget(server: ChatServer) -> None:
+    server.respond = lambda body: Reply.hang()
+    client = make_client(server, timeout_s=0.2, max_retries=1, max_silent_s=1.0)
+    outcomes = []
+    for _ in range(20):
+        try:
+            client.complete(MESSAGES)
+        except VLMBudgetError as err:
+            outcomes.append("budget")
+            assert "max_silent_s=1" in str(err) and "\n" not in str(err)
+            break
+        except VLMUnavailableError:
+            outcomes.append("unavailable")
+    assert outcomes[-1] == "budget" and set(outcomes[:-1]) == {"unavailable"}
+    assert len(outcomes) <= 4 and client.silent_s >= 1.0  # each call waits at least 2 x 0.2 s
+
+
+def test_a_reply_resets_the_silence(server: ChatServer) -> None:
+    server.enqueue(Reply.hang(), Reply.hang(), Reply.ok("ok"))
+    client = make_client(server, timeout_s=0.2, max_retries=1, max_silent_s=100.0)
+    with pytest.raises(VLMUnavailableError):
+        client.complete(MESSAGES)
+    assert client.silent_s > 0
+    client.complete(MESSAGES)
+    assert client.silent_s == 0.0
+
+
+def test_the_run_budget_stops_further_calls(server: ChatServer) -> None:
+    server.respond = lambda body: Reply.ok("ok", delay_s=0.2)
+    client = make_client(server, max_total_s=0.5)
+    waited: list[float] = []
+    with pytest.raises(VLMBudgetError, match="max_total_s=0.5"):
+        for _ in range(10):
+            waited.append(client.waited_s)
+            client.complete(MESSAGES)
+    assert waited[-1] >= 0.5 and all(w < 0.5 for w in waited[:-1])
+    assert server.count == len(waited) - 1  # the call over budget sent nothing
+
+
+# -- refusals and the endpoint check -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("status", "message", "kind"), [
+    (401, "Incorrect API key provided", VLMAuthError),
+    (403, "forbidden", VLMAuthError),
+    (400, "No connected db.", VLMAuthError),  # LiteLLM without a database, wrong key
+    (400, "/chat/completions: Invalid model name passed in model=nope.", VLMModelError),
+    (404, "The model `nope` does not exist", VLMModelError),
+    (400, "messages: at least one message is required", VLMRequestError),
+])
+def test_refusals_are_classified_by_status_and_message(server: ChatServer, status, message, kind) -> None:
+    server.enqueue(Reply.http_error(status, message))
+    with pytest.raises(VLMRequestError) as info:
+        make_client(server).complete(MESSAGES)
+    assert type(info.value) is kind and "\n" not in str(info.value) and server.count == 1
+
+
+def test_check_endpoint_passes_and_lists_models(server: ChatServer) -> None:
+    server.models = ["other", "test-vlm"]
+    assert make_client(server).check_endpoint() == ["other", "test-vlm"]
+    server.models = None  # no models route: the first call will tell
+    assert make_client(server).check_endpoint() == []
+    assert server.count == 0  # no chat request was made
+
+
+def test_check_endpoint_stops_on_unknown_model_wrong_key_and_no_server(server: ChatServer, monkeypatch) -> None:
+    with pytest.raises(VLMModelError, match="does not serve model 'nope'.*it lists: test-vlm"):
+        make_client(server, model="nope").check_endpoint()
+    server.api_key = "right"
+    monkeypatch.setenv("EMBODMEM_TEST_KEY", "wrong")
+    with pytest.raises(VLMAuthError, match=r"refused the credentials.*\$EMBODMEM_TEST_KEY"):
+        make_client(server, api_key_env="EMBODMEM_TEST_KEY").check_endpoint()
+    with pytest.raises(VLMUnavailableError, match="cannot be reached"):
+        ChatClient(VLMConfig(base_url=free_port_url(), model="m")).check_endpoint(timeout_s=2.0)
+
+
+def test_http_request_logs_are_quiet(server: ChatServer, caplog) -> None:
+    client = make_client(server)
+    with caplog.at_level(logging.INFO):
+        client.complete(MESSAGES)
+    assert [r.name for r in caplog.records if r.name.split(".")[0] in ("httpx", "httpx2", "httpcore", "openai")] == []

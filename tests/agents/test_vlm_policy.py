@@ -284,13 +284,14 @@ def test_failures_invalid_replies_and_retries_are_survived_and_counted(server: C
 def test_structured_output_rejected_then_plain_prompting(server: ChatServer) -> None:
     server.reject_response_format = True
     agent = VLMPolicy(config(server, mode="low"))
-    with pytest.warns(UserWarning, match="rejected response_format"):
-        steps, actions = run_episode(agent, Corridor())
+    steps, actions = run_episode(agent, Corridor())
     assert actions[-1] == Action.STOP
     assert server.count == steps + 1  # one rejected request, then plain prompting for the rest
     assert "response_format" in server.requests[0]
     assert not any("response_format" in body for body in server.requests[1:])
-    assert agent.episode_stats()["vlm_invalid_replies"] == 0
+    stats = agent.episode_stats()
+    assert stats["vlm_invalid_replies"] == 0
+    assert (stats["vlm_params_dropped"], stats["vlm_dropped_params"]) == (1, "response_format")
 
 
 def test_a_dead_server_stops_the_run(server: ChatServer) -> None:
@@ -391,3 +392,57 @@ def test_short_real_episode(server: ChatServer) -> None:
     assert obs["mission"] in user_text(body) and "Sonar ranges" in user_text(body)
     url = body["messages"][-1]["content"][1]["image_url"]["url"]
     assert decode_data_url(url).shape == (96, 96, 3)
+
+
+def test_format_errors_count_every_non_json_reply_even_when_recovered(server: ChatServer) -> None:
+    sent = {"replies": 0, "not_json": 0}
+
+    def every_fifth_is_prose(body: dict[str, Any]) -> Reply:
+        sent["replies"] += 1
+        if sent["replies"] % 5 == 0:
+            sent["not_json"] += 1
+            return Reply.ok("I think I should go forward maybe {not json")
+        return oracle(body)
+
+    server.respond = every_fifth_is_prose
+    agent = VLMPolicy(config(server, mode="low"))
+    steps, _ = run_episode(agent, Corridor())
+    stats = agent.episode_stats()
+    assert sent["not_json"] >= 4
+    assert stats["vlm_format_errors"] == sent["not_json"]  # all recovered by the keyword fallback ...
+    assert stats["vlm_invalid_replies"] == 0 and stats["vlm_fallbacks"] == 0  # ... and still counted
+    assert stats["vlm_format_misses"] == sent["not_json"]  # json_schema was sent with every one of them
+    assert stats["vlm_attempts_ok"] == stats["vlm_calls"] == sent["replies"] == steps
+
+
+def test_without_structured_output_non_json_replies_are_errors_not_misses(server: ChatServer) -> None:
+    server.respond = lambda body: Reply.ok("forward")
+    agent = VLMPolicy(config(server, mode="low", structured_output=False))
+    obs = Corridor().reset()
+    agent.reset(obs, Corridor().spec)
+    agent.act(obs)
+    stats = agent.episode_stats()
+    assert (stats["vlm_format_errors"], stats["vlm_format_misses"], stats["vlm_invalid_replies"]) == (1, 0, 0)
+
+
+def test_failed_calls_count_their_latency_and_attempts(server: ChatServer) -> None:
+    server.enqueue(Reply.http_error(500), Reply.http_error(429), Reply.ok("late", delay_s=1.0))
+    agent = VLMPolicy(config(server, mode="low", timeout_s=0.3, max_retries=2))
+    obs = Corridor().reset()
+    agent.reset(obs, Corridor().spec)
+    assert agent.act(obs) == Action.TURN_LEFT  # the call failed: default action
+    stats = agent.episode_stats()
+    assert stats["vlm_failures"] == 1 and stats["vlm_latency_s"] >= 0.3
+    assert (stats["vlm_attempts_5xx"], stats["vlm_attempts_429"], stats["vlm_attempts_timeout"]) == (1, 1, 1)
+
+
+def test_consecutive_failures_are_counted_across_tasks(server: ChatServer) -> None:
+    server.respond = lambda body: Reply.http_error(500)
+    agent = VLMPolicy(config(server, mode="low", max_retries=0, max_consecutive_failures=3))
+    env = Corridor()
+    obs = env.reset()
+    agent.reset(obs, env.spec)
+    agent.act(obs), agent.act(obs)
+    agent.reset(obs, env.spec)  # a new task does not revive a dead server
+    with pytest.raises(VLMUnavailableError, match="3 VLM calls in a row failed"):
+        agent.act(obs)
