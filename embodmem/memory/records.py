@@ -351,6 +351,9 @@ class MetaTable:
                     f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, "
                     f"expected {n} / {t._cols[k].dtype}"
                 )
+        for k in ("run", "task"):
+            if n and (cols[k].min() < 0 or cols[k].max() >= len(t.vocab)):
+                raise ValueError(f"metadata column {k!r} has codes outside the vocabulary of {len(t.vocab)} strings")
         t.append(cols)
         return t
 
