@@ -277,16 +277,23 @@ class AgentMemory:
 
         Returns:
             The map node the frame was localised to.
+
+        Raises:
+            ValueError: naming the bad field of ``meta`` or the bad embedding; the memory is then
+                exactly as before the call.
         """
-        e = self._unit(embedding)
+        if not isinstance(meta, FrameMeta):
+            raise ValueError(f"observe needs a FrameMeta, got {type(meta).__name__}")
+        e = self._unit(embedding)  # every check comes before the first write
+        meta.validate()
+        thumb = meta.thumbnail
+        if thumb is not None:
+            thumb = fit_thumbnail(thumb, self.config.thumbnail_size) if self.config.keep_thumbnails else None
         seg = (meta.run_id, meta.task, meta.episode)
         if seg != self._segment:
             self.map.break_trajectory()
             self._segment = seg
         node = self.map.observe(meta.x, meta.y, e)
-        thumb = meta.thumbnail
-        if thumb is not None:
-            thumb = fit_thumbnail(thumb, self.config.thumbnail_size) if self.config.keep_thumbnails else None
         rec = copy.copy(meta)  # dataclasses.replace costs ~15 us; this runs on every step
         rec.node, rec.thumbnail, rec.hits = node, thumb, 0
         out = self.fifo.push(e, rec, self.next_id)

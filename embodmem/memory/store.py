@@ -313,6 +313,8 @@ class LongTermStore:
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"vectors must have shape (n, {self.dim}), got {x.shape}")
+        if not np.isfinite(x).all():
+            raise ValueError("vectors must be finite (found NaN or infinity)")
         ids = np.asarray(ids, dtype=np.int64)
         cols = metas if isinstance(metas, dict) else self.meta.columns_from_metas(ids, metas)
         if len(ids) != len(x) or len(cols["ids"]) != len(x):
