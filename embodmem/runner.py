@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 
 from embodmem.agents.base import Agent
-from embodmem.atomic import atomic_append_jsonl, atomic_write_json
+from embodmem.atomic import atomic_append_jsonl
+from embodmem.episode_log import LOG_FORMAT, write_log
 from embodmem.metrics import EpisodeMeasures
 from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
-
-LOG_FORMAT = "embodmem-episode/1"
 
 
 class Profiler:
@@ -283,7 +282,7 @@ class RunWriter:
         if self.episode_logs:
             name = self.episode_name(record)
             path = self.out_dir / "episodes" / f"{name}.json"
-            atomic_write_json(path, {**result.log, "env": env_kwargs, "record": record}, indent=None)
+            write_log(path, {**result.log, "env": env_kwargs, "record": record})
             record["episode_log"] = str(path.relative_to(self.out_dir))
         atomic_append_jsonl(self.metrics_path, [record])
         self.records.append(record)
