@@ -31,7 +31,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -60,7 +60,15 @@ class Retrieval(_Strict):
     step: int = Field(ge=1)
     """Step (1-based action count) at which the agent looked."""
     query: str
-    hits: list[tuple[float, int | None, tuple[float, float, int], str, int]] = Field(max_length=64)
+    hits: list[
+        tuple[
+            Annotated[float, Field(ge=-2, le=2)],
+            Annotated[int, Field(ge=0)] | None,
+            tuple[Annotated[float, Field(ge=0)], Annotated[float, Field(ge=0)], Annotated[int, Field(ge=0, le=3)]],
+            str,
+            Annotated[int, Field(ge=0)],
+        ]
+    ] = Field(max_length=64)
     """``[score, node, [x, y, heading], task, step]`` per hit, best first."""
 
 

@@ -213,3 +213,41 @@ def test_cli_fails_loudly(tmp_path: Path, logged, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main([str(logged[0]), "--size", "8"])
     assert exc.value.code == 2
+
+
+# --------------------------------------------------------------------------- tamper sweep
+
+
+def _attack_module():
+    import importlib.util
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("attack_episode_log", root / "benchmarks" / "attack_episode_log.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_field_alteration_is_refused_with_one_line(tmp_path: Path) -> None:
+    """Every field of a real log changed in value or type, or removed: refused (exit 1, one line
+    naming the field), never accepted, never a traceback."""
+    counts, examples = _attack_module().attack("fields", tmp_path)
+    assert counts["refused"] == sum(counts.values()) > 500, {k: v[:5] for k, v in examples.items() if k != "refused"}
+    assert all("field " in e for e in examples["refused"])
+
+
+def test_resealed_alterations_refused_unless_not_recomputable(tmp_path: Path) -> None:
+    """With the digest recomputed, everything the replay recomputes or cross-checks is still
+    refused; what is accepted is only what nothing recomputes (retrieval contents, run labels)."""
+    counts, examples = _attack_module().attack("resealed", tmp_path)
+    assert counts["traceback"] == 0 and counts["other"] == 0, examples.get("traceback")
+    free = ("retrievals", "record.", "record ", "start ", "task_index ", "condition ")
+    recomputed = ("record.success", "record.spl ", "record.steps", "record.collisions", "record.path_length")
+    accepted = examples.get("accepted", [])
+    assert all(e.startswith(free) for e in accepted), accepted
+    assert not any(e.startswith(recomputed) and "-0.0" not in e for e in accepted), accepted
+    for must in ("actions", "action_names", "obs_digests", "start_pose", "world_seed", "episode_seed", "env", "task "):
+        assert not any(e.startswith(must) for e in accepted), must
