@@ -31,7 +31,7 @@ import embodmem.configs
 from embodmem.agents.base import Agent
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import register_configs, validate
-from embodmem.runner import Profiler, RunWriter, SequenceSpec, gem_evaluations, run_sequence
+from embodmem.runner import Profiler, RunWriter, SequenceSpec, episode_key, gem_evaluations, run_sequence
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 
@@ -118,7 +118,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     sequence = exp.sequence if not exp.tasks else "+".join(tasks)
     run_id = cfg.run_id or out_dir.name
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    writer = RunWriter(out_dir, cfg.logger.episode_logs)
+    writer = RunWriter(out_dir, cfg.logger.episode_logs, resume=exp.resume)
     profiler = Profiler()
     kwargs = env_kwargs(cfg)
     embedder = None if cfg.agent.name in ("oracle", "random") and not exp.baselines else build_embedder(cfg)
@@ -137,6 +137,9 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     start = str(exp.start.value if hasattr(exp.start, "value") else exp.start)
 
     for world_seed in exp.world_seeds:
+        if exp.resume and world_done(writer, runs, sequence, int(world_seed), int(cfg.seed), len(tasks), exp.gem_eval):
+            bar.update(len(runs) * len(tasks))
+            continue
         env = build_env(cfg, tasks, int(world_seed))
         starts: list[tuple[int, int, int]] | None = None
         for name, condition in runs:
@@ -181,6 +184,18 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     print_table(profile, title=f"Where the time went ({steps} agent steps)")
     print(f"\noutputs: {out_dir}")
     return writer.records
+
+
+def world_done(writer: RunWriter, runs: list[tuple[str, str]], sequence: str, world_seed: int, seed: int, n_tasks: int, gem: bool) -> bool:
+    """Whether metrics.jsonl already holds every episode of this world (then resume skips it)."""
+    base = {"sequence": sequence, "world_seed": world_seed, "seed": seed, "eval_after": None}
+    keys = [episode_key({**base, "agent": a, "condition": c, "task_index": i + 1}) for a, c in runs for i in range(n_tasks)]
+    if gem:
+        keys += [
+            episode_key({**base, "agent": a, "condition": "eval", "task_index": j + 1, "eval_after": after})
+            for a, c in runs if c == "warm" for after in range(n_tasks + 1) for j in range(n_tasks)
+        ]  # fmt: skip
+    return all(k in writer.done for k in keys)
 
 
 register_configs()

@@ -9,7 +9,9 @@ writes ``metrics.jsonl``, per-episode logs and the summary tables.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from embodmem.agents.base import Agent
-from embodmem.atomic import atomic_append_jsonl
+from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
 from embodmem.episode_log import LOG_FORMAT, write_log
 from embodmem.metrics import EpisodeMeasures
 from embodmem.envs.spec import ACTION_NAMES, Action
@@ -261,15 +263,50 @@ def gem_evaluations(
     return records
 
 
-class RunWriter:
-    """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs."""
+def episode_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    """Stable identity of an episode in a run directory (what ``resume`` matches on)."""
+    return tuple(record.get(k) for k in ("sequence", "world_seed", "seed", "agent", "condition", "task_index", "eval_after", "split", "agent_variant"))
 
-    def __init__(self, out_dir: Path, episode_logs: bool = True):
+
+def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Records of a ``metrics.jsonl``. A torn last line (a crash mid-write) is dropped with a message
+    and, if ``repair``, removed from the file; any other bad line is a ``ValueError`` naming it."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as err:
+            if any(rest.strip() for rest in lines[i + 1 :]):
+                raise ValueError(f"{path}: line {i + 1} is not a metrics record ({err}); fix or remove it") from None
+            print(f"{path}: dropped a truncated last line ({len(line)} bytes); that episode runs again", file=sys.stderr)
+            if repair:
+                atomic_write_bytes(path, b"".join(ln + b"\n" for ln in lines[:i] if ln.strip()))
+            break
+        records.append(rec)
+    return records
+
+
+class RunWriter:
+    """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs.
+
+    With ``resume``, the records already in metrics.jsonl are kept and episodes with their
+    :func:`episode_key` are not written again.
+    """
+
+    def __init__(self, out_dir: Path, episode_logs: bool = True, resume: bool = False):
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.episode_logs = episode_logs
-        self.records: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = read_metrics(self.metrics_path, repair=True) if resume else []
+        self.done = {episode_key(r) for r in self.records}
 
     def episode_name(self, record: dict[str, Any]) -> str:
         return (
@@ -279,6 +316,8 @@ class RunWriter:
 
     def write(self, result: EpisodeResult, env_kwargs: dict[str, Any]) -> None:
         record = result.record
+        if episode_key(record) in self.done:
+            return
         if self.episode_logs:
             name = self.episode_name(record)
             path = self.out_dir / "episodes" / f"{name}.json"
@@ -288,6 +327,7 @@ class RunWriter:
         self.records.append(record)
 
     def write_records(self, records: list[dict[str, Any]]) -> None:
+        records = [r for r in records if episode_key(r) not in self.done]
         atomic_append_jsonl(self.metrics_path, records)
         self.records.extend(records)
 
