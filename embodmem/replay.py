@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -163,7 +163,8 @@ def _check_record(path: str | Path, summary: Mapping[str, Any], record: Mapping[
             continue
         if key not in record:
             raise ReplayMismatch(f"{path}: field record.{key}: missing; the replay computes {value!r}", -1)
-        if record[key] != value or type(record[key]) is not type(value):
+        same = record[key] == value or (isinstance(value, float) and math.isnan(value) and isinstance(record[key], float) and math.isnan(record[key]))
+        if not same or type(record[key]) is not type(value):
             raise ReplayMismatch(
                 f"{path}: field record.{key}: the log has {record[key]!r}, the replay computes {value!r}", -1
             )
