@@ -277,3 +277,40 @@ def test_manifest_mutation_sweep(tmp_path: Path, kind: str) -> None:
         assert all(e.startswith(allowed) for e in examples.get("different", [])), examples["different"]
         for must_refuse in ("state.next_id", "state.frames_written", "state.segment", "files.", "dim ", "generation"):
             assert not any(e.startswith(must_refuse) for e in examples.get("different", []))
+
+
+_SAVER = """
+import sys, numpy as np
+from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+mem = AgentMemory(MemoryConfig(dim=64, short_term_capacity=8, consolidate_to=4))
+rng = np.random.default_rng(0)
+for i in range(4000):
+    mem.observe(rng.standard_normal(64), FrameMeta("run", "t", 0, i, float(i % 50), float(i // 50)))
+print("ready", flush=True)
+while True:
+    mem.save(sys.argv[1])
+"""
+
+
+def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path: Path) -> None:
+    """A real process saving in a loop, killed with SIGKILL at several moments: the directory always
+    loads, and the temp files a kill leaves are gone after the load."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    d = tmp_path / "mem"
+    for delay in (0.05, 0.13, 0.29, 0.41, 0.6):
+        proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(d)], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        while not (d / "manifest.json").exists():
+            time.sleep(0.01)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        mem = AgentMemory.load(d)
+        assert mem.frames_written == 4000
+        assert not [p.name for p in d.iterdir() if p.name.endswith(".tmp")]
