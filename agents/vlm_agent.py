@@ -10,14 +10,18 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from embodmem.agents.base import Observation
+from pathlib import Path
+
+import numpy as np
+
+from embodmem.agents.base import MemoryCarrier, Observation
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.policy import VLMPolicy
 from embodmem.envs.spec import SensorSpec
 
 
-class VLMAgent(VLMPolicy):
+class VLMAgent(VLMPolicy, MemoryCarrier):
     """A :class:`VLMPolicy` whose navigator is a :class:`MemoryAgent` (reset and labelled with it)."""
 
     name = "vlm"
@@ -39,6 +43,16 @@ class VLMAgent(VLMPolicy):
 
     def reset_memory(self) -> None:
         self.navigator.reset_memory()
+
+    def save_state(self, directory: Path) -> None:
+        self.navigator.save_state(directory)
+
+    def load_state(self, directory: Path) -> None:
+        self.navigator.load_state(directory)
+        self.memory = self.navigator.memory
+
+    def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
+        self.navigator.implant(images, poses)
 
     def end_task(self, success: bool) -> None:
         self.navigator.end_task(success)

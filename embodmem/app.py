@@ -169,7 +169,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
         check_vlm_endpoint(cfg)
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     kwargs = env_kwargs(cfg)
-    writer = RunWriter(out_dir, cfg.logger.episode_logs, kwargs)
+    writer = RunWriter(out_dir, cfg.logger.episode_logs, kwargs, resume=cfg.experiment.resume)
     profiler = Profiler()
     needs_embedder = any(name not in ("oracle", "random") for name, _ in plan.runs)
     embedder = build_embedder(cfg) if needs_embedder else None
@@ -202,6 +202,18 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     print_table(profile, title=f"Where the time went ({steps} agent steps)")
     print(f"\noutputs: {out_dir}")
     return writer.records
+
+
+def world_done(writer: RunWriter, runs: list[tuple[str, str]], sequence: str, world_seed: int, seed: int, n_tasks: int, gem: bool) -> bool:
+    """Whether metrics.jsonl already holds every episode of this world (then resume skips it)."""
+    base = {"sequence": sequence, "world_seed": world_seed, "seed": seed, "eval_after": None}
+    keys = [episode_key({**base, "agent": a, "condition": c, "task_index": i + 1}) for a, c in runs for i in range(n_tasks)]
+    if gem:
+        keys += [
+            episode_key({**base, "agent": a, "condition": "eval", "task_index": j + 1, "eval_after": after})
+            for a, c in runs if c == "warm" for after in range(n_tasks + 1) for j in range(n_tasks)
+        ]  # fmt: skip
+    return all(k in writer.done for k in keys)
 
 
 register_configs()

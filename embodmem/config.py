@@ -188,6 +188,10 @@ class ExperimentConfig:
     """Save the warm memory at the end to <run dir>/memory."""
     load_memory: Optional[str] = None
     """Start the warm condition from a memory saved by an earlier run (a directory)."""
+    resume: bool = False
+    """Re-run into an output directory that holds a partial run: episodes already in metrics.jsonl
+    are not written again (a world whose episodes are all there is skipped; in a partly done world
+    every sequence is re-simulated, so warm memory and starts match an uninterrupted run)."""
 
 
 @dataclass

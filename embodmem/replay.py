@@ -8,8 +8,12 @@ An episode log (written by :class:`embodmem.runner.RunWriter`) holds the world s
 the task, the episode seed, the start pose, every action, a digest of every observation and what
 the agent retrieved from memory. The environment is deterministic given those, so stepping a fresh
 one through the logged actions must reproduce every observation bit for bit; the digests prove it.
-A log that is corrupted, truncated, foreign, or that no longer replays (the environment code or its
-settings changed) is refused with a message that names the file and what is wrong.
+Then every measure of the metrics record is recomputed and compared with the logged one. The log's
+schema, its digest (over the whole log) and the checks of its fields against each other live in
+:mod:`embodmem.episode_log`. A log that is corrupted, truncated, foreign, edited, or that no longer
+replays (the environment code or its settings changed) is refused with a message that names the
+file and the first field that is wrong. Retrievals are not recomputed (that would need the agent
+and its memory): they are covered by the digest and checked for type and step range.
 
 Example:
     >>> from embodmem.replay import replay
@@ -21,33 +25,24 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embodmem.episode_log import EpisodeLogError, read_log
 from embodmem.metrics import EpisodeMeasures
-from embodmem.runner import LOG_FORMAT, observation_digest
+from embodmem.runner import observation_digest
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 
-REQUIRED_KEYS: dict[str, type | tuple[type, ...]] = {
-    "world_seed": int,
-    "world_digest": str,
-    "task": str,
-    "episode_seed": int,
-    "start_pose": list,
-    "actions": list,
-    "obs_digests": list,
-    "retrievals": list,
-    "env": dict,
-}
-"""Keys a replayable log must have (besides ``format``), with their JSON types."""
 _NOT_ENV_KWARGS = ("task", "tasks", "world_seed", "render_mode")
 """Keys the replay sets itself, ignored if a log's ``env`` carries them."""
+_NOT_RECOMPUTED = ("wall_time_s",)
+"""Measures a replay cannot reproduce (wall time); every other recomputed measure must match."""
 
 
 class ReplayError(Exception):
@@ -58,7 +53,8 @@ class ReplayMismatch(ReplayError):
     """The re-simulated episode differs from the logged one.
 
     Attributes:
-        step: the first step whose observation differs (0 = the observation after ``reset``).
+        step: the first step whose observation differs (0 = the observation after ``reset``), or -1
+            when every observation matched but the logged metrics record does not.
     """
 
     def __init__(self, message: str, step: int):
@@ -91,76 +87,30 @@ class Simulation:
 
 
 def load_log(path: str | Path) -> dict[str, Any]:
-    """Read and check an episode log; raise :class:`ReplayError` naming what is wrong.
-
-    Checks: readable JSON object, the ``format`` tag, the required keys and their types, actions
-    in range, and one observation digest per action plus one for the reset.
-    """
+    """Read and check an episode log through :mod:`embodmem.episode_log` (digest, every field's
+    type and range, the fields against each other); raise :class:`ReplayError` naming the file and
+    the field that is wrong."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw, _ = read_log(path)
     except FileNotFoundError:
         raise ReplayError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ReplayError(f"{path}: cannot read the log ({err})") from None
-    if not text.strip():
-        raise ReplayError(f"{path}: the file is empty (truncated log?)")
-    try:
-        log = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ReplayError(
-            f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno}); the log is corrupted or truncated"
-        ) from None
-    if not isinstance(log, dict):
-        raise ReplayError(f"{path}: not an episode log (the JSON is a {type(log).__name__}, not an object)")
-    if "format" not in log:
-        raise ReplayError(f"{path}: not an embodmem episode log (no 'format' key; expected {LOG_FORMAT!r})")
-    if log["format"] != LOG_FORMAT:
-        raise ReplayError(
-            f"{path}: log format {log['format']!r} is not {LOG_FORMAT!r} (a foreign file, or one written by another version)"
-        )
-    missing = [k for k in REQUIRED_KEYS if k not in log]
-    if missing:
-        raise ReplayError(f"{path}: incomplete episode log, missing {', '.join(missing)}")
-    for key, kind in REQUIRED_KEYS.items():
-        if not isinstance(log[key], kind) or isinstance(log[key], bool):
-            raise ReplayError(f"{path}: '{key}' must be a JSON {_json_type(kind)}, got {type(log[key]).__name__}")
-    actions = log["actions"]
-    bad = next((i for i, a in enumerate(actions) if not (isinstance(a, int) and not isinstance(a, bool) and a in ACTION_NAMES)), None)
-    if bad is not None:
-        raise ReplayError(f"{path}: action {bad} is {actions[bad]!r}, not one of {sorted(ACTION_NAMES)}")
-    digests = log["obs_digests"]
-    if len(digests) != len(actions) + 1:
-        raise ReplayError(
-            f"{path}: {len(digests)} observation digests for {len(actions)} actions (expected {len(actions) + 1}); "
-            "the log is truncated or inconsistent"
-        )
-    if not all(isinstance(d, str) for d in digests):
-        raise ReplayError(f"{path}: 'obs_digests' must hold strings")
-    pose = log["start_pose"]
-    if len(pose) != 3 or not all(isinstance(v, int) for v in pose):
-        raise ReplayError(f"{path}: 'start_pose' must be [x, y, heading] integers, got {pose!r}")
-    for i, r in enumerate(log["retrievals"]):
-        if not (isinstance(r, dict) and isinstance(r.get("step"), int) and isinstance(r.get("hits"), list)):
-            raise ReplayError(f"{path}: retrieval entry {i} is malformed (needs 'step' and 'hits')")
-        if any(not (isinstance(h, list) and len(h) == 5 and len(h[2]) == 3) for h in r["hits"]):
-            raise ReplayError(f"{path}: retrieval entry {i} has a hit that is not [score, node, [x, y, heading], task, step]")
-    return log
-
-
-def _json_type(kind: type | tuple[type, ...]) -> str:
-    return {int: "integer", str: "string", list: "array", dict: "object"}.get(kind, str(kind))  # type: ignore[call-overload]
+    except EpisodeLogError as err:
+        raise ReplayError(f"{path}: {err}") from None
+    return raw
 
 
 def make_env(log: Mapping[str, Any], path: str | Path = "<log>") -> UnderwaterEnv:
     """The environment the log was recorded in: its constructor settings, its world, its task."""
     kwargs = {k: v for k, v in log["env"].items() if k not in _NOT_ENV_KWARGS}
-    if "extra_views" in kwargs:
-        kwargs["extra_views"] = tuple(kwargs["extra_views"])
     try:
+        if "extra_views" in kwargs:
+            kwargs["extra_views"] = tuple(kwargs["extra_views"])
         env = UnderwaterEnv(tasks=(log["task"],), world_seed=int(log["world_seed"]), **kwargs)
-    except (TypeError, ValueError, KeyError) as err:
-        raise ReplayError(f"{path}: cannot build the environment from the log's settings: {err}") from None
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, MemoryError) as err:
+        raise ReplayError(f"{path}: field env: cannot build the environment from the log's settings: {err}") from None
     digest = env.world.digest()  # type: ignore[union-attr]
     if digest != log["world_digest"]:
         raise ReplayError(
@@ -201,7 +151,23 @@ def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
         done = terminated or truncated
     if not done:
         raise ReplayError(f"{path}: the log ends after {len(actions)} actions but the episode had not ended (truncated log?)")
-    return Simulation(scene, steps, measures.get())
+    summary = measures.get()
+    _check_record(path, summary, log["record"])
+    return Simulation(scene, steps, summary)
+
+
+def _check_record(path: str | Path, summary: Mapping[str, Any], record: Mapping[str, Any]) -> None:
+    """Every measure the re-simulation recomputes must equal the logged record's (same float bits)."""
+    for key, value in summary.items():
+        if key in _NOT_RECOMPUTED:
+            continue
+        if key not in record:
+            raise ReplayMismatch(f"{path}: field record.{key}: missing; the replay computes {value!r}", -1)
+        same = record[key] == value or (isinstance(value, float) and math.isnan(value) and isinstance(record[key], float) and math.isnan(record[key]))
+        if not same or type(record[key]) is not type(value):
+            raise ReplayMismatch(
+                f"{path}: field record.{key}: the log has {record[key]!r}, the replay computes {value!r}", -1
+            )
 
 
 def _reset(env: UnderwaterEnv, log: Mapping[str, Any], path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:

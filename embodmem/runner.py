@@ -11,6 +11,8 @@ writing ``metrics.jsonl`` and per-episode logs through :class:`RunWriter` as epi
 from __future__ import annotations
 
 import hashlib
+import json
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,14 +23,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from embodmem.agents.base import Agent, MemoryCarrier
+from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
+from embodmem.episode_log import LOG_FORMAT, write_log
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
-from embodmem.atomic import atomic_append_jsonl, atomic_write_json
 from embodmem.metrics import EpisodeMeasures
 from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
-
-LOG_FORMAT = "embodmem-episode/1"
 
 
 def observation_digest(obs: dict[str, Any]) -> str:
@@ -281,17 +282,54 @@ def evaluation_row(
     return records
 
 
-class RunWriter:
-    """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs."""
+def episode_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    """Stable identity of an episode in a run directory (what ``resume`` matches on)."""
+    return tuple(record.get(k) for k in ("sequence", "world_seed", "seed", "split", "agent", "condition", "task_index", "eval_after"))
 
-    def __init__(self, out_dir: Path, episode_logs: bool = True, env_kwargs: dict[str, Any] | None = None):
+
+def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Records of a ``metrics.jsonl``. A torn last line (a crash mid-write) is dropped with a message
+    and, if ``repair``, removed from the file; any other bad line is a ``ValueError`` naming it."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as err:
+            if any(rest.strip() for rest in lines[i + 1 :]):
+                raise ValueError(f"{path}: line {i + 1} is not a metrics record ({err}); fix or remove it") from None
+            print(f"{path}: dropped a truncated last line ({len(line)} bytes); that episode runs again", file=sys.stderr)
+            if repair:
+                atomic_write_bytes(path, b"".join(ln + b"\n" for ln in lines[:i] if ln.strip()))
+            break
+        records.append(rec)
+    return records
+
+
+class RunWriter:
+    """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs.
+
+    With ``resume``, the records already in metrics.jsonl are kept and episodes with their
+    :func:`episode_key` are not written again.
+    """
+
+    def __init__(
+        self, out_dir: Path, episode_logs: bool = True, env_kwargs: dict[str, Any] | None = None, resume: bool = False
+    ):
         self.out_dir = Path(out_dir)
         self.env_kwargs = env_kwargs or {}
         """Constructor arguments of the environment, written into every episode log."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.episode_logs = episode_logs
-        self.records: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = read_metrics(self.metrics_path, repair=True) if resume else []
+        self.done = {episode_key(r) for r in self.records}
 
     def episode_name(self, record: dict[str, Any]) -> str:
         return (
@@ -301,15 +339,18 @@ class RunWriter:
 
     def write(self, result: EpisodeResult) -> None:
         record = result.record
+        if episode_key(record) in self.done:
+            return
         if self.episode_logs:
             name = self.episode_name(record)
             path = self.out_dir / "episodes" / f"{name}.json"
-            atomic_write_json(path, {**result.log, "env": self.env_kwargs, "record": record}, indent=None)
+            write_log(path, {**result.log, "env": self.env_kwargs, "record": record})
             record["episode_log"] = str(path.relative_to(self.out_dir))
         atomic_append_jsonl(self.metrics_path, [record])
         self.records.append(record)
 
     def write_records(self, records: list[dict[str, Any]]) -> None:
+        records = [r for r in records if episode_key(r) not in self.done]
         atomic_append_jsonl(self.metrics_path, records)
         self.records.extend(records)
 
@@ -332,6 +373,24 @@ class ExperimentPlan:
     save_memory_dir: Path | None = None
     load_memory: Path | None = None
     poison_k: int = 0
+
+
+def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tuple[str, ...], world_seed: int) -> bool:
+    """Whether metrics.jsonl already holds every episode of this world (then resume skips it).
+
+    A partly done world is run again from its first task (warm memory must be rebuilt exactly), and
+    only its missing episodes are written.
+    """
+    if not writer.done:
+        return False
+    base = {"sequence": sequence, "world_seed": world_seed, "seed": plan.seed, "split": plan.split, "eval_after": None}
+    keys = [episode_key({**base, "agent": a, "condition": c, "task_index": i + 1}) for a, c in plan.runs for i in range(len(tasks))]
+    if plan.gem_eval:
+        keys += [
+            episode_key({**base, "agent": a, "condition": "eval", "task_index": j + 1, "eval_after": after})
+            for a, c in plan.runs if c == "warm" for after in range(len(tasks) + 1) for j in range(len(tasks))
+        ]  # fmt: skip
+    return all(k in writer.done for k in keys)
 
 
 class EpisodeRecorder(Protocol):
@@ -360,6 +419,8 @@ def run_experiment(
     profiler = profiler or Profiler()
     for sequence, tasks in plan.sequences:
         for world_seed in plan.world_seeds:
+            if world_done(writer, plan, sequence, tasks, world_seed):
+                continue  # resume: every episode of this world is already in metrics.jsonl
             env = make_env(tasks, world_seed)
             eval_env = make_env(tasks, world_seed) if plan.gem_eval else None
             for name, condition in plan.runs:

@@ -21,13 +21,27 @@ import faiss
 import numpy as np
 
 from embodmem.memory.fifo import ShortTermFIFO
-from embodmem.memory.persistence import MemoryLoadError, read_snapshot, write_snapshot
-from embodmem.memory.records import FrameMeta, Hit, MetaTable, fit_thumbnail
+from pydantic import Field
+
+from embodmem.memory.persistence import MemoryLoadError, Strict, read_snapshot, validated, write_snapshot
+from embodmem.memory.records import NO_NODE, FrameMeta, Hit, MetaTable, fit_thumbnail
 from embodmem.memory.sleep import sleep as sleep_pass
-from embodmem.memory.store import LongTermStore, build_index, code_bytes_per_vector
+from embodmem.memory.store import LongTermStore, StoreState, build_index, code_bytes_per_vector
 from embodmem.memory.topomap import NODE_RULES, TopologicalMap
 
 _FILES = ("index.faiss", "arrays.npz", "map.json")
+
+
+class MemoryState(Strict):
+    """The JSON state of a saved :class:`AgentMemory` (``manifest.json`` field ``state``)."""
+
+    store: StoreState
+    frames_written: int = Field(ge=0)
+    next_id: int = Field(ge=0)
+    consolidations: int = Field(ge=0)
+    sleeps: int = Field(ge=0)
+    queries: int = Field(ge=0)
+    segment: tuple[str, str, int] | None
 
 
 @dataclass
@@ -108,9 +122,9 @@ class MemoryConfig:
 
         need(is_int(self.dim) and self.dim > 0, "dim", "a positive int")
         need(
-            is_int(self.short_term_capacity) and self.short_term_capacity >= 1,
+            is_int(self.short_term_capacity) and 1 <= self.short_term_capacity <= 1 << 16,
             "short_term_capacity",
-            "an int >= 1",
+            "an int in [1, 65536]",
         )
         need(
             is_int(self.consolidate_to) and 1 <= self.consolidate_to <= self.short_term_capacity,
@@ -127,9 +141,9 @@ class MemoryConfig:
         need(is_int(self.train_min) and self.train_min >= 1, "train_min", "an int >= 1")
         need(is_int(self.pq_train_points) and self.pq_train_points >= 1, "pq_train_points", "an int >= 1")
         need(
-            is_int(self.train_sample) and self.train_sample >= self.train_min,
+            is_int(self.train_sample) and self.train_min <= self.train_sample <= 1 << 22,
             "train_sample",
-            f"an int >= train_min={self.train_min}",
+            f"an int in [train_min={self.train_min}, 4194304]",
         )
         need(is_num(self.drift_factor) and self.drift_factor >= 1.0, "drift_factor", "a number >= 1")
         need(isinstance(self.keep_thumbnails, bool), "keep_thumbnails", "a bool")
@@ -154,9 +168,9 @@ class MemoryConfig:
         need(isinstance(self.dedup_same_task, bool), "dedup_same_task", "a bool")
         need(is_int(self.seed), "seed", "an int")
         need(
-            self.faiss_threads is None or (is_int(self.faiss_threads) and self.faiss_threads >= 1),
+            self.faiss_threads is None or (is_int(self.faiss_threads) and 1 <= self.faiss_threads <= 1024),
             "faiss_threads",
-            "None or an int >= 1",
+            "None or an int in [1, 1024]",
         )
         try:
             probe = build_index(self.dim, self.index_factory)
@@ -263,16 +277,23 @@ class AgentMemory:
 
         Returns:
             The map node the frame was localised to.
+
+        Raises:
+            ValueError: naming the bad field of ``meta`` or the bad embedding; the memory is then
+                exactly as before the call.
         """
-        e = self._unit(embedding)
+        if not isinstance(meta, FrameMeta):
+            raise ValueError(f"observe needs a FrameMeta, got {type(meta).__name__}")
+        e = self._unit(embedding)  # every check comes before the first write
+        meta.validate()
+        thumb = meta.thumbnail
+        if thumb is not None:
+            thumb = fit_thumbnail(thumb, self.config.thumbnail_size) if self.config.keep_thumbnails else None
         seg = (meta.run_id, meta.task, meta.episode)
         if seg != self._segment:
             self.map.break_trajectory()
             self._segment = seg
         node = self.map.observe(meta.x, meta.y, e)
-        thumb = meta.thumbnail
-        if thumb is not None:
-            thumb = fit_thumbnail(thumb, self.config.thumbnail_size) if self.config.keep_thumbnails else None
         rec = copy.copy(meta)  # dataclasses.replace costs ~15 us; this runs on every step
         rec.node, rec.thumbnail, rec.hits = node, thumb, 0
         out = self.fifo.push(e, rec, self.next_id)
@@ -449,28 +470,33 @@ class AgentMemory:
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], expect_dim: int | None = None) -> AgentMemory:
-        """Load a memory saved by :meth:`save`.
+        """Load a memory saved by :meth:`save`, checking every manifest field against the arrays,
+        the index and the map.
 
         Args:
             directory: The save directory.
             expect_dim: If given, refuse a memory of another dimension.
 
         Raises:
-            MemoryLoadError: naming the file that is missing, truncated, corrupted or foreign.
+            MemoryLoadError: naming the file (and the manifest field) that is missing, truncated,
+                corrupted, foreign or inconsistent.
         """
         directory = Path(directory)
         manifest, files = read_snapshot(directory, _FILES)
         mpath = directory / "manifest.json"
-        path = {k: directory / manifest["files"][k]["path"] for k in _FILES}
-        dim = manifest["dim"]
+        path = {k: directory / manifest.files[k].path for k in _FILES}
+        dim = manifest.dim
         if expect_dim is not None and dim != expect_dim:
-            raise MemoryLoadError(mpath, f"foreign memory: dim {dim}, expected {expect_dim}")
+            raise MemoryLoadError(mpath, f"field dim: foreign memory of dim {dim}, expected {expect_dim}")
         try:
-            config = MemoryConfig.from_dict(manifest["config"])
+            config = MemoryConfig.from_dict(manifest.config)
         except (TypeError, ValueError) as e:
-            raise MemoryLoadError(mpath, f"bad config: {e}") from None
+            raise MemoryLoadError(mpath, f"field config: {e}") from None
         if config.dim != dim:
-            raise MemoryLoadError(mpath, f"config dim {config.dim} != manifest dim {dim}")
+            raise MemoryLoadError(mpath, f"field config.dim: {config.dim} != manifest dim {dim}")
+        st = validated(MemoryState, manifest.state, mpath, "state")
+        if st.frames_written != st.next_id:
+            raise MemoryLoadError(mpath, f"field state.frames_written: {st.frames_written} != state.next_id {st.next_id}")
         mem = cls(config)
         try:
             index = faiss.deserialize_index(np.frombuffer(files["index.faiss"], dtype=np.uint8))
@@ -484,33 +510,66 @@ class AgentMemory:
                 f"foreign index: dim {index.d}, metric {index.metric_type}; "
                 f"expected dim {dim}, inner product",
             )
+        expected_arrays = set(mem.store.state()[1]) | set(MetaTable(mem.store.thumbnail_size).to_arrays("fifo_"))
+        expected_arrays.add("fifo_vecs")
         try:
             arrays = np.load(io.BytesIO(files["arrays.npz"]), allow_pickle=False)
-            mem.store.load_state(index, arrays, manifest["state"]["store"])
+            if set(arrays.files) != expected_arrays:
+                raise ValueError(
+                    f"holds arrays {sorted(arrays.files)}, config (keep_thumbnails={config.keep_thumbnails}) "
+                    f"expects {sorted(expected_arrays)}"
+                )
             fifo_meta = MetaTable.from_arrays(arrays, mem.store.thumbnail_size, "fifo_")
-            fifo_vecs = np.asarray(arrays["fifo_vecs"], dtype=np.float32)
-        except (ValueError, KeyError, OSError) as e:
+            fifo_vecs = np.asarray(arrays["fifo_vecs"])
+        except (ValueError, KeyError, OSError, EOFError) as e:
             raise MemoryLoadError(path["arrays.npz"], f"inconsistent arrays ({e})") from None
-        if fifo_vecs.shape != (len(fifo_meta), dim) or len(fifo_meta) >= config.short_term_capacity:
+        try:
+            mem.store.load_state(index, arrays, st.store, st.next_id)
+        except (ValueError, KeyError, OSError) as e:
+            problem = str(e).strip("'") if str(e).startswith("field ") else f"field state.store: {str(e).strip(chr(39))}"
             raise MemoryLoadError(
-                path["arrays.npz"],
-                f"short-term buffer shape {fifo_vecs.shape} does not fit "
-                f"capacity {config.short_term_capacity} x dim {dim}",
+                mpath, f"{problem} (checked against {path['index.faiss'].name} and {path['arrays.npz'].name})"
+            ) from None
+        if fifo_vecs.dtype != np.float32 or fifo_vecs.shape != (len(fifo_meta), dim):
+            raise MemoryLoadError(path["arrays.npz"], f"short-term vectors {fifo_vecs.shape} {fifo_vecs.dtype} != ({len(fifo_meta)}, {dim}) float32")
+        if len(fifo_meta) >= config.short_term_capacity:
+            raise MemoryLoadError(
+                mpath, f"field config.short_term_capacity: {config.short_term_capacity}, but {len(fifo_meta)} short-term frames were saved"
             )
-        mem.fifo._vecs[: len(fifo_meta)] = fifo_vecs
-        mem.fifo.metas = [fifo_meta.meta(i) for i in range(len(fifo_meta))]
-        mem.fifo.ids = [int(i) for i in fifo_meta.ids]
+        fifo_ids = fifo_meta.ids
+        if len(fifo_ids):
+            lt_last = int(mem.store.meta.ids[-1]) if len(mem.store) else -1
+            if fifo_ids[0] <= lt_last or fifo_ids[-1] != st.next_id - 1:
+                raise MemoryLoadError(
+                    mpath, f"field state.next_id: {st.next_id} does not follow the short-term ids {fifo_ids.tolist()}"
+                )
+        fifo_metas = [fifo_meta.meta(i) for i in range(len(fifo_meta))]
+        latest = (fifo_metas[-1].run_id, fifo_metas[-1].task, fifo_metas[-1].episode) if fifo_metas else None
+        if latest is not None and st.segment != latest:
+            raise MemoryLoadError(mpath, f"field state.segment: {st.segment!r}, but the latest frame is of {latest!r}")
         try:
             mem.map = TopologicalMap.from_json(files["map.json"].decode("utf-8"))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
             raise MemoryLoadError(path["map.json"], f"not a topological map ({e})") from None
         if mem.map.dim != dim:
             raise MemoryLoadError(path["map.json"], f"foreign map: dim {mem.map.dim}, expected {dim}")
-        st = manifest["state"]
-        mem.frames_written = int(st["frames_written"])
-        mem.next_id = int(st["next_id"])
-        mem.consolidations = int(st["consolidations"])
-        mem.sleeps = int(st["sleeps"])
-        mem.queries = int(st["queries"])
-        mem._segment = tuple(st["segment"]) if st["segment"] else None  # type: ignore[assignment]
+        for name, value in (
+            ("node_distance", mem.map.node_distance),
+            ("node_similarity", mem.map.node_similarity),
+            ("node_rule", mem.map.node_rule),
+        ):
+            if getattr(config, name) != value:
+                raise MemoryLoadError(mpath, f"field config.{name}: {getattr(config, name)!r}, the saved map has {value!r}")
+        nodes = np.concatenate([mem.store.meta.col("node"), fifo_meta.col("node")])
+        if np.any((nodes < NO_NODE) | (nodes >= len(mem.map))):
+            raise MemoryLoadError(path["arrays.npz"], f"records point at map nodes outside 0..{len(mem.map) - 1}")
+        mem.fifo._vecs[: len(fifo_meta)] = fifo_vecs
+        mem.fifo.metas = fifo_metas
+        mem.fifo.ids = [int(i) for i in fifo_ids]
+        mem.frames_written = st.frames_written
+        mem.next_id = st.next_id
+        mem.consolidations = st.consolidations
+        mem.sleeps = st.sleeps
+        mem.queries = st.queries
+        mem._segment = st.segment
         return mem

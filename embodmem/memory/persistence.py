@@ -1,10 +1,16 @@
-"""Crash-safe snapshots of a memory directory.
+"""Crash-safe, self-verifying snapshots of a memory directory.
 
-A snapshot is a set of data files plus ``manifest.json`` (format, version, dim, config, state and
-each file's size and sha256). Data files are written under new names carrying a generation number,
-each atomically; the manifest is replaced last, atomically; only then are the previous generation's
-files deleted. A crash at any point therefore leaves a manifest that points at complete, matching
-files: the old snapshot or the new one, never a mix or a partial file.
+A snapshot is a set of data files plus ``manifest.json`` (format, version, generation, dim, config,
+state, each file's size and sha256, and ``digest``: the sha256 of the manifest's own canonical JSON
+without that key). Data files are written under new names carrying a generation number, each
+atomically; the manifest is replaced last, atomically; only then are the previous generation's files
+deleted. A crash at any point therefore leaves a manifest that points at complete, matching files:
+the old snapshot or the new one, never a mix or a partial file. Temporary files left by a crash are
+removed by the next save or load.
+
+Reading checks the digest, then every manifest field's type and range (:func:`validated`); the
+memory then cross-checks the state against the arrays and the index. Any disagreement is a
+:class:`MemoryLoadError` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -14,14 +20,20 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embodmem.atomic import atomic_write_bytes
 
 FORMAT = "embodmem.memory"
-VERSION = 1
+VERSION = 2
 MANIFEST = "manifest.json"
 _DATA_RE = re.compile(r"^(?P<stem>[a-z_]+)\.(?P<gen>\d{6})\.(?P<ext>[a-z0-9]+)$")
+_TMP_RE = re.compile(r"^\.(manifest\.json|[a-z_]+\.\d{6}\.[a-z0-9]+)\..+\.tmp$")
+"""Temporary files of :func:`embodmem.atomic.atomic_write_with` for the manifest or a data file."""
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class MemoryLoadError(ValueError):
@@ -30,6 +42,54 @@ class MemoryLoadError(ValueError):
     def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
         self.path = Path(path)
         super().__init__(f"{self.path}: {problem}")
+
+
+class Strict(BaseModel):
+    """Base of the saved-state schemas: exact JSON types, no unknown keys, no NaN or infinity."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+class FileEntry(Strict):
+    path: str = Field(pattern=_DATA_RE.pattern)
+    bytes: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class Manifest(Strict):
+    format: Literal["embodmem.memory"]
+    version: Literal[2]
+    generation: int = Field(ge=1, le=999_999)
+    dim: int = Field(ge=1)
+    config: dict[str, Any]
+    state: dict[str, Any]
+    files: dict[str, FileEntry]
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+def validated(model: type[M], data: Any, path: str | os.PathLike[str], field: str) -> M:
+    """``model`` validated from JSON-like ``data`` (JSON semantics: arrays may fill tuples), or a
+    :class:`MemoryLoadError` naming ``path`` and the field.
+
+    Example:
+        >>> validated(FileEntry, {"path": "a.000001.npz", "bytes": -1, "sha256": "0" * 64}, "m.json", "files.a")
+        Traceback (most recent call last):
+        ...
+        embodmem.memory.persistence.MemoryLoadError: m.json: field files.a.bytes: Input should be greater than or equal to 0 (got -1)
+    """
+    try:
+        return model.model_validate_json(json.dumps(data, allow_nan=False))
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in (field, *err["loc"]) if p != "")
+        got = f" (got {err['input']!r})" if err["type"] != "missing" and len(repr(err["input"])) < 80 else ""
+        raise MemoryLoadError(path, f"field {loc}: {err['msg']}{got}") from None
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``manifest`` without its ``digest`` key."""
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    return _sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode())
 
 
 def _sha256(data: bytes) -> str:
@@ -49,6 +109,19 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def remove_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Delete temporary files an interrupted save left in ``directory``; returns them.
+
+    Saving and loading one memory directory from two processes at once is not supported.
+    """
+    removed = []
+    for p in Path(directory).iterdir():
+        if _TMP_RE.match(p.name):
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
+
+
 def _current_generation(directory: Path) -> int:
     gen = 0
     try:
@@ -59,7 +132,7 @@ def _current_generation(directory: Path) -> int:
         m = _DATA_RE.match(p.name)
         if m:
             gen = max(gen, int(m["gen"]))
-    return gen
+    return gen if 0 <= gen < 999_999 else 0
 
 
 def write_snapshot(
@@ -73,6 +146,7 @@ def write_snapshot(
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(directory)
     gen = _current_generation(directory) + 1
     entries: dict[str, dict[str, Any]] = {}
     for logical, data in files.items():
@@ -82,64 +156,67 @@ def write_snapshot(
         entries[logical] = {"path": name, "bytes": len(data), "sha256": _sha256(data)}
     _fsync_dir(directory)
     manifest = {"format": FORMAT, "version": VERSION, "generation": gen, **header, "files": entries}
-    atomic_write_bytes(directory / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+    manifest["digest"] = manifest_digest(manifest)
+    atomic_write_bytes(directory / MANIFEST, (json.dumps(manifest, indent=2, allow_nan=False) + "\n").encode())
     _fsync_dir(directory)
     keep = {e["path"] for e in entries.values()}
-    for p in directory.iterdir():  # the previous generations and leftovers of crashed saves
+    for p in directory.iterdir():  # the previous generations
         m = _DATA_RE.match(p.name)
-        stale_tmp = (
-            p.name.startswith(".")
-            and p.name.endswith(".tmp")
-            and _DATA_RE.match(p.name[1:].rsplit(".", 2)[0])
-        )
-        if (m and p.name not in keep) or stale_tmp:
+        if m and p.name not in keep:
             p.unlink(missing_ok=True)
     return directory / MANIFEST
 
 
-def read_snapshot(
-    directory: str | os.PathLike[str], required: tuple[str, ...]
-) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """Read and verify a snapshot: the manifest, then each of ``required`` logical files.
+def read_snapshot(directory: str | os.PathLike[str], required: tuple[str, ...]) -> tuple[Manifest, dict[str, bytes]]:
+    """Read and verify a snapshot: the manifest (digest, then fields), then each of ``required``
+    logical files (exactly these must be listed).
 
     Raises:
-        MemoryLoadError: naming the file that is missing, truncated, corrupted or foreign.
+        MemoryLoadError: naming the file that is missing, truncated, corrupted or foreign, and the
+            manifest field that is wrong.
     """
     directory = Path(directory)
     mpath = directory / MANIFEST
     if not mpath.is_file():
         raise MemoryLoadError(mpath, "missing: no saved memory here")
+    remove_stale_temp_files(directory)
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raw = json.loads(mpath.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MemoryLoadError(mpath, f"unreadable or truncated manifest ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        fmt = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
-        raise MemoryLoadError(mpath, f"foreign file: format {fmt!r}, expected {FORMAT!r}")
-    if manifest.get("version") != VERSION:
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        fmt = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+        raise MemoryLoadError(mpath, f"foreign file: field format is {fmt!r}, expected {FORMAT!r}")
+    if raw.get("version") != VERSION:
         raise MemoryLoadError(
-            mpath,
-            f"unsupported format version {manifest.get('version')!r} (this code reads version {VERSION})",
+            mpath, f"field version: unsupported format version {raw.get('version')!r} (this code reads {VERSION})"
         )
-    for key in ("dim", "config", "state", "files"):
-        if key not in manifest:
-            raise MemoryLoadError(mpath, f"manifest lacks {key!r}")
+    if raw.get("digest") != manifest_digest(raw):
+        raise MemoryLoadError(
+            mpath, "field digest: the manifest does not match its digest (edited or corrupted after saving)"
+        )
+    manifest = validated(Manifest, raw, mpath, "")
+    if sorted(manifest.files) != sorted(required):
+        raise MemoryLoadError(mpath, f"field files: lists {sorted(manifest.files)}, expected {sorted(required)}")
     out: dict[str, bytes] = {}
     for logical in required:
-        entry = manifest["files"].get(logical)
-        if not isinstance(entry, dict):
-            raise MemoryLoadError(mpath, f"manifest lists no {logical!r} file")
-        path = directory / str(entry["path"])
-        if Path(entry["path"]).name != entry["path"]:
-            raise MemoryLoadError(mpath, f"file path {entry['path']!r} escapes the directory")
+        entry = manifest.files[logical]
+        stem, ext = logical.split(".", 1)
+        if entry.path != f"{stem}.{manifest.generation:06d}.{ext}":
+            raise MemoryLoadError(
+                mpath, f"field files.{logical}.path: {entry.path!r} is not the generation-{manifest.generation} {logical}"
+            )
+        path = directory / entry.path
         if not path.is_file():
             raise MemoryLoadError(path, "missing")
         data = path.read_bytes()
-        if len(data) != entry["bytes"]:
-            raise MemoryLoadError(
-                path, f"truncated or padded: {len(data)} bytes, manifest says {entry['bytes']}"
-            )
-        if _sha256(data) != entry["sha256"]:
+        if len(data) != entry.bytes:
+            raise MemoryLoadError(path, f"truncated or padded: {len(data)} bytes, manifest says {entry.bytes}")
+        if _sha256(data) != entry.sha256:
             raise MemoryLoadError(path, "checksum mismatch: the file is corrupted or not the one saved")
         out[logical] = data
     return manifest, out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,12 +65,64 @@ class FrameMeta:
             self.step_min = self.step
         if self.step_max is None:
             self.step_max = self.step
-        if self.count < 1:
-            raise ValueError(f"FrameMeta.count must be >= 1, got {self.count!r}")
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field's type and range (the fields are mutable, so memory checks again
+        before writing); raise ``ValueError`` naming the first bad field.
+
+        Example:
+            >>> FrameMeta("r", "t", 0, None, 1.0, 0.0)
+            Traceback (most recent call last):
+            ...
+            ValueError: FrameMeta.step must be an int in [0, 2**62), got None
+        """
+        for name in ("run_id", "task"):
+            _need(self, isinstance(getattr(self, name), str), name, "a str")
+        _need_int(self, "episode", 0, _I32)
+        _need_int(self, "step", 0, _I62)
+        for name in ("x", "y"):
+            v = getattr(self, name)
+            _need(self, isinstance(v, _REAL) and not isinstance(v, bool) and math.isfinite(v), name, "a finite number")
+        _need_int(self, "heading", 0, 4)
+        if self.node is not None:
+            _need_int(self, "node", 0, _I62)
+        _need_int(self, "count", 1, _I32)
+        _need_int(self, "step_min", 0, int(self.step) + 1)
+        _need_int(self, "step_max", int(self.step), _I62)
+        _need_int(self, "hits", 0, _I32)
+        t = self.thumbnail
+        if t is not None:
+            ok = isinstance(t, np.ndarray) and t.ndim == 3 and t.shape[2] == 3 and t.size > 0 and t.dtype.kind in "uif"
+            ok = ok and (t.dtype.kind != "f" or bool(np.isfinite(t).all()))
+            _need(self, ok, "thumbnail", "None or a finite HxWx3 numeric RGB array")
 
     def replace(self, **changes: Any) -> FrameMeta:
         """Return a copy with ``changes`` applied (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
+
+
+_I32, _I62 = 2**31, 2**62
+_INT = (int, np.integer)
+_REAL = (int, float, np.integer, np.floating)
+
+
+def _need(meta: FrameMeta, ok: bool, name: str, what: str) -> None:
+    if not ok:
+        v = getattr(meta, name)
+        shown = f"an array of shape {v.shape}" if isinstance(v, np.ndarray) else repr(v)
+        raise ValueError(f"FrameMeta.{name} must be {what}, got {shown}")
+
+
+def _need_int(meta: FrameMeta, name: str, lo: int, hi: int) -> None:
+    """``meta.<name>`` is an int (not a bool) in ``[lo, hi)``."""
+    v = getattr(meta, name)
+    if not (isinstance(v, _INT) and not isinstance(v, bool) and lo <= v < hi):
+        what = f"an int in [{lo}, {_BOUND_NAMES.get(hi, hi)})"
+        raise ValueError(f"FrameMeta.{name} must be {what}, got {v!r}")
+
+
+_BOUND_NAMES = {_I32: "2**31", _I62: "2**62"}
 
 
 @dataclass
@@ -205,6 +258,8 @@ class MetaTable:
 
     def columns_from_metas(self, ids: np.ndarray, metas: Sequence[FrameMeta]) -> dict[str, np.ndarray]:
         """Turn ``metas`` into column arrays (interning strings) ready for :meth:`append`."""
+        for m in metas:  # before any string is interned
+            m.validate()
         n = len(metas)
         cols: dict[str, np.ndarray] = {
             "ids": np.asarray(ids, dtype=np.int64),
@@ -351,6 +406,9 @@ class MetaTable:
                     f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, "
                     f"expected {n} / {t._cols[k].dtype}"
                 )
+        for k in ("run", "task"):
+            if n and (cols[k].min() < 0 or cols[k].max() >= len(t.vocab)):
+                raise ValueError(f"metadata column {k!r} has codes outside the vocabulary of {len(t.vocab)} strings")
         t.append(cols)
         return t
 

@@ -20,7 +20,9 @@ from typing import Any
 
 import faiss
 import numpy as np
+from pydantic import Field
 
+from embodmem.memory.persistence import Strict
 from embodmem.memory.records import FrameMeta, Hit, MetaTable
 
 #: Filtered searches whose matching set is at most this large are answered exactly on decoded codes.
@@ -118,6 +120,36 @@ def reconstruction_error(index: faiss.Index, x: np.ndarray) -> float:
     codec = _codec(index)
     y = codec.sa_decode(codec.sa_encode(np.ascontiguousarray(x, dtype=np.float32)))
     return float(np.mean(np.sum((x - y) ** 2, axis=1)))
+
+
+def index_signature(index: faiss.Index) -> tuple[str, str, int, int | None]:
+    """What kind of index this is: outer class, codec class, code bytes, IVF lists (to compare a
+    loaded index with the configured one)."""
+    ivf = faiss.try_extract_index_ivf(index)
+    return (
+        type(faiss.downcast_index(index)).__name__,
+        type(faiss.downcast_index(_codec(index))).__name__,
+        code_bytes_per_vector(index),
+        None if ivf is None else int(ivf.nlist),
+    )
+
+
+def empty_index_bytes(index: faiss.Index) -> int:
+    """Serialized size of ``index`` emptied (its trained parameters only)."""
+    empty = faiss.clone_index(index)
+    empty.reset()
+    return len(faiss.serialize_index(empty))
+
+
+class StoreState(Strict):
+    """The JSON part of a saved :class:`LongTermStore` (``manifest.json`` field ``state.store``)."""
+
+    trained: bool
+    train_error: float | None = Field(ge=0)
+    evicted: int = Field(ge=0)
+    trainings: int = Field(ge=0)
+    raw_pos: int = Field(ge=0)
+    fixed_bytes: int = Field(ge=1)
 
 
 class RawBuffer:
@@ -281,6 +313,8 @@ class LongTermStore:
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"vectors must have shape (n, {self.dim}), got {x.shape}")
+        if not np.isfinite(x).all():
+            raise ValueError("vectors must be finite (found NaN or infinity)")
         ids = np.asarray(ids, dtype=np.int64)
         cols = metas if isinstance(metas, dict) else self.meta.columns_from_metas(ids, metas)
         if len(ids) != len(x) or len(cols["ids"]) != len(x):
@@ -635,23 +669,57 @@ class LongTermStore:
         }
         return faiss.serialize_index(self._index).tobytes(), arrays, js
 
-    def load_state(self, index: faiss.Index, arrays: Any, js: dict[str, Any]) -> None:
-        """Inverse of :meth:`state`; raises ``ValueError`` when the parts disagree."""
+    def load_state(self, index: faiss.Index, arrays: Any, state: StoreState, next_id: int) -> None:
+        """Inverse of :meth:`state`, cross-checking the saved state against the index and arrays.
+
+        Raises:
+            ValueError: naming the ``state.store`` field (as in the manifest) or the part that disagrees.
+        """
         if index.d != self.dim:
             raise ValueError(f"index dimension {index.d} != {self.dim}")
         meta = MetaTable.from_arrays(arrays, self.thumbnail_size, "meta_")
         if index.ntotal != len(meta):
             raise ValueError(f"index holds {index.ntotal} records but metadata has {len(meta)}")
-        self._configure(index)
-        self._index, self.meta = index, meta
-        self.trained = bool(js["trained"])
-        self.train_error = js["train_error"]
-        self.evicted = int(js["evicted"])
-        self.trainings = int(js["trainings"])
-        self._fixed_bytes = int(js["fixed_bytes"])
+        if not np.array_equal(index_ids(index), meta.ids):
+            raise ValueError("index ids and metadata ids differ")
+        if len(meta) and (meta.ids[0] < 0 or meta.ids[-1] >= next_id):
+            raise ValueError(f"record ids {int(meta.ids[0])}..{int(meta.ids[-1])} are not in [0, next_id={next_id})")
+        if not self.needs_training and not state.trained:
+            raise ValueError(f"field state.store.trained: false, but {self.index_factory!r} needs no training")
+        if (state.train_error is None) == state.trained:
+            raise ValueError(f"field state.store.train_error: {state.train_error!r} does not fit trained={state.trained}")
+        if self.needs_training and state.trained != (state.trainings >= 1):
+            raise ValueError(f"field state.store.trainings: {state.trainings} does not fit trained={state.trained}")
+        if not self.needs_training and state.trainings != 0:
+            raise ValueError(f"field state.store.trainings: {state.trainings}, but {self.index_factory!r} is never trained")
+        expect = build_index(self.dim, self.index_factory if state.trained else "Flat", self.pq_train_points)
+        expect = faiss.deserialize_index(faiss.serialize_index(expect))  # the classes FAISS reads back
+        if index_signature(index) != index_signature(expect):
+            raise ValueError(
+                f"the index is {index_signature(index)}, but config index_factory={self.index_factory!r} "
+                f"with trained={state.trained} builds {index_signature(expect)}"
+            )
+        ivf = faiss.try_extract_index_ivf(index)
+        if ivf is not None and int(ivf.nprobe) != self.nprobe:
+            raise ValueError(f"the index was saved with nprobe={int(ivf.nprobe)}, config nprobe={self.nprobe}")
+        if state.fixed_bytes != empty_index_bytes(index):
+            raise ValueError(f"field state.store.fixed_bytes: {state.fixed_bytes}, the index's parameters take {empty_index_bytes(index)}")
+        if self.byte_budget is not None and code_bytes_per_vector(index) * len(meta) > self.byte_budget:
+            raise ValueError(
+                f"{len(meta)} records of {code_bytes_per_vector(index)} bytes exceed config byte_budget={self.byte_budget}"
+            )
         raw_vecs, raw_ids = np.asarray(arrays["raw_vecs"]), np.asarray(arrays["raw_ids"])
         if raw_vecs.shape != self.raw.vecs.shape or raw_ids.shape != self.raw.ids.shape:
-            raise ValueError(f"raw buffer shape {raw_vecs.shape} != {self.raw.vecs.shape}")
-        self.raw.vecs[:], self.raw.ids[:], self.raw.pos = raw_vecs, raw_ids, int(js["raw_pos"])
-        if not np.array_equal(self.faiss_ids(), meta.ids):
-            raise ValueError("index ids and metadata ids differ")
+            raise ValueError(f"raw buffer shape {raw_vecs.shape} != {self.raw.vecs.shape} (config train_sample)")
+        if raw_vecs.dtype != np.float32 or raw_ids.dtype != np.int64 or np.any((raw_ids < -1) | (raw_ids >= next_id)):
+            raise ValueError(f"raw buffer ids must be -1 or in [0, next_id={next_id})")
+        if state.raw_pos >= max(self.raw.capacity, 1):
+            raise ValueError(f"field state.store.raw_pos: {state.raw_pos} is not below the raw buffer size {self.raw.capacity}")
+        self._configure(index)
+        self._index, self.meta = index, meta
+        self.trained = state.trained
+        self.train_error = state.train_error
+        self.evicted = state.evicted
+        self.trainings = state.trainings
+        self._fixed_bytes = state.fixed_bytes
+        self.raw.vecs[:], self.raw.ids[:], self.raw.pos = raw_vecs, raw_ids, state.raw_pos

@@ -56,7 +56,7 @@ def test_good_command_lines_pass_the_preflight(argv: list[str]) -> None:
 
 def test_every_job_of_a_sweep_is_checked() -> None:
     with pytest.raises(PreflightError, match=r"^experiment.world_seeds: -2 is not allowed; allowed: an integer >= 0$"):
-        check_command_line(["-m", "seed=0,1", "experiment.world_seeds=[0],[-2]"], CONFIG_DIR)
+        check_command_line(["-m", "seed=0,1", "experiment.world_seeds=[1000],[-2]"], CONFIG_DIR)
 
 
 def test_a_key_is_never_echoed_in_full() -> None:

@@ -13,8 +13,10 @@ import pytest
 
 from embodmem.agents.random_agent import RandomAgent
 from embodmem.replay import ReplayError, ReplayMismatch, load_log, main, replay, simulate
-from embodmem.runner import LOG_FORMAT, RunWriter, run_episode
+from embodmem.episode_log import LOG_FORMAT, seal
+from embodmem.runner import RunWriter, run_episode
 from embodmem.video import EpisodeRecorder
+from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 from tests.embodmem.video_helpers import decode
 
@@ -52,11 +54,13 @@ def logged(tmp_path_factory: pytest.TempPathFactory):
     return write_logged_episode(run_dir, "random")
 
 
-def edited(tmp_path: Path, log_path: Path, edit) -> Path:
+def edited(tmp_path: Path, log_path: Path, edit, reseal: bool = True) -> Path:
+    """A copy of the log changed by ``edit``; resealed (digest recomputed, as a deliberate editor
+    could) unless ``reseal`` is False, so the checks behind the digest are exercised."""
     log = json.loads(log_path.read_text())
     edit(log)
     out = tmp_path / "edited.json"
-    out.write_text(json.dumps(log))
+    out.write_text(json.dumps(seal(log) if reseal else log))
     return out
 
 
@@ -115,7 +119,7 @@ def test_altered_action_is_caught_at_the_first_diverging_step(tmp_path: Path, lo
     k = next(i for i, a in enumerate(actions) if a == 2)  # a forward move: changing it changes the view
 
     def alter(log: dict) -> None:
-        log["actions"][k] = 0
+        log["actions"][k], log["action_names"][k] = 0, "turn_left"
 
     path = edited(tmp_path, log_path, alter)
     with pytest.raises(ReplayMismatch, match=rf"diverges at step {k + 1}: the observation after action turn_left") as err:
@@ -138,9 +142,10 @@ def test_altered_digest_is_caught(tmp_path: Path, logged) -> None:
         (lambda b: b[:100] + b"\x00garbage\xff" + b[120:], r"not valid JSON|cannot read"),
         (lambda b: b"", r"the file is empty"),
         (lambda b: b"[1, 2, 3]", r"not an episode log \(the JSON is a list"),
-        (lambda b: b'{"hello": "world"}', r"not an embodmem episode log \(no 'format' key"),
+        (lambda b: b'{"hello": "world"}', r"field format: missing: not an embodmem episode log"),
+        (lambda b: b"[" * 100_000 + b"]" * 100_000, r"nested too deeply|not valid JSON"),
     ],
-    ids=["truncated", "corrupted", "empty", "list", "foreign"],
+    ids=["truncated", "corrupted", "empty", "list", "foreign", "deep"],
 )
 def test_corrupted_or_truncated_log_is_refused(tmp_path: Path, logged, mangle, message: str) -> None:
     path = tmp_path / "bad.json"
@@ -153,16 +158,16 @@ def test_corrupted_or_truncated_log_is_refused(tmp_path: Path, logged, mangle, m
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda log: log.update(format="embodmem-episode/0"), r"log format 'embodmem-episode/0' is not 'embodmem-episode/1'"),
-        (lambda log: [log.pop(k) for k in ("actions", "env")], r"incomplete episode log, missing actions, env"),
-        (lambda log: log["obs_digests"].pop(), r"\d+ observation digests for \d+ actions \(expected \d+\)"),
+        (lambda log: log.update(format="embodmem-episode/0"), r"field format: 'embodmem-episode/0' is not 'embodmem-episode/2'"),
+        (lambda log: [log.pop(k) for k in ("actions", "env")], r"field actions: Field required"),
+        (lambda log: log["obs_digests"].pop(), r"field obs_digests: \d+ observation digests for \d+ actions \(expected \d+\)"),
         (lambda log: log.update(world_digest="0123456789abcdef"), r"world digest mismatch for world_seed=2"),
-        (lambda log: log["actions"].__setitem__(0, 9), r"action 0 is 9, not one of"),
-        (lambda log: log.update(actions="2,2,1"), r"'actions' must be a JSON array"),
-        (lambda log: log["env"].update(size=3), r"cannot build the environment from the log's settings: size=3"),
+        (lambda log: log["actions"].__setitem__(0, 9), r"field actions.0: 9 is not one of"),
+        (lambda log: log.update(actions="2,2,1"), r"field actions: Input should be a valid (list|array)"),
+        (lambda log: log["env"].update(size=3), r"field env: cannot build the environment from the log's settings: size=3"),
         (lambda log: log.update(start_pose=[0, 0, 0]), r"cannot reset to the logged start \[0, 0, 0\]"),
-        (lambda log: (log["actions"].pop(), log["obs_digests"].pop()), r"had not ended \(truncated log\?\)"),
-        (lambda log: (log["actions"].append(2), log["obs_digests"].append("x")), r"the episode ended at step 20"),
+        (lambda log: (log["actions"].pop(), log["action_names"].pop(), log["obs_digests"].pop(), log["record"].update(steps=19)), r"had not ended \(truncated log\?\)"),
+        (lambda log: (log["actions"].append(2), log["action_names"].append("forward"), log["obs_digests"].append("0" * 16), log["record"].update(steps=21)), r"the episode ended at step 20"),
     ],
     ids=["format", "missing", "digest-count", "world", "action-range", "action-type", "env", "start", "cut", "extra"],
 )
@@ -173,7 +178,7 @@ def test_inconsistent_log_is_refused(tmp_path: Path, logged, edit, message: str)
 
 
 def test_log_format_tag_is_the_runners() -> None:
-    assert LOG_FORMAT == "embodmem-episode/1"
+    assert LOG_FORMAT == "embodmem-episode/2"
 
 
 # --------------------------------------------------------------------------- command line
@@ -193,7 +198,11 @@ def test_cli_check_only(tmp_path: Path, logged, capsys) -> None:
 
 
 def test_cli_fails_loudly(tmp_path: Path, logged, capsys) -> None:
-    path = edited(tmp_path, logged[0], lambda log: log["actions"].__setitem__(0, (log["actions"][0] + 1) % 3))
+    def alter(log: dict) -> None:
+        log["actions"][0] = (log["actions"][0] + 1) % 3
+        log["action_names"][0] = ACTION_NAMES[log["actions"][0]]
+
+    path = edited(tmp_path, logged[0], alter)
     assert main([str(path), "--check"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("embodmem-replay: error: ") and "diverges at step 1" in err and str(path) in err
@@ -204,3 +213,41 @@ def test_cli_fails_loudly(tmp_path: Path, logged, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main([str(logged[0]), "--size", "8"])
     assert exc.value.code == 2
+
+
+# --------------------------------------------------------------------------- tamper sweep
+
+
+def _attack_module():
+    import importlib.util
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("attack_episode_log", root / "benchmarks" / "attack_episode_log.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_field_alteration_is_refused_with_one_line(tmp_path: Path) -> None:
+    """Every field of a real log changed in value or type, or removed: refused (exit 1, one line
+    naming the field), never accepted, never a traceback."""
+    counts, examples = _attack_module().attack("fields", tmp_path)
+    assert counts["refused"] == sum(counts.values()) > 500, {k: v[:5] for k, v in examples.items() if k != "refused"}
+    assert all("field " in e for e in examples["refused"])
+
+
+def test_resealed_alterations_refused_unless_not_recomputable(tmp_path: Path) -> None:
+    """With the digest recomputed, everything the replay recomputes or cross-checks is still
+    refused; what is accepted is only what nothing recomputes (retrieval contents, run labels)."""
+    counts, examples = _attack_module().attack("resealed", tmp_path)
+    assert counts["traceback"] == 0 and counts["other"] == 0, examples.get("traceback")
+    free = ("retrievals", "record.", "record ", "start ", "task_index ", "condition ")
+    recomputed = ("record.success", "record.spl ", "record.steps", "record.collisions", "record.path_length")
+    accepted = examples.get("accepted", [])
+    assert all(e.startswith(free) for e in accepted), accepted
+    assert not any(e.startswith(recomputed) and "-0.0" not in e for e in accepted), accepted
+    for must in ("actions", "action_names", "obs_digests", "start_pose", "world_seed", "episode_seed", "env", "task "):
+        assert not any(e.startswith(must) for e in accepted), must

@@ -44,7 +44,7 @@ def test_slurm_sweep_runs_both_jobs(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     cmd = [
         sys.executable, "-m", "embodmem", "-m", "hydra/launcher=slurm", "seed=0,1",
-        "agent=oracle", "experiment.baselines=[]", "experiment.tasks=[barrel]", "experiment.world_seeds=[0]",
+        "agent=oracle", "experiment.baselines=[]", "experiment.tasks=[barrel]", "experiment.world_seeds=[1000]",
         "env.max_steps=60", "logger.progress=false", "logger.plots=false",
         f"hydra.sweep.dir={sweep}", "hydra.launcher.timeout_min=5",
     ]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import tempfile
 import time
 import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from omegaconf import OmegaConf
 
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
@@ -150,3 +154,120 @@ def test_observe_is_cheap() -> None:
     per_call = (time.perf_counter() - t) / len(e)
     # ~50 us amortised on an idle 2-core machine; the bound leaves room for a busy shared CPU
     assert per_call < 400e-6, f"{per_call * 1e6:.0f} us per observe"
+
+
+BAD_FIELDS: list[tuple[str, object]] = [
+    ("run_id", None), ("run_id", 5), ("task", None), ("task", b"t"),
+    ("episode", None), ("episode", -1), ("episode", 1.5), ("episode", True), ("episode", 2**40),
+    ("step", None), ("step", -3), ("step", 2.0), ("step", "7"),
+    ("x", None), ("x", float("nan")), ("x", float("inf")), ("x", "1"), ("y", float("-inf")),
+    ("heading", 7), ("heading", -1), ("heading", None), ("heading", 1.0),
+    ("node", -2), ("node", "n16"), ("node", 1.5),
+    ("count", 0), ("count", None), ("step_min", None), ("step_min", 10**6), ("step_max", -1),
+    ("hits", -1), ("hits", None),
+    ("thumbnail", np.zeros((4, 4))), ("thumbnail", "img"), ("thumbnail", np.full((4, 4, 3), np.nan)),
+]  # fmt: skip
+"""(field, value) pairs FrameMeta must refuse."""
+
+
+@pytest.mark.parametrize("field, value", [b for b in BAD_FIELDS if b != ("step_min", None)])  # None: "= step"
+def test_frame_meta_refuses_bad_fields_by_name(field: str, value: object) -> None:
+    kwargs: dict[str, object] = dict(run_id="r", task="t", episode=0, step=5, x=1.0, y=2.0)
+    kwargs[field] = value
+    with pytest.raises(ValueError, match=rf"FrameMeta\.{field} must be "):
+        FrameMeta(**kwargs)  # type: ignore[arg-type]
+
+
+def _memory_state(mem: AgentMemory) -> str:
+    """Everything observe can change, as text."""
+    arrays = mem.store.meta.to_arrays()
+    return repr(
+        (
+            mem.stats(), mem.next_id, mem._segment, mem.fifo.ids, [repr(m) for m in mem.fifo.metas],
+            mem.fifo.vectors.tobytes(), {k: v.tobytes() for k, v in arrays.items()}, mem.map.to_json(),
+            mem.map.prev, mem.store.faiss_ids().tolist(),
+        )
+    )  # fmt: skip
+
+
+class MemoryMachine(RuleBasedStateMachine):
+    """Valid writes interleaved with invalid ones (bad FrameMeta fields, bad embeddings): every
+    invalid call raises a ValueError naming the field and leaves the memory exactly as it was, and
+    the memory keeps working (observe, query, flush, sleep, save/load) afterwards."""
+
+    @initialize(factory=st.sampled_from(["Flat", "SQ8"]), thumbs=st.booleans())
+    def setup(self, factory: str, thumbs: bool) -> None:
+        self.mem = AgentMemory(
+            MemoryConfig(dim=8, short_term_capacity=6, consolidate_to=3, index_factory=factory, train_min=20,
+                         train_sample=40, node_distance=2.0, keep_thumbnails=thumbs, thumbnail_size=4)
+        )  # fmt: skip
+        self.step = 0
+        self.rng = np.random.default_rng(0)
+
+    def _valid_meta(self, task: str, episode: int) -> FrameMeta:
+        self.step += 1
+        x, y = self.rng.integers(0, 9, 2)
+        return FrameMeta("run", task, episode, self.step, float(x), float(y), int(self.step % 4),
+                         thumbnail=np.full((6, 6, 3), self.step % 255, np.uint8))  # fmt: skip
+
+    @rule(n=st.integers(1, 8), task=st.sampled_from(["a", "b"]), episode=st.integers(0, 2))
+    def observe(self, n: int, task: str, episode: int) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(n):
+                self.mem.observe(self.rng.standard_normal(8), self._valid_meta(task, episode))
+
+    @rule(bad=st.sampled_from(BAD_FIELDS))
+    def observe_bad_meta(self, bad: tuple[str, object]) -> None:
+        field, value = bad
+        meta = self._valid_meta("a", 0)
+        setattr(meta, field, value)  # a caller mutating a checked record after construction
+        before = _memory_state(self.mem)
+        with pytest.raises(ValueError, match=rf"FrameMeta\.{field} must be "):
+            self.mem.observe(self.rng.standard_normal(8), meta)
+        assert _memory_state(self.mem) == before
+
+    @rule(vec=st.sampled_from([np.full(8, np.nan), np.zeros(8), np.ones(5), np.array([np.inf] + [0.0] * 7), "x"]))
+    def observe_bad_embedding(self, vec: object) -> None:
+        before = _memory_state(self.mem)
+        with pytest.raises(ValueError, match="embedding|could not convert"):
+            self.mem.observe(vec, self._valid_meta("a", 0))  # type: ignore[arg-type]
+        assert _memory_state(self.mem) == before
+
+    @rule()
+    def observe_not_a_meta(self) -> None:
+        before = _memory_state(self.mem)
+        with pytest.raises(ValueError, match="observe needs a FrameMeta"):
+            self.mem.observe(np.ones(8), {"step": 1})  # type: ignore[arg-type]
+        assert _memory_state(self.mem) == before
+
+    @rule()
+    def query(self) -> None:
+        hits = self.mem.query(self.rng.standard_normal(8), k=3)
+        assert len(hits) == min(3, len(self.mem.store) + len(self.mem.fifo))
+
+    @rule()
+    def flush_and_sleep(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.mem.sleep()
+
+    @rule()
+    def save_and_load(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            self.mem.save(d)
+            back = AgentMemory.load(d)
+        assert _memory_state(back) == _memory_state(self.mem)
+        self.mem = back
+
+    @invariant()
+    def consistent(self) -> None:
+        mem = self.mem
+        assert np.array_equal(mem.store.faiss_ids(), mem.store.meta.ids)
+        assert len(mem.fifo) < mem.config.short_term_capacity and mem.next_id == mem.frames_written
+
+
+MemoryMachine.TestCase.settings = settings(
+    max_examples=30, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+test_memory_state_machine = MemoryMachine.TestCase

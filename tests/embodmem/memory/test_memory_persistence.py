@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 import faiss
+import importlib.util
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -159,12 +160,12 @@ def test_foreign_index_with_valid_checksum_named(tmp_path: Path) -> None:
     name = man["files"]["index.faiss"]["path"]
     (d / name).write_bytes(data)
     man["files"]["index.faiss"].update(bytes=len(data), sha256=persistence._sha256(data))
-    (d / "manifest.json").write_text(json.dumps(man))
+    (d / "manifest.json").write_text(json.dumps(man | {"digest": persistence.manifest_digest(man)}))
     with pytest.raises(MemoryLoadError, match=f"{name}.*foreign index: dim 32"):
         AgentMemory.load(d)
     (d / name).write_bytes(b"not faiss at all")
     man["files"]["index.faiss"].update(bytes=16, sha256=persistence._sha256(b"not faiss at all"))
-    (d / "manifest.json").write_text(json.dumps(man))
+    (d / "manifest.json").write_text(json.dumps(man | {"digest": persistence.manifest_digest(man)}))
     with pytest.raises(MemoryLoadError, match=f"{name}.*not a FAISS index"):
         AgentMemory.load(d)
 
@@ -205,3 +206,111 @@ def test_load_of_copied_directory(tmp_path: Path) -> None:
     mem, d, _ = _saved(tmp_path)
     shutil.copytree(d, tmp_path / "copy")
     assert _answers(AgentMemory.load(tmp_path / "copy")) == _answers(mem)
+
+
+def test_edited_manifest_refused_by_digest_and_fields_named(tmp_path: Path) -> None:
+    _, d, man = _saved(tmp_path)
+    mpath = d / "manifest.json"
+
+    def write(m: dict, reseal: bool) -> None:
+        mpath.write_text(json.dumps(m | ({"digest": persistence.manifest_digest(m)} if reseal else {})))
+
+    write(man | {"state": man["state"] | {"queries": 6}}, reseal=False)
+    with pytest.raises(MemoryLoadError, match="manifest.json: field digest"):
+        AgentMemory.load(d)
+    cases = [
+        ({"state": man["state"] | {"next_id": 5}}, "field state.frames_written: 60 != state.next_id 5"),
+        ({"state": man["state"] | {"segment": 5}}, "field state.segment"),
+        ({"state": man["state"] | {"segment": ["run", "task9", 2]}}, "field state.segment: .*latest frame"),
+        ({"files": []}, "field files"),
+        ({"files": {k: {"path": v["path"]} for k, v in man["files"].items()}}, r"field files\.index\.faiss\.bytes: Field required"),
+        ({"config": man["config"] | {"short_term_capacity": 3}}, "field config: .*consolidate_to"),
+        ({"config": man["config"] | {"node_distance": 2.5}}, "field config.node_distance: 2.5, the saved map has 2.0"),
+        ({"config": man["config"] | {"index_factory": "SQ8"}}, "field state.store.trainings: 0 does not fit trained=True"),
+        ({"state": man["state"] | {"store": man["state"]["store"] | {"fixed_bytes": 7}}}, "field state.store.fixed_bytes: 7"),
+        ({"generation": 2}, "field files.index.faiss.path"),
+        ({"dim": "16"}, "field dim"),
+    ]
+    for change, pattern in cases:
+        write(man | change, reseal=True)
+        with pytest.raises(MemoryLoadError, match=f"manifest.json: {pattern}"):
+            AgentMemory.load(d)
+
+
+def test_stale_temp_files_removed_by_next_load_and_save(tmp_path: Path) -> None:
+    mem, d, _ = _saved(tmp_path)
+    stale = [d / ".manifest.json.k2j3h4.tmp", d / ".arrays.000002.npz.zz81.tmp"]
+    for p in stale:
+        p.write_bytes(b"half a file")
+    (d / "mine.tmp").write_text("not ours")
+    AgentMemory.load(d)
+    assert not any(p.exists() for p in stale) and (d / "mine.tmp").exists()
+    stale[0].write_bytes(b"half a file")
+    mem.save(d)
+    assert not stale[0].exists()
+
+
+def _attack_module():
+    root = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location("attack_snapshot", root / "benchmarks" / "attack_snapshot.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("kind", ["bytes", "resealed"])
+def test_manifest_mutation_sweep(tmp_path: Path, kind: str) -> None:
+    """Every byte of a real manifest changed or deleted: refused or identical, never a wrong load
+    and never a raw traceback. Every field changed with the digest recomputed: refused, identical,
+    or loaded as written into a memory that keeps working (for fields nothing else records)."""
+    counts, examples = _attack_module().attack(kind, tmp_path)
+    assert counts["traceback"] == 0, examples.get("traceback")
+    assert counts["broken"] == 0, examples.get("broken")
+    assert counts["refused"] > 0.8 * sum(counts.values())
+    if kind == "bytes":
+        assert counts["different"] == 0, examples.get("different")
+        assert sum(counts.values()) > 5000
+    else:
+        allowed = ("config.", "state.store.train_error", "state.store.evicted", "state.store.trainings",
+                   "state.store.raw_pos", "state.consolidations", "state.sleeps", "state.queries")  # fmt: skip
+        assert all(e.startswith(allowed) for e in examples.get("different", [])), examples["different"]
+        for must_refuse in ("state.next_id", "state.frames_written", "state.segment", "files.", "dim ", "generation"):
+            assert not any(e.startswith(must_refuse) for e in examples.get("different", []))
+
+
+_SAVER = """
+import sys, numpy as np
+from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+mem = AgentMemory(MemoryConfig(dim=64, short_term_capacity=8, consolidate_to=4))
+rng = np.random.default_rng(0)
+for i in range(4000):
+    mem.observe(rng.standard_normal(64), FrameMeta("run", "t", 0, i, float(i % 50), float(i // 50)))
+print("ready", flush=True)
+while True:
+    mem.save(sys.argv[1])
+"""
+
+
+def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path: Path) -> None:
+    """A real process saving in a loop, killed with SIGKILL at several moments: the directory always
+    loads, and the temp files a kill leaves are gone after the load."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    d = tmp_path / "mem"
+    for delay in (0.05, 0.13, 0.29, 0.41, 0.6):
+        proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(d)], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        while not (d / "manifest.json").exists():
+            time.sleep(0.01)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        mem = AgentMemory.load(d)
+        assert mem.frames_written == 4000
+        assert not [p.name for p in d.iterdir() if p.name.endswith(".tmp")]
