@@ -41,8 +41,8 @@ def write_logged_episode(run_dir: Path, start: str, world_seed: int = 2, recorde
         recorder.bind(env, agent)
     result = run_episode(env, agent, {"task": "barrel", "world_seed": world_seed, "start": start}, 7, on_step=on_step)
     result.record.update(sequence="wreck_then_barrel", world_seed=world_seed, seed=0, task_index=2, agent="random", condition="single")
-    writer = RunWriter(run_dir)
-    writer.write(result, dict(ENV_KW))
+    writer = RunWriter(run_dir, env_kwargs=dict(ENV_KW))
+    writer.write(result)
     if recorder is not None:
         recorder.finish(result)
     return run_dir / result.record["episode_log"], images, result
