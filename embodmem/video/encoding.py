@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import av
+import cv2
 import numpy as np
 
 from embodmem.atomic import atomic_write_with
@@ -50,7 +51,7 @@ class Codec:
 
 
 CODECS: dict[str, Codec] = {
-    "mp4": Codec("mp4", "libx264", {"preset": "superfast", "crf": "23"}),
+    "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "crf": "23"}),
     "webm": Codec("webm", "libvpx-vp9", {"deadline": "realtime", "cpu-used": "8", "row-mt": "1", "crf": "32", "b": "0"}),
 }
 """Extension -> encoder settings. ``crf`` keeps the quality constant (text stays sharp); VP9 needs
@@ -96,6 +97,13 @@ def write_video(path: str | os.PathLike[str], frames: Iterable[np.ndarray], fps:
     return count
 
 
+def _yuv420p(rgb: np.ndarray) -> av.VideoFrame:
+    """An RGB frame converted to yuv420p by OpenCV (BT.601, limited range, as FFmpeg's default):
+    about three times faster than letting FFmpeg's swscale do it, which was half the encoding time."""
+    planes = cv2.cvtColor(np.ascontiguousarray(rgb, dtype=np.uint8), cv2.COLOR_RGB2YUV_I420)
+    return av.VideoFrame.from_ndarray(planes, format=PIXEL_FORMAT)
+
+
 def _encode(fh: BinaryIO, codec: Codec, frames: Iterable[np.ndarray], fps: int) -> int:
     shape: tuple[int, ...] | None = None
     n = 0
@@ -111,8 +119,7 @@ def _encode(fh: BinaryIO, codec: Codec, frames: Iterable[np.ndarray], fps: int) 
                 stream.width, stream.height, stream.pix_fmt = w, h, PIXEL_FORMAT
             elif frame.shape != shape:
                 raise ValueError(f"frame {n} has shape {frame.shape}, the first had {shape}")
-            image = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame, dtype=np.uint8), format="rgb24")
-            container.mux(stream.encode(image))
+            container.mux(stream.encode(_yuv420p(frame)))
             n += 1
         if stream is None:
             raise ValueError("no frames to write")

@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -186,20 +187,32 @@ def memory_panel(
     query: str | None = None,
     age: int = 0,
     last_step: int | None = None,
+    tiles: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The best recalled frames (thumbnails when memory kept them, else their pose), each with how
-    well it matches the current mission and (from ``DETAIL_MIN_SIZE`` up) in which task and at
-    which of its steps it was stored."""
-    img = np.full((size, size, 3), _PANEL_BG, dtype=np.uint8)
+    """The memory panel: the best recalled frames (:func:`memory_tiles`; pass ``tiles`` to reuse
+    them while the same recall stays on screen) under a header that says how long ago the recall
+    was; with nothing recalled, when the last recall was."""
     scale = _font_scale(size)
     line = int(26 * scale / 0.42)
     if not retrievals:
+        img = _blank(size, size)
         _text(img, "memory", (6, line), scale, _GREY)
         msg = "no recall yet" if last_step is None else f"last recall: step {last_step}"
         _text(img, msg, (6, 2 * line), scale * 0.9, _GREY)
         return img
+    img = (tiles if tiles is not None else memory_tiles(retrievals, size)).copy()
     head = "memory recall, this step" if not age else f"memory recall, {age} step{'s' if age > 1 else ''} ago"
     _text(img, head, (6, line), scale, _RETRIEVED)
+    return img
+
+
+def memory_tiles(retrievals: Sequence[Retrieval], size: int) -> np.ndarray:
+    """The best recalled frames (thumbnails when memory kept them, else their pose), each with how
+    well it matches the current mission and (from ``DETAIL_MIN_SIZE`` up) in which task and at
+    which of its steps it was stored; the top line is left free for the header."""
+    img = _blank(size, size)
+    scale = _font_scale(size)
+    line = int(26 * scale / 0.42)
     detail = size >= DETAIL_MIN_SIZE
     top = line + 6
     if detail:
@@ -226,6 +239,18 @@ def memory_panel(
     return img
 
 
+@functools.lru_cache(maxsize=16)
+def _background(height: int, width: int) -> np.ndarray:
+    img = np.full((height, width, 3), _PANEL_BG, dtype=np.uint8)
+    img.flags.writeable = False
+    return img
+
+
+def _blank(height: int, width: int) -> np.ndarray:
+    """A fresh panel-coloured image (a copy of a cached one: filling from a colour tuple is slow)."""
+    return _background(height, width).copy()
+
+
 def caption(scene: Scene) -> str:
     """The first caption line: the task's place in the run's sequence, its mission, and separately
     its number in the reference benchmark."""
@@ -244,7 +269,7 @@ def text_strip(lines: Sequence[str], width: int, size: int) -> np.ndarray:
     line_h = _line_height(size)
     h = line_h * len(lines) + 8
     h += h % 2  # codecs want even frame sizes
-    img = np.full((h, width, 3), _PANEL_BG, dtype=np.uint8)
+    img = _blank(h, width)
     for i, t in enumerate(lines):
         _text(img, t, (8, line_h * (i + 1) - 2), scale)
     return img
@@ -268,7 +293,7 @@ def legend_strip(width: int, size: int) -> np.ndarray:
         x += item
     h = line_h * (row + 1) + 4
     h += h % 2
-    img = np.full((h, width, 3), _PANEL_BG, dtype=np.uint8)
+    img = _blank(h, width)
     _text(img, "map:", (8, line_h - 4), scale, _GREY)
     for x, row, label, kind, color in placed:
         cy = row * line_h + line_h // 2
@@ -381,6 +406,8 @@ def render_frames(
     query: str | None = None
     panel_key: tuple[Any, ...] | None = None
     panel: np.ndarray | None = None
+    tiles: np.ndarray | None = None  # the recalled frames, drawn once per recall
+    recalls = 0
     seen_target = 0
     frame: np.ndarray | None = None
     for rec in steps:
@@ -388,11 +415,12 @@ def render_frames(
             traj.append(rec.pos)
         if rec.retrievals:
             shown, shown_at, query = list(rec.retrievals), rec.step, rec.query
+            tiles, recalls = memory_tiles(shown, size), recalls + 1
         age = rec.step - shown_at if shown_at is not None else 0
         active = shown if shown is not None and age <= hold_steps else None
-        key = (id(active), age if active else shown_at)
+        key = (recalls, age) if active else (None, shown_at)
         if key != panel_key:
-            panel = memory_panel(active, size, query, age, shown_at)
+            panel = memory_panel(active, size, query, age, shown_at, tiles)
             panel_key = key
         seen_target += rec.target_in_view
         top = painter.draw(np.asarray(traj, dtype=np.float64), rec, active)
