@@ -8,8 +8,9 @@ Two formats, chosen by the file's extension:
   ``row-mt``): smaller files at the same speed class, for pages that prefer WebM.
 
 Both are set for speed, so that recording a run costs little next to running it: libx264's
-``superfast`` preset encodes the default 768 px wide frames at about 200 frames/s on one core,
-VP9 realtime at about 90; OpenCV's VP9 writer, used before, managed about 16.
+``ultrafast`` preset takes about 2.5 ms of CPU per default frame (768 x 364), VP9 realtime about
+three times that; OpenCV's VP9 writer, used before, managed about 16 frames/s. Encoding runs on a
+worker thread while the next frames are drawn (see :func:`_encode`).
 
 The file is written through :func:`embodmem.atomic.atomic_write_with`: it appears complete or not
 at all.
@@ -25,8 +26,11 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections import deque
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -56,6 +60,8 @@ CODECS: dict[str, Codec] = {
 }
 """Extension -> encoder settings. ``crf`` keeps the quality constant (text stays sharp); VP9 needs
 ``b=0`` for pure constant quality."""
+PIPELINE_DEPTH = 8
+"""Frames converted and waiting for the encoder thread at most."""
 PIXEL_FORMAT = "yuv420p"
 """The chroma layout browsers decode (4:4:4 H.264 plays in none)."""
 
@@ -97,31 +103,45 @@ def write_video(path: str | os.PathLike[str], frames: Iterable[np.ndarray], fps:
     return count
 
 
-def _yuv420p(rgb: np.ndarray) -> av.VideoFrame:
-    """An RGB frame converted to yuv420p by OpenCV (BT.601, limited range, as FFmpeg's default):
-    about three times faster than letting FFmpeg's swscale do it, which was half the encoding time."""
-    planes = cv2.cvtColor(np.ascontiguousarray(rgb, dtype=np.uint8), cv2.COLOR_RGB2YUV_I420)
-    return av.VideoFrame.from_ndarray(planes, format=PIXEL_FORMAT)
+def _yuv420p(rgb: np.ndarray) -> np.ndarray:
+    """An RGB frame as yuv420p planes, converted by OpenCV (BT.601, limited range, as FFmpeg's
+    default): about three times faster than FFmpeg's swscale, which was half the encoding time."""
+    return cv2.cvtColor(np.ascontiguousarray(rgb, dtype=np.uint8), cv2.COLOR_RGB2YUV_I420)
 
 
 def _encode(fh: BinaryIO, codec: Codec, frames: Iterable[np.ndarray], fps: int) -> int:
-    shape: tuple[int, ...] | None = None
+    """Encode on a worker thread while the caller's generator draws the next frames.
+
+    FFmpeg releases the GIL while it encodes, so drawing (Python and OpenCV) and encoding run on
+    two cores at once; a frame is handed over only after its colour conversion, in order, and at
+    most ``PIPELINE_DEPTH`` wait, so memory stays bounded and an encoder error surfaces at once.
+    """
+    it = iter(frames)
+    first = next(it, None)
+    if first is None:
+        raise ValueError("no frames to write")
+    shape = first.shape
+    h, w = shape[:2]
+    if first.ndim != 3 or shape[2] != 3 or h % 2 or w % 2:
+        raise ValueError(f"frames must be (H, W, 3) RGB with even H and W, got {shape}")
     n = 0
     with av.open(fh, mode="w", format=codec.container) as container:
-        stream: av.VideoStream | None = None
-        for frame in frames:
-            if stream is None:
-                shape = frame.shape
-                h, w = frame.shape[:2]
-                if frame.ndim != 3 or frame.shape[2] != 3 or h % 2 or w % 2:
-                    raise ValueError(f"frames must be (H, W, 3) RGB with even H and W, got {frame.shape}")
-                stream = container.add_stream(codec.encoder, rate=fps, options=dict(codec.options))
-                stream.width, stream.height, stream.pix_fmt = w, h, PIXEL_FORMAT
-            elif frame.shape != shape:
-                raise ValueError(f"frame {n} has shape {frame.shape}, the first had {shape}")
-            container.mux(stream.encode(_yuv420p(frame)))
-            n += 1
-        if stream is None:
-            raise ValueError("no frames to write")
+        stream = container.add_stream(codec.encoder, rate=fps, options=dict(codec.options))
+        stream.width, stream.height, stream.pix_fmt = w, h, PIXEL_FORMAT
+
+        def encode(planes: np.ndarray) -> None:
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(planes, format=PIXEL_FORMAT)))
+
+        pending: deque[Future[None]] = deque()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="video-encode") as worker:
+            for frame in itertools.chain([first], it):
+                if frame.shape != shape:
+                    raise ValueError(f"frame {n} has shape {frame.shape}, the first had {shape}")
+                pending.append(worker.submit(encode, _yuv420p(frame)))
+                n += 1
+                while len(pending) > PIPELINE_DEPTH:
+                    pending.popleft().result()
+            while pending:
+                pending.popleft().result()
         container.mux(stream.encode(None))
     return n
