@@ -276,7 +276,7 @@ def test_recorder_draws_no_graph_for_agents_without_a_map(tmp_path: Path) -> Non
 def test_default_video_config_writes_h264_mp4(tmp_path: Path) -> None:
     """The bar: videos are H.264 by default (the config group's defaults, not the test's)."""
     cfg = dataclasses.replace(VideoConfig(), enabled=True, size=32)
-    rec, results = record_episodes(tmp_path, [0], **{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
+    rec, _ = record_episodes(tmp_path, [0], **dataclasses.asdict(cfg))
     assert rec.paths[0].suffix == ".mp4"
     info = probe(rec.paths[0])
     assert (info.codec, info.pix_fmt, info.frames) == ("h264", "yuv420p", ENV_KW["max_steps"] + cfg.fps)
