@@ -265,14 +265,20 @@ def caption(scene: Scene) -> str:
 
 def text_strip(lines: Sequence[str], width: int, size: int) -> np.ndarray:
     """A dark strip under the panels with one line of text per entry."""
-    scale = _font_scale(size)
-    line_h = _line_height(size)
-    h = line_h * len(lines) + 8
-    h += h % 2  # codecs want even frame sizes
-    img = _blank(h, width)
+    img = _blank(_strip_height(len(lines), size), width)
+    _write_lines(img, lines, size)
+    return img
+
+
+def _strip_height(n_lines: int, size: int) -> int:
+    h = _line_height(size) * n_lines + 8
+    return h + h % 2  # codecs want even frame sizes
+
+
+def _write_lines(img: np.ndarray, lines: Sequence[str], size: int) -> None:
+    scale, line_h = _font_scale(size), _line_height(size)
     for i, t in enumerate(lines):
         _text(img, t, (8, line_h * (i + 1) - 2), scale)
-    return img
 
 
 def legend_strip(width: int, size: int) -> np.ndarray:
@@ -334,16 +340,21 @@ def compose_frame(
         size: panel height and width in pixels (even).
         legend: a strip drawn under the text (:func:`legend_strip`), if any.
     """
-    panels = [camera_panel(camera, size)]
-    for p in (top_down, memory):
-        panels.append(p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA))
-    for i in range(1, 3):
-        panels[i][:, :1] = 60  # thin separators
-    row = np.concatenate(panels, axis=1)
-    parts = [row, text_strip(lines, row.shape[1], size)]
+    width = 3 * size
+    strip_h = _strip_height(len(lines), size)
+    legend_h = 0 if legend is None else legend.shape[0]
+    # Everything is drawn into one preallocated frame: concatenating the parts cost as much as drawing them.
+    frame = np.empty((size + strip_h + legend_h, width, 3), dtype=np.uint8)
+    frame[:size, :size] = camera_panel(camera, size)
+    for i, p in enumerate((top_down, memory), start=1):
+        frame[:size, i * size : (i + 1) * size] = p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)
+        frame[:size, i * size] = 60  # thin separators
+    strip = frame[size : size + strip_h]  # full rows: a contiguous view OpenCV can draw into
+    strip[:] = _background(strip_h, width)
+    _write_lines(strip, lines, size)
     if legend is not None:
-        parts.append(legend)
-    return np.concatenate(parts, axis=0)
+        frame[size + strip_h :] = legend
+    return frame
 
 
 def summary_frame(last: np.ndarray, summary: Mapping[str, Any]) -> np.ndarray:

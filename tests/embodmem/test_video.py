@@ -356,3 +356,24 @@ def test_record_video_wrapper_writes_a_decodable_video(tmp_path: Path) -> None:
     assert len(videos) == 1
     frames = decode(videos[0])
     assert len(frames) == n and frames[0].shape == (64, 128, 3)
+
+
+# --------------------------------------------------------------------------- through the Hydra app
+
+
+def test_video_on_through_the_app_writes_h264_videos_with_live_memory(tmp_path: Path) -> None:
+    """``embodmem-run video=on`` (the app's run, the shipped config groups): one H.264 .mp4 per
+    episode, linked from its metrics record."""
+    from hydra import compose, initialize_config_module
+
+    from embodmem.app import run
+
+    overrides = ["video=on", "video.size=64", "env.max_steps=25", "logger.progress=false", "logger.plots=false"]
+    with initialize_config_module("embodmem.configs", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    records = run(cfg, tmp_path)
+    assert len(records) == 6 and all("video_error" not in r for r in records)
+    for r in records:
+        info = probe(tmp_path / r["video"])
+        assert r["video"].endswith(".mp4") and (info.codec, info.pix_fmt) == ("h264", "yuv420p")
+        assert info.frames == r["steps"] + cfg.video.fps, "one frame per step, then one second of summary"
