@@ -9,7 +9,7 @@ Two formats, chosen by the file's extension:
 
 Both are set for speed, so that recording a run costs little next to running it: libx264's
 ``ultrafast`` preset takes about 2.5 ms of CPU per default frame (768 x 364), VP9 realtime about
-three times that; OpenCV's VP9 writer, used before, managed about 16 frames/s. Encoding runs on a
+twice that; OpenCV's VP9 writer, used before, managed about 16 frames/s. Encoding runs on a
 worker thread while the next frames are drawn (see :func:`_encode`).
 
 The file is written through :func:`embodmem.atomic.atomic_write_with`: it appears complete or not
@@ -112,8 +112,8 @@ def _yuv420p(rgb: np.ndarray) -> np.ndarray:
 def _encode(fh: BinaryIO, codec: Codec, frames: Iterable[np.ndarray], fps: int) -> int:
     """Encode on a worker thread while the caller's generator draws the next frames.
 
-    FFmpeg releases the GIL while it encodes, so drawing (Python and OpenCV) and encoding run on
-    two cores at once; a frame is handed over only after its colour conversion, in order, and at
+    PyAV lets go of the GIL inside FFmpeg's encoder, so drawing (Python and OpenCV) and encoding
+    overlap when a second core is free; a frame is handed over only after its colour conversion, in order, and at
     most ``PIPELINE_DEPTH`` wait, so memory stays bounded and an encoder error surfaces at once.
     """
     it = iter(frames)
