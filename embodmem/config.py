@@ -47,8 +47,8 @@ class EmbedderRuntime(str, Enum):
 
 
 class VideoFormat(str, Enum):
-    webm = "webm"
     mp4 = "mp4"
+    webm = "webm"
 
 
 class VideoEpisodes(str, Enum):
@@ -218,8 +218,8 @@ class VideoConfig:
     """Frames per second."""
     size: int = 256
     """Height of the main panels in pixels."""
-    format: VideoFormat = VideoFormat.webm
-    """webm (VP9) or mp4 (mp4v)."""
+    format: VideoFormat = VideoFormat.mp4
+    """mp4 (H.264, plays in browsers and slides) or webm (VP9, realtime settings)."""
 
 
 @dataclass

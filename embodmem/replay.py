@@ -208,8 +208,8 @@ def _check_digest(path: str | Path, step: int, action: int | None, got: str, exp
 
 
 def default_output(log_path: str | Path) -> Path:
-    """``<log>.replay.webm`` beside the log."""
-    return Path(log_path).with_suffix(".replay.webm")
+    """``<log>.replay.mp4`` beside the log."""
+    return Path(log_path).with_suffix(".replay.mp4")
 
 
 def replay(
@@ -223,7 +223,7 @@ def replay(
 
     Args:
         log_path: an episode log written by :class:`embodmem.runner.RunWriter`.
-        out: video file (``.webm`` VP9 or ``.mp4`` mp4v); default ``<log>.replay.webm``.
+        out: video file (``.mp4`` H.264 or ``.webm`` VP9); default ``<log>.replay.mp4``.
         size: panel side in pixels.
         fps: frames per second (the summary is held for one second).
         video: False: verify only.
@@ -246,7 +246,8 @@ def replay(
     result = ReplayResult(log_path, len(sim.steps), bool(sim.summary.get("success")), sim.summary)
     if video and sim.steps:
         try:
-            result.frames = write_video(out_path, render_frames(sim.scene, sim.steps, size, sim.summary, fps), fps)
+            scene = sim.scene.placed(log.get("record", log))  # its place in the run's sequence, for the caption
+            result.frames = write_video(out_path, render_frames(scene, sim.steps, size, sim.summary, fps), fps)
         except (OSError, RuntimeError, ValueError) as err:
             raise ReplayError(f"{out_path}: cannot write the video: {err}") from None
         result.video = out_path
@@ -260,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Re-simulate a logged episode, check every observation against the log, render its video.",
     )
     parser.add_argument("log", type=Path, help="episode log (episodes/*.json in a run directory)")
-    parser.add_argument("--out", type=Path, default=None, help="video file, .webm (VP9) or .mp4 (mp4v); default: <log>.replay.webm")
+    parser.add_argument("--out", type=Path, default=None, help="video file, .mp4 (H.264) or .webm (VP9); default: <log>.replay.mp4")
     parser.add_argument("--size", type=int, default=256, help="panel side in pixels (>= 32; default 256)")
     parser.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
     parser.add_argument("--check", action="store_true", help="verify the replay only; write no video")

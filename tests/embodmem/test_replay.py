@@ -194,7 +194,7 @@ def test_cli_success_prints_the_video_path(tmp_path: Path, logged, capsys) -> No
 def test_cli_check_only(tmp_path: Path, logged, capsys) -> None:
     assert main([str(logged[0]), "--check"]) == 0
     assert "steps replay exactly" in capsys.readouterr().out
-    assert not logged[0].with_suffix(".replay.webm").exists()
+    assert not logged[0].with_suffix(".replay.mp4").exists()
 
 
 def test_cli_fails_loudly(tmp_path: Path, logged, capsys) -> None:
@@ -209,7 +209,7 @@ def test_cli_fails_loudly(tmp_path: Path, logged, capsys) -> None:
     assert main([str(tmp_path / "missing.json")]) == 1
     assert "no such file" in capsys.readouterr().err
     assert main([str(logged[0]), "--out", str(tmp_path / "v.gif")]) == 1
-    assert ".webm, .mp4" in capsys.readouterr().err
+    assert ".mp4, .webm" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main([str(logged[0]), "--size", "8"])
     assert exc.value.code == 2

@@ -1,31 +1,36 @@
-"""Tests for embodmem/video.py: frame composition, encoding, the episode recorder, RecordVideo."""
+"""Tests for embodmem/video/: frame composition, captions and legend, PyAV encoding, the episode
+recorder, RecordVideo."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from types import SimpleNamespace
 
-import cv2
 import gymnasium as gym
 import numpy as np
 import pytest
 
 from embodmem.agents.base import Agent, AgentTrace, Retrieval
 from embodmem.agents.random_agent import RandomAgent
-from embodmem.memory import TopologicalMap
+from embodmem.config import VideoConfig, VideoEpisodes, VideoFormat
+from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig, TopologicalMap
 from embodmem.runner import run_episode
 from embodmem.video import (
     EpisodeRecorder,
     MapSnapshot,
     Scene,
     StepRecord,
+    caption,
     compose_frame,
     episode_video_name,
+    legend_strip,
+    memory_panel,
     render_frames,
     write_video,
 )
-from embodmem.envs.underwater import UnderwaterEnv
-from tests.embodmem.video_helpers import decode
+from embodmem.video.panels import DETAIL_MIN_SIZE
+from tests.embodmem.video_helpers import decode, probe
 
 ENV_KW = {"size": 24, "max_steps": 8, "image_size": 32}
 SIZE = 64
@@ -44,9 +49,9 @@ def short_episode(n: int = 6, seed: int = 0) -> tuple[Scene, list[StepRecord]]:
     return scene, steps
 
 
-def video_cfg(**kw) -> SimpleNamespace:
-    base = {"enabled": True, "episodes": "all", "fps": 4, "size": 32, "format": "mp4"}
-    return SimpleNamespace(**{**base, **kw})
+def video_cfg(**kw) -> VideoConfig:
+    base = {"enabled": True, "episodes": VideoEpisodes.all, "fps": 4, "size": 32, "format": VideoFormat.mp4}
+    return VideoConfig(**{**base, **kw})
 
 
 def labelled(result, success: int) -> None:
@@ -116,21 +121,30 @@ def test_topological_map_is_drawn_from_a_snapshot() -> None:
 # --------------------------------------------------------------------------- encoding
 
 
-@pytest.mark.parametrize("fmt", ["webm", "mp4"])
-def test_video_decodes_with_expected_frame_count_and_size(tmp_path: Path, fmt: str) -> None:
+@pytest.mark.parametrize(
+    ("fmt", "container", "codec"), [("mp4", "mov,mp4,m4a,3gp,3g2,mj2", "h264"), ("webm", "matroska,webm", "vp9")]
+)
+def test_video_decodes_with_codec_frame_count_and_size(tmp_path: Path, fmt: str, container: str, codec: str) -> None:
     scene, steps = short_episode()
     path = tmp_path / f"episode.{fmt}"
     n = write_video(path, render_frames(scene, steps, SIZE, {"success": 0}, hold_frames=4), fps=4)
     assert n == len(steps) + 4
-    frames = decode(path)
-    assert len(frames) == n
-    assert frames[0].shape == FRAME_SHAPE
-    if fmt == "webm":
-        with path.open("rb") as fh:
-            assert fh.read(4) == b"\x1a\x45\xdf\xa3", "a Matroska/WebM file"
-        cap = cv2.VideoCapture(str(path))
-        assert int(cap.get(cv2.CAP_PROP_FOURCC)).to_bytes(4, "little") == b"VP90"
+    info = probe(path)
+    assert (info.container, info.codec, info.pix_fmt) == (container, codec, "yuv420p"), "browser-ready"
+    assert (info.frames, info.height, info.width, info.fps) == (n, FRAME_SHAPE[0], FRAME_SHAPE[1], 4.0)
     assert list(tmp_path.iterdir()) == [path], "no temporary files left behind"
+
+
+def test_decoded_video_looks_like_the_rendered_frames(tmp_path: Path) -> None:
+    scene, steps = short_episode()
+    rendered = list(render_frames(scene, steps, SIZE, None))
+    path = tmp_path / "v.mp4"
+    write_video(path, rendered, fps=4)
+    decoded = decode(path)
+    assert len(decoded) == len(rendered)
+    err = [float(np.abs(a.astype(np.int16) - b).mean()) for a, b in zip(decoded, rendered)]
+    assert max(err) < 12, f"mean absolute error per frame {err}: lossy, but the picture survives"
+    assert float(np.abs(decoded[0].astype(np.int16) - rendered[-1]).mean()) > max(err), "frames stay in order"
 
 
 def test_write_video_is_atomic_and_checks_its_input(tmp_path: Path) -> None:
@@ -146,9 +160,11 @@ def test_write_video_is_atomic_and_checks_its_input(tmp_path: Path) -> None:
     assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
     with pytest.raises(ValueError, match="shape"):
         write_video(path, [np.zeros((32, 32, 3), np.uint8), np.zeros((34, 32, 3), np.uint8)])
+    with pytest.raises(ValueError, match="even"):
+        write_video(path, [np.zeros((33, 32, 3), np.uint8)])
     with pytest.raises(ValueError, match="no frames"):
         write_video(path, [])
-    with pytest.raises(ValueError, match=r"\.webm, \.mp4"):
+    with pytest.raises(ValueError, match=r"\.mp4, \.webm"):
         write_video(tmp_path / "v.avi", [np.zeros((32, 32, 3), np.uint8)])
     assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
 
@@ -158,8 +174,8 @@ def test_episode_video_name_carries_episode_and_result() -> None:
         "sequence": "wreck_then_barrel", "world_seed": 0, "seed": 0, "task_index": 1,
         "agent": "memory", "condition": "warm", "success": 1, "spl": 0.8214,
     }
-    assert episode_video_name(record) == "seq=wreck_then_barrel-world=0-seed=0-task=1-agent=memory-cond=warm-success=1-spl=0.82.webm"
-    assert episode_video_name({"success": 0}, "mp4") == "episode-success=0.mp4"
+    assert episode_video_name(record) == "seq=wreck_then_barrel-world=0-seed=0-task=1-agent=memory-cond=warm-success=1-spl=0.82.mp4"
+    assert episode_video_name({"success": 0}, "webm") == "episode-success=0.webm"
 
 
 # --------------------------------------------------------------------------- recorder
@@ -184,7 +200,7 @@ def record_episodes(tmp_path: Path, successes: list[int], **cfg) -> tuple[Episod
     ("episodes", "expected"), [("all", [1, 2, 3]), ("failures", [2, 3]), ("first", [1]), ("none", [])]
 )
 def test_recorder_selects_episodes(tmp_path: Path, episodes: str, expected: list[int]) -> None:
-    rec, results = record_episodes(tmp_path, [1, 0, 0], episodes=episodes)
+    rec, results = record_episodes(tmp_path, [1, 0, 0], episodes=VideoEpisodes(episodes))
     assert [int(p.name.split("task=")[1].split("-")[0]) for p in rec.paths] == expected
     for r in results:
         if r.record["task_index"] in expected:
@@ -211,20 +227,22 @@ def test_recorder_accepts_the_hydra_config(tmp_path: Path) -> None:
 
 
 class ScriptedMemoryAgent(Agent):
-    """Moves forward and 'queries memory' at step 3, keeping the retrievals on its trace."""
+    """Moves forward, writes every pose into a real AgentMemory (whose map the recorder draws) and
+    'recalls' at step 3, keeping the retrievals on its trace."""
 
     name = "scripted"
 
     def __init__(self) -> None:
         super().__init__()
-        self.memory = SimpleNamespace(map=TopologicalMap(dim=2, node_distance=2.0))
-        self.current_node: int | None = None
+        self.memory = AgentMemory(MemoryConfig(dim=4, node_distance=2.0))
+        self.nodes: list[int] = []
         self.t = 0
 
     def act(self, observation) -> int:
         self.t += 1
-        x, y, _ = observation["pose"]
-        self.current_node = self.memory.map.observe(float(x), float(y))
+        x, y, h = observation["pose"]
+        vec = np.eye(4, dtype=np.float32)[self.t % 4]
+        self.nodes.append(self.memory.observe(vec, FrameMeta("run", "barrel", 0, self.t, float(x), float(y), int(h))))
         if self.t == 3:
             thumb = np.full((8, 8, 3), (0, 255, 0), np.uint8)
             self.trace = AgentTrace("find oil drums", [Retrieval(0.7, 0, (1.0, 1.0, 0), "wreck", 4, thumb)], (5, 5), "recall")
@@ -247,7 +265,67 @@ def test_recorder_keeps_live_retrievals_with_thumbnails_and_the_graph(tmp_path: 
     assert list(ep.live) == [3], "a retrieval list is taken once, at the step it appeared"
     assert ep.steps[2].mode == "recall" and ep.steps[2].goal_cell == (5, 5)
     assert ep.steps[-1].graph is not None and len(ep.steps[-1].graph.positions) == len(agent.memory.map)
-    assert ep.steps[-1].current_node == agent.current_node
+    assert [s.current_node for s in ep.steps] == agent.nodes, "the node the memory placed each frame at"
+
+
+def test_recorder_draws_no_graph_for_agents_without_a_map(tmp_path: Path) -> None:
+    rec, _ = record_episodes(tmp_path, [0], size=32)
+    assert rec.paths and rec.frames_written == ENV_KW["max_steps"] + 4
+
+
+def test_default_video_config_writes_h264_mp4(tmp_path: Path) -> None:
+    """The bar: videos are H.264 by default (the config group's defaults, not the test's)."""
+    cfg = dataclasses.replace(VideoConfig(), enabled=True, size=32)
+    rec, _ = record_episodes(tmp_path, [0], **dataclasses.asdict(cfg))
+    assert rec.paths[0].suffix == ".mp4"
+    info = probe(rec.paths[0])
+    assert (info.codec, info.pix_fmt, info.frames) == ("h264", "yuv420p", ENV_KW["max_steps"] + cfg.fps)
+
+
+# --------------------------------------------------------------------------- captions, tiles, legend
+
+
+def test_caption_names_the_sequence_position_and_the_reference_task_separately() -> None:
+    scene, _ = short_episode(1)
+    scene = dataclasses.replace(scene, task="wreck", task_number=4, mission="find the sunken ship", world_seed=1018)
+    first = scene.placed({"task_index": 1, "sequence": "wreck_then_barrel"})
+    assert caption(first) == "task 1 of 2: wreck, find the sunken ship  (reference task 4, world 1018)"
+    assert caption(scene.placed({"task_index": 3, "sequence": "wreck+barrel+aircraft"})).startswith("task 3 of 3: wreck,")
+    assert caption(scene.placed({})).startswith("task: wreck,"), "no record: no invented position"
+
+
+def test_caption_is_drawn_from_the_placed_scene() -> None:
+    scene, steps = short_episode(1)
+    one = list(render_frames(scene.placed({"task_index": 1, "sequence": "wreck_then_barrel"}), steps, SIZE, None))[0]
+    two = list(render_frames(scene.placed({"task_index": 2, "sequence": "wreck_then_barrel"}), steps, SIZE, None))[0]
+    assert np.array_equal(one[:SIZE], two[:SIZE]) and not np.array_equal(one[SIZE:], two[SIZE:])
+
+
+def test_memory_tiles_show_match_task_and_step() -> None:
+    thumb = np.zeros((8, 8, 3), np.uint8)
+    base = Retrieval(0.82, 0, (3.0, 4.0, 1), "wreck", 133, thumb)
+    size = 256
+    panel = memory_panel([base], size, "find oil drums", 0, 5)
+    tile = slice(0, size // 2)  # the first tile's column band; its labels sit on the black thumbnail
+
+    def labels(r: Retrieval) -> np.ndarray:
+        return memory_panel([r], size, "find oil drums", 0, 5)[:, tile]
+
+    for changed in (dataclasses.replace(base, score=0.31), dataclasses.replace(base, task="barrel"), dataclasses.replace(base, step=7)):
+        assert not np.array_equal(labels(changed), panel[:, tile]), f"the tile shows {changed}"
+    assert np.array_equal(labels(dataclasses.replace(base, node=9)), panel[:, tile]), "only what it says changes it"
+
+
+def test_legend_under_the_map_from_the_default_size() -> None:
+    scene, steps = short_episode(1)
+    assert DETAIL_MIN_SIZE <= VideoConfig().size
+    frame = list(render_frames(scene, steps, 256, None))[0]
+    legend = legend_strip(3 * 256, 256)
+    assert np.array_equal(frame[-legend.shape[0] :], legend), "the legend is the frame's last strip"
+    robot_red = (legend[..., 0] > 200) & (legend[..., 1] < 80) & (legend[..., 2] < 80)
+    assert robot_red.sum() > 10, "the robot glyph is drawn in the robot's colour"
+    small = list(render_frames(scene, steps, SIZE, None))[0]
+    assert small.shape == FRAME_SHAPE, "small videos (tests, thumbnails) have no legend"
 
 
 # --------------------------------------------------------------------------- Gymnasium's RecordVideo
@@ -278,3 +356,24 @@ def test_record_video_wrapper_writes_a_decodable_video(tmp_path: Path) -> None:
     assert len(videos) == 1
     frames = decode(videos[0])
     assert len(frames) == n and frames[0].shape == (64, 128, 3)
+
+
+# --------------------------------------------------------------------------- through the Hydra app
+
+
+def test_video_on_through_the_app_writes_h264_videos_with_live_memory(tmp_path: Path) -> None:
+    """``embodmem-run video=on`` (the app's run, the shipped config groups): one H.264 .mp4 per
+    episode, linked from its metrics record."""
+    from hydra import compose, initialize_config_module
+
+    from embodmem.app import run
+
+    overrides = ["video=on", "video.size=64", "env.max_steps=25", "logger.progress=false", "logger.plots=false"]
+    with initialize_config_module("embodmem.configs", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    records = run(cfg, tmp_path)
+    assert len(records) == 6 and all("video_error" not in r for r in records)
+    for r in records:
+        info = probe(tmp_path / r["video"])
+        assert r["video"].endswith(".mp4") and (info.codec, info.pix_fmt) == ("h264", "yuv420p")
+        assert info.frames == r["steps"] + cfg.video.fps, "one frame per step, then one second of summary"

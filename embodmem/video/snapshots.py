@@ -1,0 +1,176 @@
+"""What a video is drawn from: the fixed scene of an episode and one small snapshot per step.
+
+Rendering happens after the episode from these records, so that one code path serves the live
+recorder (driven by the runner) and the replay tool (driven by an episode log), and so that an
+episode nobody wants to watch costs no drawing and no encoding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from embodmem.agents.base import AgentTrace, Retrieval
+from embodmem.envs.tasks import SEQUENCES
+from embodmem.envs.underwater import UnderwaterEnv
+
+if TYPE_CHECKING:  # the memory package (FAISS) is not needed to draw a replay
+    from embodmem.memory import TopologicalMap
+
+
+@dataclass(frozen=True)
+class MapSnapshot:
+    """The topological map at one moment: node anchor poses and edges (shared while unchanged)."""
+
+    positions: np.ndarray
+    """(n, 2) float node poses (x, y) in cells."""
+    edges: np.ndarray
+    """(m, 2) int node pairs."""
+
+    @classmethod
+    def of(cls, topo_map: TopologicalMap) -> MapSnapshot:
+        """Copy what drawing needs from a topological map."""
+        edges = np.asarray(list(topo_map.graph.edges()), dtype=np.int64).reshape(-1, 2)
+        return cls(np.array(topo_map.positions, dtype=np.float64), edges)
+
+
+@dataclass
+class StepRecord:
+    """What one step contributes to a video: the camera frame, the pose, the running measures and
+    the agent's trace. Small (about 12 kB at 64 px), so a whole episode can wait for its verdict."""
+
+    step: int
+    image: np.ndarray
+    action: int | None
+    pos: tuple[int, int]
+    heading: int
+    distance_m: float
+    path_length_m: float
+    collisions: int
+    target_in_view: bool
+    fish: np.ndarray | None = None
+    mode: str = ""
+    goal_cell: tuple[int, int] | None = None
+    p_target: float | None = None
+    query: str | None = None
+    retrievals: list[Retrieval] | None = None
+    """Memory hits the agent looked at *at this step* (None: no query this step)."""
+    graph: MapSnapshot | None = None
+    current_node: int | None = None
+
+    @classmethod
+    def capture(
+        cls,
+        env: UnderwaterEnv,
+        obs: Mapping[str, Any],
+        info: Mapping[str, Any],
+        action: int | None,
+        trace: AgentTrace | None = None,
+        graph: MapSnapshot | None = None,
+        current_node: int | None = None,
+    ) -> StepRecord:
+        """Snapshot the state after ``env.step(action)`` (``trace``: the agent's, if any)."""
+        p = None if trace is None else trace.extra.get("p_target")
+        goal = None if trace is None or trace.goal_cell is None else (int(trace.goal_cell[0]), int(trace.goal_cell[1]))
+        x, y = info["agent_pos"]
+        return cls(
+            step=int(info.get("step", 0)),
+            image=np.array(obs["image"], dtype=np.uint8, copy=True),
+            action=None if action is None else int(action),
+            pos=(int(x), int(y)),
+            heading=int(info["agent_dir"]),
+            distance_m=float(info["distance_m"]),
+            path_length_m=float(info["path_length_m"]),
+            collisions=int(info["collisions"]),
+            target_in_view=bool(info["target_in_view"]),
+            fish=np.array(env.fish, dtype=np.float32, copy=True),
+            mode="" if trace is None else trace.mode,
+            goal_cell=goal,
+            p_target=None if p is None else float(p),
+            graph=graph,
+            current_node=current_node,
+        )
+
+
+@dataclass
+class Scene:
+    """What stays fixed during an episode: the seabed, the targets, the start and the task."""
+
+    kinds: np.ndarray
+    """(n, n) kind id per cell."""
+    target_mask: np.ndarray
+    """(n, n) bool: cells of the task's target instances."""
+    start_pose: tuple[int, int, int]
+    mission: str
+    task: str
+    task_number: int
+    """The task's number in the reference benchmark (1-12), not its place in the sequence."""
+    world_seed: int
+    max_steps: int
+    position: int | None = None
+    """1-based place of this task in the run's sequence (None: unknown)."""
+    sequence_length: int | None = None
+    """Tasks in the run's sequence (None: unknown)."""
+
+    @classmethod
+    def from_env(cls, env: UnderwaterEnv) -> Scene:
+        """Read the scene from an ``UnderwaterEnv`` right after ``reset`` (privileged: for humans).
+
+        The place in the sequence is left unknown: the env cannot tell two runs of the same task
+        apart; :meth:`placed` sets it from the episode's record.
+        """
+        world = env.world
+        mask = np.zeros(world.kinds.shape, dtype=bool)
+        for cells in world.instance_cells(env.task.target):
+            mask[cells[:, 1], cells[:, 0]] = True
+        sx, sy, sd = env.start_pose
+        return cls(
+            kinds=world.kinds.copy(),
+            target_mask=mask,
+            start_pose=(int(sx), int(sy), int(sd)),
+            mission=str(env.mission),
+            task=env.task.name,
+            task_number=int(env.task.number),
+            world_seed=int(env.world_seed),
+            max_steps=int(env.max_steps),
+        )
+
+    def placed(self, record: Mapping[str, Any]) -> Scene:
+        """This scene with its place in the sequence read from a metrics record (``task_index``,
+        ``sequence``); keys the record lacks leave the place unknown.
+
+        >>> scene = Scene(np.zeros((2, 2), np.uint8), np.zeros((2, 2), bool), (0, 0, 0), "find x", "wreck", 4, 0, 10)
+        >>> s = scene.placed({"task_index": 1, "sequence": "wreck_then_barrel"})
+        >>> (s.position, s.sequence_length), scene.placed({"task_index": 2, "sequence": "wreck+barrel+aircraft"}).sequence_length
+        ((1, 2), 3)
+        """
+        index = record.get("task_index")
+        return dataclasses.replace(
+            self,
+            position=None if index is None else int(index),
+            sequence_length=sequence_length(record.get("sequence")),
+        )
+
+
+def sequence_length(sequence: str | None) -> int | None:
+    """Tasks in a run's sequence: a named one, or an explicit list (``"wreck+barrel"``, as the app
+    names it); None when unknown."""
+    if not sequence:
+        return None
+    return len(SEQUENCES[sequence]) if sequence in SEQUENCES else len(sequence.split("+"))
+
+
+def retrievals_from_log(entries: Iterable[Mapping[str, Any]]) -> dict[int, tuple[str | None, list[Retrieval]]]:
+    """Step -> (query, hits) from an episode log's ``retrievals`` (no thumbnails: logs keep none)."""
+    out: dict[int, tuple[str | None, list[Retrieval]]] = {}
+    for e in entries:
+        hits = [
+            Retrieval(float(h[0]), None if h[1] is None else int(h[1]), (float(h[2][0]), float(h[2][1]), float(h[2][2])), str(h[3]), int(h[4]))
+            for h in e["hits"]
+        ]
+        out[int(e["step"])] = (e.get("query"), hits)
+    return out
