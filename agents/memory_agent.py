@@ -42,7 +42,7 @@ class MemoryAgentConfig(ExplorerConfig):
 
     memory_probability: float = 0.7
     """P(target) of a remembered frame above which the agent goes there instead of exploring."""
-    memory_k: int = 8
+    memory_k: int = 48
     """Frames retrieved per query."""
     requery_every: int = 20
     """Steps between memory queries while exploring."""

@@ -6,8 +6,10 @@ joblib launcher, then prints one table per sequence: every later task, split by 
 was seen in an earlier task of the same (world, seed), per agent, with paired bootstrap 95% CIs over
 worlds for the warm-minus-cold figures.
 
-    python benchmarks/suite.py --split test --worlds 100          # the README's tables
-    python benchmarks/suite.py --split dev --worlds 30 --quick    # iteration: memory + explorer only
+    python benchmarks/suite.py --split test --worlds 100          # everything on 100 test worlds
+    python benchmarks/suite.py --split test --worlds 100 --agents core      # the README's main tables
+    python benchmarks/suite.py --split test --worlds 20 --agents ablations  # the README's ablation table
+    python benchmarks/suite.py --split dev --worlds 30 --agents quick    # iteration: memory + explorer only
     python benchmarks/suite.py --from-dir multirun/suite-test      # re-print tables of a finished run
 
 Only this script reads the test split, to report; choose nothing from it.
@@ -27,25 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from embodmem.splits import get_split
+from embodmem.stats import difference_of_means, paired_ci, ratio_of_means
 
 ROOT = Path(__file__).resolve().parent.parent
-BOOTSTRAP = 2000
-
-
-def paired_bootstrap(warm: np.ndarray, cold: np.ndarray, stat: str) -> tuple[float, float, float]:
-    """Point estimate and 95% CI of mean(warm - cold) or mean(cold) / mean(warm), resampling worlds."""
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, len(warm), size=(BOOTSTRAP, len(warm)))
-
-    def f(w: np.ndarray, c: np.ndarray) -> np.ndarray:
-        if stat == "diff":
-            return (w - c).mean(axis=-1)
-        return c.mean(axis=-1) / np.maximum(w.mean(axis=-1), 1e-9)
-
-    point = float(f(warm, cold))
-    samples = f(warm[idx], cold[idx])
-    lo, hi = np.percentile(samples, [2.5, 97.5])
-    return point, float(lo), float(hi)
 
 
 def load_records(directory: Path) -> list[dict]:
@@ -94,10 +80,10 @@ def tables(records: list[dict]) -> str:
                     c_spl = np.array([c["spl"] for _, c in pairs])
                     w_steps = np.array([w["steps"] for w, _ in pairs], float)
                     c_steps = np.array([c["steps"] for _, c in pairs], float)
-                    d, dlo, dhi = paired_bootstrap(w_spl, c_spl, "diff")
-                    q, qlo, qhi = paired_bootstrap(w_steps, c_steps, "ratio")
+                    d, (dlo, dhi) = difference_of_means(w_spl, c_spl), paired_ci(w_spl, c_spl, difference_of_means)
+                    q, (qlo, qhi) = ratio_of_means(w_steps, c_steps), paired_ci(w_steps, c_steps, ratio_of_means)
                     worse = float(np.mean(w_steps > 1.5 * c_steps))
-                    line += f" {d:+.2f} [{dlo:+.2f}, {dhi:+.2f}] | {q:.2f} [{qlo:.2f}, {qhi:.2f}] | {worse:.1%} |"
+                    line += f" {float(d):+.2f} [{dlo:+.2f}, {dhi:+.2f}] | {float(q):.2f} [{qlo:.2f}, {qhi:.2f}] | {worse:.1%} |"
                 else:
                     line += " | | |"
                 out.append(line)
@@ -109,7 +95,10 @@ def main() -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--worlds", type=int, default=100, help="worlds per sequence (the first N of the split)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
-    parser.add_argument("--quick", action="store_true", help="memory agent + explorer only (no ablations, no oracle)")
+    parser.add_argument(
+        "--agents", choices=("all", "core", "ablations", "quick"), default="all",
+        help="core: memory warm/cold + explorer + oracle; ablations: every memory variant warm/cold; quick: memory + explorer",
+    )
     parser.add_argument("--sequences", default=None, help="comma-separated subset of the suite's sequences")
     parser.add_argument("--out", type=Path, default=None, help="multirun directory (default multirun/suite-<split>)")
     parser.add_argument("--from-dir", type=Path, default=None, help="only print the tables of a finished run")
@@ -125,8 +114,12 @@ def main() -> None:
             f"experiment.world_seeds={sweep}", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}",
             f"hydra.sweep.dir={out}", "logger.progress=false", "logger.plots=false", "logger.episode_logs=false",
         ]
-        if args.quick:
-            cmd += ["experiment.variants=[memory]", "experiment.baselines=[explorer]"]
+        cmd += {
+            "all": [],
+            "core": ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"],
+            "ablations": ["experiment.baselines=[]"],
+            "quick": ["experiment.variants=[memory]", "experiment.baselines=[explorer]"],
+        }[args.agents]
         if args.sequences:
             cmd.append(f"experiment.sequences=[{args.sequences}]")
         cmd += args.overrides
