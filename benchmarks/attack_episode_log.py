@@ -46,7 +46,7 @@ def write_log(run_dir: Path) -> Path:
     result.log["retrievals"] = [{"step": 2, "query": "find oil drums", "hits": [[0.9, 3, [4.0, 5.0, 1], "wreck", 11]]}]
     result.record.update(sequence="s", world_seed=2, seed=0, task_index=2, agent="random", condition="single")
     result.log.update(task_index=2, condition="single")
-    RunWriter(run_dir).write(result, dict(ENV_KW))
+    RunWriter(run_dir, env_kwargs=dict(ENV_KW)).write(result)
     return run_dir / result.record["episode_log"]
 
 

@@ -72,6 +72,15 @@ class Retrieval(_Strict):
     """``[score, node, [x, y, heading], task, step]`` per hit, best first."""
 
 
+class Report(_Strict):
+    """One report of the target: the step whose frame the agent judged, where it was taken, and the
+    distances to every instance from there (the reference distance score uses the best report)."""
+
+    step: int = Field(ge=0)
+    position: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None
+    instance_distances_m: list[Annotated[float, Field(ge=0)]]
+
+
 class EpisodeRecord(BaseModel):
     """The metrics record (one line of ``metrics.jsonl``). The measures an environment replay
     recomputes are typed; other keys (agent statistics, run labels) are free."""
@@ -111,6 +120,8 @@ class EpisodeLog(_Strict):
     action_names: list[str]
     obs_digests: list[str] = Field(min_length=1)
     retrievals: list[Retrieval]
+    reports: list[Report]
+    """Steps at which the agent reported the target (replay re-measures each)."""
     success: bool
     task_index: int | None = Field(default=None, ge=1)
     condition: str | None = None
@@ -189,6 +200,11 @@ def _check_consistency(log: EpisodeLog) -> None:
     for i, r in enumerate(log.retrievals):
         if not last < r.step <= n:
             raise EpisodeLogError(f"retrievals.{i}.step", f"{r.step} is not after step {last} and within the {n} steps")
+        last = r.step
+    last = -1
+    for i, r in enumerate(log.reports):
+        if not last < r.step < n:
+            raise EpisodeLogError(f"reports.{i}.step", f"{r.step} is not after step {last} and before the last of {n} steps")
         last = r.step
     rec = log.record
     for name, want in (("success", int(log.success)), ("steps", n), ("task", log.task), ("task_index", log.task_index),

@@ -138,9 +138,12 @@ def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
     found = retrievals_from_log(log["retrievals"])
     steps: list[StepRecord] = []
     done = False
+    reported = {int(r["step"]) for r in log.get("reports", [])}
     for i, action in enumerate(actions, start=1):
         if done:
             raise ReplayError(f"{path}: the episode ended at step {i - 1} but the log holds {len(actions)} actions")
+        if i - 1 in reported:  # the agent judged this frame and reported the target
+            measures.report(info)
         obs, _, terminated, truncated, info = env.step(action)
         _check_digest(path, i, action, observation_digest(obs), digests[i])
         measures.update(action, info)
@@ -152,6 +155,8 @@ def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
     if not done:
         raise ReplayError(f"{path}: the log ends after {len(actions)} actions but the episode had not ended (truncated log?)")
     summary = measures.get()
+    if measures.reports.steps != list(log.get("reports", [])):
+        raise ReplayError(f"{path}: field reports: the re-simulated reports differ from the logged ones")
     _check_record(path, summary, log["record"])
     return Simulation(scene, steps, summary)
 

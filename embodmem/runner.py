@@ -89,7 +89,10 @@ def run_episode(
                 {
                     "step": len(actions),
                     "query": agent.trace.query,
-                    "hits": [[r.score, r.node, list(r.pose), r.task, r.step] for r in agent.trace.retrievals[:5]],
+                    "hits": [
+                        [r.score, r.node, [float(r.pose[0]), float(r.pose[1]), int(r.pose[2])], r.task, r.step]
+                        for r in agent.trace.retrievals[:5]
+                    ],
                 }
             )
             agent.trace.retrievals = []
