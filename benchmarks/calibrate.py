@@ -1,6 +1,6 @@
 """Calibrate the agents' confidence thresholds on worlds kept apart from every reported figure.
 
-Calibration worlds are 500-529; reported figures (benchmarks/bench_transfer.py) use 1000+. For each
+Calibration worlds are 500-529 (the `calibration` split, embodmem/splits.py); reported figures come from the test split (benchmarks/suite.py). For each
 threshold setting the memory agent runs wreck_then_barrel warm; the score is mean task-2
 success x SPL plus mean task-1 success. The best setting is printed; it is the default in
 embodmem/config.py (AgentConfig) and agents/explorer.py.

@@ -1,0 +1,64 @@
+"""False memories: what K implanted frames of the target (seen in other worlds, stored at far places)
+cost the memory agent, against having no memory at all.
+
+For each K, runs wreck_then_barrel with the memory agent warm (K false memories implanted before
+task 2) and cold (no memory), through benchmarks/suite.py's multirun, and prints task 2's success and
+SPL with paired bootstrap 95% CIs over worlds, split by whether the drums were really seen in task 1.
+
+    python benchmarks/poison.py --split test --worlds 50 --k 0,1,5,20,100
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from suite import ROOT, load_records  # noqa: E402  (benchmarks/ is the script's directory)
+
+from embodmem.stats import difference_of_means, mean_ci, paired_ci
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--worlds", type=int, default=50)
+    parser.add_argument("--k", default="0,1,5,20,100")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    out = args.out or ROOT / "multirun" / f"poison-{args.split}"
+    rows = ["| K | target seen in task 1 | n | warm success [95% CI] | warm SPL [95% CI] | cold SPL | warm - cold SPL [95% CI] |",
+            "|---:|---|---:|---|---|---:|---|"]
+    for k in [int(v) for v in args.k.split(",")]:
+        directory = out / f"k{k}"
+        if not any(directory.rglob("metrics.jsonl")):
+            cmd = [sys.executable, str(ROOT / "benchmarks" / "suite.py"), "--split", args.split, "--worlds", str(args.worlds),
+                   "--agents", "quick", "--sequences", "wreck_then_barrel", "--out", str(directory), f"experiment.poison_k={k}"]
+            subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
+        recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == "memory"]
+        warm = {r["world_seed"]: r for r in recs if r["condition"] == "warm"}
+        cold = {r["world_seed"]: r for r in recs if r["condition"] == "cold"}
+        for seen in (True, False):
+            worlds = sorted(w for w in warm if w in cold and bool(warm[w]["target_seen_before"]) == seen)
+            if len(worlds) < 2:
+                continue
+            ws = np.array([warm[w]["success"] for w in worlds], float)
+            wspl = np.array([warm[w]["spl"] for w in worlds])
+            cspl = np.array([cold[w]["spl"] for w in worlds])
+            slo, shi = mean_ci(ws)
+            plo, phi = mean_ci(wspl)
+            dlo, dhi = paired_ci(wspl, cspl, difference_of_means)
+            rows.append(
+                f"| {k} | {'seen' if seen else 'not seen'} | {len(worlds)} | {ws.mean():.2f} [{slo:.2f}, {shi:.2f}] | "
+                f"{wspl.mean():.2f} [{plo:.2f}, {phi:.2f}] | {cspl.mean():.2f} | "
+                f"{float(difference_of_means(wspl, cspl)):+.2f} [{dlo:+.2f}, {dhi:+.2f}] |"
+            )
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
