@@ -141,6 +141,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def reset_memory(self) -> None:
         """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
         self.memory.reset()
+        self._forget_map()
+
+    def _forget_map(self) -> None:
         self.rejected_places = {}
         self._loaded_grid = None
         if self.grid is not None:

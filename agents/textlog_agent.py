@@ -98,10 +98,7 @@ class TextLogAgent(MemoryAgent):
     def reset_memory(self) -> None:
         self.log.clear()
         self.important.clear()
-        self.rejected_places = {}
-        self._loaded_grid = None
-        if self.grid is not None:
-            self.grid.reset()
+        self._forget_map()
 
     def end_task(self, success: bool) -> None:
         """Nothing to flush: the log is written as the robot goes."""

@@ -90,6 +90,35 @@ def tables(records: list[dict]) -> str:
     return "\n".join(out)
 
 
+def ablation_table(records: list[dict]) -> str:
+    """Per sequence and group: each variant's warm-minus-cold SPL (later tasks), and the share of the
+    full agent's gain lost without a component (1 - gain without it / full gain)."""
+    runs = [r for r in records if r["condition"] in ("warm", "cold")]
+    by_key = {(r["sequence"], r["world_seed"], r["seed"], r["task_index"], r["agent"], r["condition"]): r for r in runs}
+    seen = {
+        (r["sequence"], r["world_seed"], r["seed"], r["task_index"]): bool(r["target_seen_before"])
+        for r in runs
+        if r["agent"] == "memory" and r["condition"] == "warm"
+    }
+    variants = [v for v in ("memory", "memory_no_recall", "memory_no_map", "memory_no_consolidation", "memory_fifo_only", "textlog")
+                if any(r["agent"] == v for r in runs)]
+    head = "| sequence | seen | n | " + " | ".join(f"{v} SPL warm-cold [95% CI]" for v in variants) + " |"
+    out = [head, "|---|---|---:|" + "---|" * len(variants)]
+    for sequence in sorted({r["sequence"] for r in runs}):
+        for group in (True, False):
+            keys = [k for k, s in seen.items() if k[0] == sequence and k[3] >= 2 and s == group]
+            cells = []
+            for v in variants:
+                pairs = [(by_key.get((*k, v, "warm")), by_key.get((*k, v, "cold"))) for k in keys]
+                pairs = [(w, c) for w, c in pairs if w is not None and c is not None]
+                w = np.array([a["spl"] for a, _ in pairs])
+                c = np.array([b["spl"] for _, b in pairs])
+                lo, hi = paired_ci(w, c, difference_of_means)
+                cells.append(f"{float(difference_of_means(w, c)):+.2f} [{lo:+.2f}, {hi:+.2f}]" if len(pairs) else "")
+            out.append(f"| {sequence} | {'seen' if group else 'not seen'} | {len(keys)} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="test")
@@ -133,6 +162,9 @@ def main() -> None:
         directory = args.from_dir
     records = load_records(directory)
     print(tables(records))
+    if any(r["agent"] != "memory" and r["condition"] == "warm" for r in records):
+        print("\n### Ablations: warm-minus-cold SPL of later tasks, per variant\n")
+        print(ablation_table(records))
 
 
 if __name__ == "__main__":
