@@ -294,12 +294,18 @@ def test_structured_output_rejected_then_plain_prompting(server: ChatServer) -> 
     assert (stats["vlm_params_dropped"], stats["vlm_dropped_params"]) == (1, "response_format")
 
 
-def test_a_dead_server_stops_the_run(server: ChatServer) -> None:
+def _agent_of_a_dead_server(server: ChatServer) -> tuple[VLMPolicy, Corridor, dict]:
+    """A low-level VLM policy whose server answers every call with a 500, reset on a corridor."""
     server.respond = lambda body: Reply.http_error(500)
     agent = VLMPolicy(config(server, mode="low", max_retries=0, max_consecutive_failures=3))
     env = Corridor()
     obs = env.reset()
     agent.reset(obs, env.spec)
+    return agent, env, obs
+
+
+def test_a_dead_server_stops_the_run(server: ChatServer) -> None:
+    agent, env, obs = _agent_of_a_dead_server(server)
     assert agent.act(obs) == agent.act(obs) == Action.TURN_LEFT
     with pytest.raises(VLMUnavailableError, match="3 VLM calls in a row failed"):
         agent.act(obs)
@@ -437,11 +443,7 @@ def test_failed_calls_count_their_latency_and_attempts(server: ChatServer) -> No
 
 
 def test_consecutive_failures_are_counted_across_tasks(server: ChatServer) -> None:
-    server.respond = lambda body: Reply.http_error(500)
-    agent = VLMPolicy(config(server, mode="low", max_retries=0, max_consecutive_failures=3))
-    env = Corridor()
-    obs = env.reset()
-    agent.reset(obs, env.spec)
+    agent, env, obs = _agent_of_a_dead_server(server)
     agent.act(obs), agent.act(obs)
     agent.reset(obs, env.spec)  # a new task does not revive a dead server
     with pytest.raises(VLMUnavailableError, match="3 VLM calls in a row failed"):
