@@ -30,6 +30,8 @@ class RecalledPlace:
     cell: tuple[int, int]
     support: float
     viewpoints: int
+    views: frozenset[tuple[int, int, int]] = frozenset()
+    """Poses of the remembered frames that voted for it (discredited together if it is rejected)."""
 
 
 def _near(cell: tuple[int, int], cells: set[tuple[int, int]], radius: int) -> bool:
@@ -60,6 +62,10 @@ class MemoryAgentConfig(ExplorerConfig):
     """Query memory for the target (False: the ``memory_no_recall`` ablation stores frames only)."""
     carry_map: bool = True
     """Keep the occupancy grid and camera coverage between tasks (False: ``memory_no_map``)."""
+    own_trail_only: bool = True
+    """Trust only remembered frames taken where the robot's own trail (the cells it has stood on,
+    kept beside the map) passed: a frame claiming a pose the robot never reached is not its own
+    memory (an implanted or corrupted one) and is ignored."""
 
 
 class MemoryAgent(FrontierExplorer, MemoryCarrier):
@@ -79,10 +85,15 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self.recalled: RecalledPlace | None = None
         self.rejected_places: dict[str, set[tuple[int, int]]] = {}
         """Places where the target of a mission was looked for and not found (carried between tasks)."""
+        self.discredited_views: dict[str, set[tuple[int, int, int]]] = {}
+        """Poses of remembered frames that sent the robot to a rejected place, per mission: frames
+        from there no longer count as sightings of that target (carried between tasks)."""
         self._recall_rays = np.linspace(-0.65, 0.65, 9)
         self._distant_misses = 0
         self._rejections_this_task = 0
         self._retry_recall = False
+        self.trail: np.ndarray | None = None
+        """Cells the robot has stood on, in every task since the memory was last reset."""
 
     def set_context(self, run_id: str, task: str, episode: int) -> None:
         """Labels written with every frame (the runner calls this before each task)."""
@@ -101,8 +112,12 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
         assert self.grid is not None
+        if self.trail is None or self.trail.shape != self.grid.free.shape:
+            self.trail = np.zeros_like(self.grid.free)
         if self._loaded_grid is not None:
-            for name, array in self._loaded_grid.items():
+            loaded = dict(self._loaded_grid)
+            self.trail[:] = loaded.pop("trail")
+            for name, array in loaded.items():
                 getattr(self.grid, name)[:] = array
             self._loaded_grid = None
         if not self.config.carry_map:
@@ -125,18 +140,29 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def _save_map(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         if self.grid is not None:
-            np.savez(directory / "grid.npz", **{name: getattr(self.grid, name) for name in self._GRID_ARRAYS})
-        rejected = {mission: sorted(cells) for mission, cells in self.rejected_places.items()}
+            arrays = {name: getattr(self.grid, name) for name in self._GRID_ARRAYS}
+            np.savez(directory / "grid.npz", trail=self.trail, **arrays)
+        rejected = {
+            "places": {mission: sorted(cells) for mission, cells in self.rejected_places.items()},
+            "views": {mission: sorted(poses) for mission, poses in self.discredited_views.items()},
+        }
         atomic_write_json(directory / "rejected_places.json", rejected)
 
     def _load_map(self, directory: Path) -> None:
-        rejected = json.loads((directory / "rejected_places.json").read_text())
-        self.rejected_places = {m: {(int(x), int(y)) for x, y in cells} for m, cells in rejected.items()}
+        path = directory / "rejected_places.json"
+        rejected = json.loads(path.read_text())
+        if not isinstance(rejected, dict) or set(rejected) != {"places", "views"}:
+            raise ValueError(f"{path}: expected an object with keys 'places' and 'views'")
+        self.rejected_places = {m: {(int(x), int(y)) for x, y in cells} for m, cells in rejected["places"].items()}
+        self.discredited_views = {m: {(int(x), int(y), int(h)) for x, y, h in poses} for m, poses in rejected["views"].items()}
         grid_file = directory / "grid.npz"
         self._loaded_grid = None
         if grid_file.exists():
             with np.load(grid_file) as arrays:
-                self._loaded_grid = {name: arrays[name].copy() for name in self._GRID_ARRAYS}
+                missing = [name for name in (*self._GRID_ARRAYS, "trail") if name not in arrays.files]
+                if missing:
+                    raise ValueError(f"{grid_file}: missing arrays {missing}; expected {[*self._GRID_ARRAYS, 'trail']}")
+                self._loaded_grid = {name: arrays[name].copy() for name in (*self._GRID_ARRAYS, "trail")}
 
     def reset_memory(self) -> None:
         """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
@@ -145,9 +171,12 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def _forget_map(self) -> None:
         self.rejected_places = {}
+        self.discredited_views = {}
         self._loaded_grid = None
         if self.grid is not None:
             self.grid.reset()
+        if self.trail is not None:
+            self.trail[:] = False
 
     def end_task(self, success: bool) -> None:
         self.memory.flush()
@@ -156,7 +185,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def update(self, observation: Observation) -> None:
         super().update(observation)
-        assert self.last_vector is not None
+        assert self.last_vector is not None and self.trail is not None
+        self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
             self.current_node = self.memory.observe(self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"]))
 
@@ -225,8 +255,10 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def _reject_recalled(self) -> None:
         """Remember that the target is not at the recalled place (for this task and later ones)."""
-        assert self.recalled is not None
-        self.rejected_places.setdefault(self.recognizer.mission or "", set()).add(self.recalled.cell)
+        assert self.recalled is not None and self.grid is not None
+        mission = self.recognizer.mission or ""
+        self.rejected_places.setdefault(mission, set()).add(self.recalled.cell)
+        self.discredited_views.setdefault(mission, set()).update(self.recalled.views)
         self.rejected.add(self.recalled.cell)
         if self.candidate == self.recalled.cell:
             self.candidate = None
@@ -252,11 +284,20 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             Retrieval(float(p), h.meta.node, (h.meta.x, h.meta.y, h.meta.heading), h.meta.task, h.meta.step, h.meta.thumbnail)
             for h, p in zip(hits, probs)
         ]
+        poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
+        discredited = self.discredited_views.get(self.recognizer.mission or "", set())
         return [
-            ((int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)), float(p))
-            for h, p in zip(hits, probs)
+            (pose, float(p))
+            for pose, p in zip(poses, probs)
             if p >= self.config.memory_probability
+            and pose not in discredited
+            and (not self.config.own_trail_only or self._on_trail(pose))
         ]
+
+    def _on_trail(self, pose: tuple[int, int, int]) -> bool:
+        assert self.trail is not None
+        x, y, _ = pose
+        return 0 <= y < self.trail.shape[0] and 0 <= x < self.trail.shape[1] and bool(self.trail[y, x])
 
     def rank_places(self, sightings: list[tuple[tuple[int, int, int], float]]) -> RecalledPlace | None:
         """Weigh the evidence: which cells the confident frames were looking at, how many frames from
@@ -272,19 +313,20 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         rejected = self.rejected_places.get(self.recognizer.mission or "", set()) | self.rejected
         reach = self.spec.view_range_m / self.spec.cell_size_m
         votes: dict[tuple[int, int], float] = {}
-        voters: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        voters: dict[tuple[int, int], set[tuple[int, int, int]]] = {}
         for pose, p in sightings:
             cells = [c for c in self.grid.first_hits(pose, self._recall_rays, reach) if not _near(c, rejected, 1)]
             for c in cells:
                 votes[c] = votes.get(c, 0.0) + p / len(cells)
-                voters.setdefault(c, set()).add(pose[:2])
+                voters.setdefault(c, set()).add(pose)
         places: list[RecalledPlace] = []
         r = self.config.place_radius
         while votes:
             best = max(votes, key=votes.__getitem__)
             members = [c for c in votes if abs(c[0] - best[0]) <= r and abs(c[1] - best[1]) <= r]
-            viewpoints = set().union(*(voters[c] for c in members))
-            places.append(RecalledPlace(best, sum(votes[c] for c in members), len(viewpoints)))
+            views = frozenset().union(*(voters[c] for c in members))
+            viewpoints = {pose[:2] for pose in views}
+            places.append(RecalledPlace(best, sum(votes[c] for c in members), len(viewpoints), views))
             for c in members:
                 del votes[c]
         if not places:

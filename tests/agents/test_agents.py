@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -89,6 +91,15 @@ def test_memory_recall_triangulates_the_target_from_remembered_frames(embedder: 
     """Frames of the barrel seen from several places point the memory agent at the barrel's cells."""
     env = UnderwaterEnv(world_seed=9002)
     agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder)
+    place = agent.recall_target_place()
+    barrel_cells = {tuple(c) for c in env.world.instance_cells("barrel")[0]}
+    assert place is not None and place.viewpoints >= 2
+    assert min(abs(place.cell[0] - bx) + abs(place.cell[1] - by) for bx, by in barrel_cells) <= 1
+
+
+def _remember_barrel_views(env: UnderwaterEnv, agent: MemoryAgent, embedder: ClipEmbedder, on_trail: bool = True) -> None:
+    """Frames of the barrel from several places (and other frames), as if taken in a previous task."""
     obs, _ = env.reset(seed=0, options={"task": "barrel"})
     agent.reset(obs, env.sensor_spec)
     agent.grid.occupied[:] = env.world.kinds > 0  # the map a previous task would have built
@@ -96,11 +107,38 @@ def test_memory_recall_triangulates_the_target_from_remembered_frames(embedder: 
     for i, ((x, y, d), o) in enumerate(_frames_facing(env, "barrel")):
         vec = embedder.embed_images(o["image"][None])[0]
         agent.memory.observe(vec, FrameMeta("r", "wreck", 0, i, float(x), float(y), d))
+        agent.trail[y, x] = on_trail  # where the robot stood when it took the frame
     for i in range(40):  # plenty of other memories (their poses are made up, so none may show the barrel)
         o, _ = env.reset(seed=i, options={"task": "wreck", "start": "random"})
         if env.visible_pixels().get("barrel", 0) == 0:
             agent.memory.observe(embedder.embed_images(o["image"][None])[0], FrameMeta("r", "wreck", 0, 100 + i, 0.0, 0.0, 0))
-    place = agent.recall_target_place()
-    barrel_cells = {tuple(c) for c in env.world.instance_cells("barrel")[0]}
-    assert place is not None and place.viewpoints >= 2
-    assert min(abs(place.cell[0] - bx) + abs(place.cell[1] - by) for bx, by in barrel_cells) <= 1
+
+
+def test_frames_from_where_the_robot_never_stood_are_not_trusted(embedder: ClipEmbedder) -> None:
+    """True frames of the barrel, but at poses off the robot's own trail (implanted): no recall."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder, on_trail=False)
+    assert agent.recall_target_place() is None
+    agent.config.own_trail_only = False
+    assert agent.recall_target_place() is not None
+
+
+def test_a_rejected_place_discredits_the_frames_that_voted_for_it(embedder: ClipEmbedder, tmp_path: Path) -> None:
+    """After rejection, the same frames cannot send the robot elsewhere; the state survives saving."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder)
+    agent.recalled = place = agent.recall_target_place()
+    assert place is not None and place.views
+    agent._reject_recalled()
+    mission = agent.recognizer.mission
+    assert place.cell in agent.rejected_places[mission] and place.views <= agent.discredited_views[mission]
+    assert all(pose not in place.views for pose, _ in agent.sightings())
+    agent.save_state(tmp_path / "state")
+    fresh = MemoryAgent(embedder)
+    fresh.load_state(tmp_path / "state")
+    assert fresh.discredited_views == agent.discredited_views and fresh.rejected_places == agent.rejected_places
+    obs, _ = env.reset(seed=0, options={"task": "barrel"})
+    fresh.reset(obs, env.sensor_spec)
+    assert np.array_equal(fresh.trail, agent.trail)
