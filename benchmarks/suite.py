@@ -87,6 +87,10 @@ def tables(records: list[dict]) -> str:
                 else:
                     line += " | | |"
                 out.append(line)
+            bounds = [by_key[(*k[:4], "memory", "warm")].get("seen_place_spl_bound") for k in keys]
+            bounds = [b for b in bounds if b is not None]
+            if group and bounds:  # what knowing exactly where the target was seen allows (an SPL bound)
+                out.append(f"| seen | oracle told the seen places (bound) | {len(bounds)} | 1.00 | {np.mean(bounds):.2f} | | | | |")
     return "\n".join(out)
 
 

@@ -27,7 +27,7 @@ from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
 from embodmem.episode_log import LOG_FORMAT, write_log
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
-from embodmem.metrics import EpisodeMeasures
+from embodmem.metrics import EpisodeMeasures, spl
 from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
 
@@ -49,6 +49,8 @@ class EpisodeResult:
     record: dict[str, Any]
     log: dict[str, Any]
     seen_kinds: set[str] = field(default_factory=set)
+    seen_target_cells: set[tuple[str, int, int]] = field(default_factory=set)
+    """(kind, x, y) of every target cell the camera clearly showed during the episode."""
 
 
 def run_episode(
@@ -69,6 +71,7 @@ def run_episode(
     digests = [observation_digest(obs)]
     retrievals: list[dict[str, Any]] = []
     seen = {k for k, _ in info["visible_instances"]}
+    seen_cells = env.visible_target_cells()
     start = time.perf_counter()
     done = False
     while not done:
@@ -81,7 +84,9 @@ def run_episode(
         measures.update(action, info)
         actions.append(action)
         digests.append(observation_digest(obs))
-        seen.update(k for k, _ in info["visible_instances"])
+        if info["visible_instances"]:
+            seen.update(k for k, _ in info["visible_instances"])
+            seen_cells |= env.visible_target_cells()
         if on_step is not None:
             on_step({"obs": obs, "info": info, "action": action, "agent": agent})
         if agent.trace.retrievals and agent.trace.query:
@@ -116,7 +121,7 @@ def run_episode(
         "reports": measures.reports.steps,
         "success": bool(info["success"]),
     }
-    return EpisodeResult(record, log, seen)
+    return EpisodeResult(record, log, seen, seen_cells)
 
 
 @dataclass
@@ -204,6 +209,7 @@ def run_sequence(
     """Run the tasks of ``spec`` one after another in one world."""
     results: list[EpisodeResult] = []
     seen_before: set[str] = set()
+    seen_cells_before: set[tuple[str, int, int]] = set()
     carrier = agent if isinstance(agent, MemoryCarrier) else None
     for i, task in enumerate(spec.tasks):
         if carrier is not None:
@@ -226,6 +232,7 @@ def run_sequence(
                 **sequence_record(spec, run_id, agent, i),
                 "start_pose": list(result.log["start_pose"]),
                 "target_seen_before": env.task.target in seen_before,
+                "seen_place_spl_bound": seen_place_spl_bound(env, result, seen_cells_before),
                 "eval_after": None,
                 "memory_frames": int(mem_stats.get("frames_kept", 0)),
                 "memory_bytes": int(mem_stats.get("code_bytes", 0)),
@@ -234,12 +241,23 @@ def run_sequence(
         result.log["task_index"] = i + 1
         result.log["condition"] = spec.condition
         seen_before |= result.seen_kinds
+        seen_cells_before |= result.seen_target_cells
         results.append(result)
         if on_episode is not None:
             on_episode(result)
         if sleep_between_tasks and agent.memory is not None and spec.condition == "warm" and i + 1 < len(spec.tasks):
             agent.memory.sleep()
     return results
+
+
+def seen_place_spl_bound(env: UnderwaterEnv, result: EpisodeResult, seen_before: set[tuple[str, int, int]]) -> float | None:
+    """SPL of an oracle told only the target cells seen in earlier tasks (None if none were seen):
+    what an agent that remembers exactly where it saw the target can reach at best."""
+    cells = {(x, y) for kind, x, y in seen_before if kind == env.task.target}
+    if not cells:
+        return None
+    x, y = result.log["start_pose"][:2]
+    return spl(True, result.record["shortest_path"], env.path_via_cells_m((int(x), int(y)), cells))
 
 
 def evaluation_row(
@@ -276,6 +294,7 @@ def evaluation_row(
                     **sequence_record(eval_spec, run_id, evaluator, j),
                     "start_pose": list(result.log["start_pose"]),
                     "target_seen_before": None,
+                    "seen_place_spl_bound": None,
                     "eval_after": after,
                     "memory_frames": 0,
                     "memory_bytes": 0,

@@ -495,6 +495,52 @@ class UnderwaterEnv(MiniGridEnv):
         threshold = VISIBLE_FRACTION * self.camera.size**2
         return {(KINDS[int(k) // 64].name, int(k) % 64) for k in np.nonzero(totals >= threshold)[0]}
 
+    def visible_target_cells(self) -> set[tuple[str, int, int]]:
+        """(kind, x, y) of the cells of clearly visible target instances that the last frame shows."""
+        visible = self.visible_instances()
+        if not visible:
+            return set()
+        assert self.world is not None
+        vis = self._visibility
+        xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width
+        ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height
+        pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
+        kinds = np.concatenate([vis["kind"], vis["kind2"]])
+        inst = self.world.instances[ys, xs]
+        return {
+            (KINDS[int(k)].name, int(x), int(y))
+            for k, i, x, y, p in zip(kinds, inst, xs, ys, pixels)
+            if p > 0 and (KINDS[int(k)].name, int(i)) in visible
+        }
+
+    def path_via_cells_m(self, start: tuple[int, int], cells: set[tuple[int, int]]) -> float:
+        """Metres walked by an oracle told only ``cells`` of the current target (e.g. the parts seen
+        earlier): the shortest path toward the success cells near those cells, ending as soon as
+        any success cell is reached (``inf`` if none can be).
+
+        This bounds what an agent that only remembers where it saw the target can do: a long
+        pipeline seen at its far end is reached there, even if its near end was closer.
+        """
+        assert self.world is not None and self.task is not None
+        maps = self._task_maps(self.task)
+        if not cells:
+            return float("inf")
+        n = self.width
+        yy, xx = np.mgrid[0:n, 0:n]
+        told = np.array(sorted(cells), dtype=np.float32)
+        near = np.min(np.hypot(xx[None] - told[:, 0, None, None], yy[None] - told[:, 1, None, None]), axis=0)
+        goal = maps["success"] & (near * self.cell_size_m <= self.success_distance_m + 1e-6)
+        field = bfs_distance(self.world.free(), goal)
+        x, y = start
+        walked = 0
+        while not maps["success"][y, x]:
+            if not np.isfinite(field[y, x]):
+                return float("inf")
+            x, y = min(((x + dx, y + dy) for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1))
+                        if 0 <= x + dx < n and 0 <= y + dy < n), key=lambda c: field[c[1], c[0]])
+            walked += 1
+        return walked * self.cell_size_m
+
     def _info(self, success: bool) -> dict[str, Any]:
         x, y = self.agent_pos
         visible = self.visible_instances()

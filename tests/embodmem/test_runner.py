@@ -34,6 +34,17 @@ def test_oracle_has_spl_one_on_every_task() -> None:
         assert REQUIRED <= set(r.record)
 
 
+def test_the_seen_place_bound_is_given_for_targets_seen_in_earlier_tasks() -> None:
+    """The oracle sees the pipeline on the way to the wreck in world 1003; the bound of task 2 is then
+    an SPL, and task 1 (nothing seen before) has none."""
+    env = UnderwaterEnv(tasks=("wreck", "pipeline", "wreck"), world_seed=1003)
+    results = run_sequence(env, OracleAgent(env), SequenceSpec("s", env.tasks, 1003, 0, "single"), "r")
+    first, second, third = (r.record for r in results)
+    assert first["seen_place_spl_bound"] is None
+    assert third["target_seen_before"] and 0.0 < third["seen_place_spl_bound"] <= 1.0
+    assert second["target_seen_before"] == (second["seen_place_spl_bound"] is not None)
+
+
 def test_warm_keeps_memory_and_cold_resets_it(embedder: ClipEmbedder, tmp_path) -> None:
     env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=0, max_steps=40)
     records = {}

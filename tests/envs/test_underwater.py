@@ -237,3 +237,17 @@ def test_bad_reset_options_and_actions() -> None:
     env.reset(seed=0)
     with pytest.raises(ValueError, match="action=9"):
         env.step(9)
+
+
+def test_path_via_seen_cells_bounds_an_agent_that_knows_only_where_it_saw_the_target() -> None:
+    """Told every cell of the target, the oracle walks the geodesic; told only the far end of it,
+    it walks at least as far."""
+    env = UnderwaterEnv(world_seed=1001)
+    _, info = env.reset(seed=0, options={"task": "pipeline", "start": "random"})
+    start = info["start_pose"][:2]
+    cells = [tuple(int(v) for v in c) for c in np.concatenate(env.world.instance_cells("pipeline"))]
+    everything = env.path_via_cells_m(start, set(cells))
+    assert everything == pytest.approx(info["geodesic_m"])
+    far_end = max(cells, key=lambda c: np.hypot(c[0] - start[0], c[1] - start[1]))
+    assert env.path_via_cells_m(start, {far_end}) >= everything
+    assert env.path_via_cells_m(start, set()) == float("inf")
