@@ -75,10 +75,14 @@ class OccupancyGrid:
         """Mark the cells inside the camera's view up to ``look_range`` cells (and the first
         occupied cell on each ray) as seen. What was only swept by sonar is not "seen": a small
         target there may have gone unnoticed."""
+        self.seen[self.view_cells(pose, angles, look_range)] = True
+
+    def view_cells(self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, columns) of the cells a camera at ``pose`` sees up to ``look_range`` cells, by the map."""
         px, py, inside, occ = self._march(pose, angles, look_range)
         blocked = np.cumsum(occ, axis=1) - occ > 0  # beyond the first occupied cell
         ok = inside & ~blocked
-        self.seen[py[ok], px[ok]] = True
+        return py[ok], px[ok]
 
     @property
     def size(self) -> int:

@@ -48,6 +48,10 @@ class MemoryAgentConfig(ExplorerConfig):
     """Frames retrieved per query."""
     requery_every: int = 20
     """Steps between memory queries while exploring."""
+    recheck_probability: float = 0.3
+    """Remembered frames that show the target only weakly (P(target) between this and
+    ``memory_probability``) are not trusted enough to travel for, but what they looked at counts
+    as unsearched again, so exploration looks there with the current mission in mind."""
     min_viewpoints: int = 3
     """Distinct viewpoints at which a remembered place counts as fully confirmed; places seen from
     fewer rank proportionally lower."""
@@ -108,6 +112,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._distant_misses = 0
         self._rejections_this_task = 0
         self._retry_recall = False
+        self._rechecked: set[tuple[int, int, int]] = set()
 
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
@@ -259,6 +264,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         mission = self.recognizer.mission or ""
         self.rejected_places.setdefault(mission, set()).add(self.recalled.cell)
         self.discredited_views.setdefault(mission, set()).update(self.recalled.views)
+        # Those frames did show the target somewhere in their view (or were false): what they
+        # looked at counts as unsearched again, so exploration checks it before going far.
+        self._unsearch(self.recalled.views)
         self.rejected.add(self.recalled.cell)
         if self.candidate == self.recalled.cell:
             self.candidate = None
@@ -270,10 +278,20 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def recall_target_place(self) -> RecalledPlace | None:
         """Ask memory where the mission's target was seen; the best-supported place worth the trip."""
         with self.timed("memory_query"):
-            return self.rank_places(self.sightings())
+            remembered = self.sightings()
+            self._unsearch({pose for pose, p in remembered if p < self.config.memory_probability} - self._rechecked)
+            return self.rank_places([(pose, p) for pose, p in remembered if p >= self.config.memory_probability])
+
+    def _unsearch(self, views: set[tuple[int, int, int]] | frozenset[tuple[int, int, int]]) -> None:
+        """Mark what remembered frames at ``views`` looked at as not yet searched for this mission."""
+        assert self.grid is not None
+        for view in views:
+            self.grid.seen[self.grid.view_cells(view, self.view_rays, self.config.look_range_cells * 2)] = False
+        self._rechecked |= set(views)
 
     def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
-        """(pose, confidence) of remembered frames that show the mission's target."""
+        """(pose, confidence) of remembered frames that may show the mission's target (at least
+        ``recheck_probability``; own frames only, none discredited)."""
         hits = self.memory.query(self.recognizer.query, self.config.memory_k)
         self.queries += 1
         if not hits:
@@ -289,7 +307,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         return [
             (pose, float(p))
             for pose, p in zip(poses, probs)
-            if p >= self.config.memory_probability
+            if p >= min(self.config.recheck_probability, self.config.memory_probability)
             and pose not in discredited
             and (not self.config.own_trail_only or self._on_trail(pose))
         ]

@@ -142,3 +142,14 @@ def test_a_rejected_place_discredits_the_frames_that_voted_for_it(embedder: Clip
     obs, _ = env.reset(seed=0, options={"task": "barrel"})
     fresh.reset(obs, env.sensor_spec)
     assert np.array_equal(fresh.trail, agent.trail)
+
+
+def test_weak_sightings_make_what_they_looked_at_unsearched(embedder: ClipEmbedder) -> None:
+    """Frames that show the barrel, trusted too little to travel for, still reopen their view."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder)
+    agent.config.memory_probability = 1.01  # nothing is trusted enough to travel for
+    agent.grid.seen[:] = True
+    assert agent.recall_target_place() is None
+    assert (~agent.grid.seen).any() and agent._rechecked
