@@ -10,6 +10,7 @@ as the explorer would after seeing the target itself. Otherwise it explores.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +97,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._distant_misses = 0
         self._rejections_this_task = 0
         self._retry_recall = False
+        self._rechecked: set[tuple[int, int, int]] = set()
+        self._query_seconds: list[float] = []
         self.trail: np.ndarray | None = None
         """Cells the robot has stood on, in every task since the memory was last reset."""
 
@@ -113,6 +116,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._rejections_this_task = 0
         self._retry_recall = False
         self._rechecked: set[tuple[int, int, int]] = set()
+        self._query_seconds: list[float] = []
 
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
@@ -278,7 +282,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def recall_target_place(self) -> RecalledPlace | None:
         """Ask memory where the mission's target was seen; the best-supported place worth the trip."""
         with self.timed("memory_query"):
+            started = time.perf_counter()
             remembered = self.sightings()
+            self._query_seconds.append(time.perf_counter() - started)
             self._unsearch({pose for pose, p in remembered if p < self.config.memory_probability} - self._rechecked)
             return self.rank_places([(pose, p) for pose, p in remembered if p >= self.config.memory_probability])
 
@@ -388,4 +394,5 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def episode_stats(self) -> dict[str, float]:
         stats = self.memory.stats()
-        return {"memory_queries": self.queries, "memory_nodes": stats.get("nodes", 0)}
+        query_ms = 1000 * float(np.median(self._query_seconds)) if self._query_seconds else 0.0
+        return {"memory_queries": self.queries, "memory_nodes": stats.get("nodes", 0), "memory_query_ms": round(query_ms, 4)}

@@ -34,14 +34,14 @@ from typing import Any
 
 from embodmem.episode_log import EpisodeLogError, read_log
 from embodmem.metrics import EpisodeMeasures
-from embodmem.runner import observation_digest
+from embodmem.runner import TIMING_FIELDS, observation_digest
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 
 _NOT_ENV_KWARGS = ("task", "tasks", "world_seed", "render_mode")
 """Keys the replay sets itself, ignored if a log's ``env`` carries them."""
-_NOT_RECOMPUTED = ("wall_time_s",)
+_NOT_RECOMPUTED = TIMING_FIELDS
 """Measures a replay cannot reproduce (wall time); every other recomputed measure must match."""
 
 

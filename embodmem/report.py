@@ -90,6 +90,7 @@ NUMERIC_FIELDS = SUMMARY_METRICS + (
     "memory_frames",
     "memory_bytes",
     "wall_time_s",
+    "memory_query_ms",
     "world_seed",
     "seed",
 )

@@ -53,6 +53,11 @@ class EpisodeResult:
     """(kind, x, y) of every target cell the camera clearly showed during the episode."""
 
 
+TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms")
+"""Record fields that are measured times: they differ from run to run (everything else repeats
+bit for bit for the same seeds), so resume, replay and tests leave them out of comparisons."""
+
+
 def run_episode(
     env: UnderwaterEnv,
     agent: Agent,

@@ -58,6 +58,26 @@ TASKS: dict[str, Task] = {
 MISSIONS: tuple[str, ...] = tuple(t.mission for t in TASKS.values())
 """Every mission text, in task order (distinct: one per task); ``MISSIONS.index(m)`` encodes a mission."""
 
+def tour(length: int, seed: int = 0) -> tuple[str, ...]:
+    """A lifelong tour: ``length`` tasks drawn with repetition from all twelve (shallow and deep),
+    never the same task twice in a row.
+
+    Example:
+        >>> tour(5)
+        ('deep_wreck', 'landing_platform', 'aircraft', 'wreck', 'mining_robot')
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    names = list(TASKS)
+    out: list[str] = []
+    while len(out) < length:
+        name = names[int(rng.integers(len(names)))]
+        if not out or out[-1] != name:
+            out.append(name)
+    return tuple(out)
+
+
 SEQUENCES: dict[str, tuple[str, ...]] = {
     "wreck_then_barrel": ("wreck", "barrel"),
     "barrel_then_wreck": ("barrel", "wreck"),
@@ -68,6 +88,7 @@ SEQUENCES: dict[str, tuple[str, ...]] = {
     "mining_robot_then_electrical_box": ("mining_robot", "electrical_box"),
     "wreck_barrel_mining_robot": ("wreck", "barrel", "mining_robot"),
     "shallow_tour6": ("wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"),
+    "lifelong50": tour(50),
 }
 """Named task sequences, run in one persistent world."""
 

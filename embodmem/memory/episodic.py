@@ -26,7 +26,7 @@ from pydantic import Field
 from embodmem.memory.persistence import MemoryLoadError, Strict, read_snapshot, validated, write_snapshot
 from embodmem.memory.records import NO_NODE, FrameMeta, Hit, MetaTable, fit_thumbnail
 from embodmem.memory.sleep import sleep as sleep_pass
-from embodmem.memory.store import LongTermStore, StoreState, build_index, code_bytes_per_vector
+from embodmem.memory.store import EVICTIONS, LongTermStore, StoreState, build_index, code_bytes_per_vector
 from embodmem.memory.topomap import NODE_RULES, TopologicalMap
 
 _FILES = ("index.faiss", "arrays.npz", "map.json")
@@ -67,8 +67,9 @@ class MemoryConfig:
     byte_budget: int | None = None
     """Maximum bytes of long-term vector code (None: unlimited); ids and metadata not counted."""
     eviction: str = "fifo"
-    """Which records go when the budget is hit: "fifo" (oldest) or "least_used" (fewest query
-    hits, then fewest merged frames, then oldest)."""
+    """Which records go when the budget is hit: "fifo" (oldest), "least_used" (fewest query
+    hits, then fewest merged frames, then oldest) or "places" (least used, but each map node's
+    most used record last: a view of every place is kept while the budget allows)."""
     train_min: int = 10_000
     """Vectors kept in a flat index before a trainable quantiser (PQ, IVF, SQ8) is trained.
     Rule of thumb: at least 39 x the number of centroids (IVF nlist, or 256 for 8-bit PQ)."""
@@ -137,7 +138,7 @@ class MemoryConfig:
             "byte_budget",
             "None or a positive int",
         )
-        need(self.eviction in ("fifo", "least_used"), "eviction", "'fifo' or 'least_used'")
+        need(self.eviction in EVICTIONS, "eviction", " or ".join(repr(e) for e in EVICTIONS))
         need(is_int(self.train_min) and self.train_min >= 1, "train_min", "an int >= 1")
         need(is_int(self.pq_train_points) and self.pq_train_points >= 1, "pq_train_points", "an int >= 1")
         need(

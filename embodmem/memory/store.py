@@ -185,6 +185,10 @@ class RawBuffer:
         return int(self.vecs.nbytes + self.ids.nbytes)
 
 
+EVICTIONS = ("fifo", "least_used", "places")
+"""Eviction policies of :class:`LongTermStore` (``byte_budget``)."""
+
+
 class LongTermStore:
     """FAISS-backed long-term store with a byte budget, eviction, filters and cold-start training.
 
@@ -194,8 +198,10 @@ class LongTermStore:
         byte_budget: Maximum bytes of vector code (``None``: unlimited). Ids and metadata are
             reported separately and do not count.
         eviction: ``"fifo"`` evicts the oldest records; ``"least_used"`` the fewest query hits, then
-            the fewest merged frames, then the oldest. Records being inserted are never the victims
-            of their own insert (unless the batch alone exceeds the budget).
+            the fewest merged frames, then the oldest; ``"places"`` is least-used informed by the
+            map: each map node's most used (then newest) record goes last, so the store keeps a view
+            of every place it can afford. Records being inserted are never the victims of their own
+            insert (unless the batch alone exceeds the budget).
         train_min: Vectors to collect (in a flat index) before a trainable quantiser is trained.
         train_sample: Most vectors used for training; also the size of the raw recent-vector buffer.
         nprobe: Inverted lists visited per query (IVF only).
@@ -225,8 +231,8 @@ class LongTermStore:
         thumbnail_size: int | None = None,
         seed: int = 0,
     ) -> None:
-        if eviction not in ("fifo", "least_used"):
-            raise ValueError(f"eviction must be 'fifo' or 'least_used', got {eviction!r}")
+        if eviction not in EVICTIONS:
+            raise ValueError(f"eviction must be one of {', '.join(EVICTIONS)}; got {eviction!r}")
         self.dim = int(dim)
         self.index_factory = index_factory
         self.byte_budget = byte_budget
@@ -347,13 +353,23 @@ class LongTermStore:
             return cap
         excess = len(self) + n_new - cap
         if excess > 0:
-            if self.eviction == "fifo":
-                rows = np.arange(excess)
-            else:
-                order = np.lexsort((self.meta.ids, self.meta.col("count"), self.meta.col("hits")))
-                rows = np.sort(order[:excess])
-            self._evict_rows(rows)
+            self._evict_rows(np.sort(self._eviction_order()[:excess]))
         return n_new
+
+    def _eviction_order(self) -> np.ndarray:
+        """Rows, first victim first, under the store's eviction policy."""
+        ids, count, hits = self.meta.ids, self.meta.col("count"), self.meta.col("hits")
+        if self.eviction == "fifo":
+            return np.arange(len(self))
+        if self.eviction == "least_used":
+            return np.lexsort((ids, count, hits))
+        # places: the last row per node in (node, hits, count, id) order is that place's keeper.
+        node = self.meta.col("node")
+        by_node = np.lexsort((ids, count, hits, node))
+        keeper = np.zeros(len(self), dtype=bool)
+        last_of_node = np.r_[node[by_node][1:] != node[by_node][:-1], True]
+        keeper[by_node[last_of_node]] = True
+        return np.lexsort((ids, count, hits, keeper))
 
     def _evict_rows(self, rows: np.ndarray) -> None:
         if len(rows):

@@ -12,6 +12,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
 
 from embodmem.app import CONFIG_DIR, run
+from embodmem.runner import TIMING_FIELDS
 
 SMALL = ["env.max_steps=25", "logger.progress=false", "logger.plots=false"]
 
@@ -100,7 +101,7 @@ def test_agent_group_thresholds_reach_every_agent_that_uses_them() -> None:
 
 def _runs_only(records: list[dict]) -> list[dict]:
     """Warm and cold records without what legitimately differs between runs (timing, file names)."""
-    drop = {"wall_time_s", "episode_log", "run_id"}
+    drop = {*TIMING_FIELDS, "episode_log", "run_id"}
     return [{k: v for k, v in r.items() if k not in drop} for r in records if r["condition"] in ("warm", "cold")]
 
 

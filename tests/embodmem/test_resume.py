@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from embodmem.runner import RunWriter, episode_key, read_metrics
+from embodmem.runner import TIMING_FIELDS, RunWriter, episode_key, read_metrics
 
 ARGS = [
     "env.max_steps=25", "logger.progress=false", "logger.plots=false", "run_id=resume-test",
@@ -33,7 +33,7 @@ def _lines(path: Path) -> int:
 
 
 def _comparable(path: Path) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "wall_time_s"} for r in read_metrics(path)]
+    return [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in read_metrics(path)]
 
 
 def test_killed_run_resumes_to_the_uninterrupted_records(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.oracle import OracleAgent
 from embodmem.embedding.embedder import ClipEmbedder
-from embodmem.runner import RunWriter, SequenceSpec, run_episode, run_sequence
+from embodmem.runner import TIMING_FIELDS, RunWriter, SequenceSpec, run_episode, run_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 
 REQUIRED = {
@@ -64,8 +64,8 @@ def test_episodes_are_reproducible_and_logged(embedder: ClipEmbedder, tmp_path) 
 
     a, b = once(), once()
     assert a.log["actions"] == b.log["actions"] and a.log["obs_digests"] == b.log["obs_digests"]
-    ra = {k: v for k, v in a.record.items() if k != "wall_time_s"}
-    rb = {k: v for k, v in b.record.items() if k != "wall_time_s"}
+    ra = {k: v for k, v in a.record.items() if k not in TIMING_FIELDS}
+    rb = {k: v for k, v in b.record.items() if k not in TIMING_FIELDS}
     assert ra == rb
     a.record.update(run_id="r", agent="explorer", condition="single", world_seed=2, seed=0, sequence="x", task_index=1, task="barrel")
     writer = RunWriter(tmp_path, env_kwargs={"size": 32})
