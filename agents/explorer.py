@@ -20,7 +20,6 @@ from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_pat
 from embodmem.agents.recognizer import TargetRecognizer
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
-
 _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.BACKWARD): 2, int(Action.STRAFE_LEFT): 3}
 """Move actions -> quarter turns clockwise from the heading of the cell they try to enter."""
 
@@ -170,9 +169,9 @@ class FrontierExplorer(Agent, Navigator):
             if abs(angle) > self.half_fov or r >= limit:
                 continue
             cell = self.grid.echo_cell(self.pose, float(angle), float(r))
-            if cell is not None and cell not in self.rejected and self.grid.occupied[cell[1], cell[0]]:
-                if best is None or r < best[0]:
-                    best = (float(r), cell)
+            usable = cell is not None and cell not in self.rejected and self.grid.occupied[cell[1], cell[0]]
+            if usable and (best is None or r < best[0]):
+                best = (float(r), cell)
         return None if best is None else best[1]
 
     def approach_action(self) -> int | None:
@@ -213,11 +212,17 @@ class FrontierExplorer(Agent, Navigator):
         assert self.grid is not None
         if self.path and self.goal_kind in ("frontier", "unknown"):
             gx, gy = self.path[-1]
-            still_goal = self.grid.unseen_goals()[gy, gx] if self.goal_kind == "frontier" else not (
-                self.grid.free[gy, gx] or self.grid.occupied[gy, gx]
+            still_goal = (
+                self.grid.unseen_goals()[gy, gx]
+                if self.goal_kind == "frontier"
+                else not (self.grid.free[gy, gx] or self.grid.occupied[gy, gx])
             )
             nxt = self.path[0]
-            if still_goal and not self.grid.occupied[nxt[1], nxt[0]] and abs(nxt[0] - self.pose[0]) + abs(nxt[1] - self.pose[1]) == 1:
+            if (
+                still_goal
+                and not self.grid.occupied[nxt[1], nxt[0]]
+                and abs(nxt[0] - self.pose[0]) + abs(nxt[1] - self.pose[1]) == 1
+            ):
                 return self._step_on_path()
         frontiers = self.grid.unseen_goals()
         frontiers[self.pose[1], self.pose[0]] = False
@@ -247,7 +252,7 @@ class FrontierExplorer(Agent, Navigator):
         assert self.grid is not None
         known = int((self.grid.free | self.grid.occupied).sum())
         return (
-            f"explored {known} of {self.grid.size ** 2} cells; {int(self.grid.frontiers().sum())} frontier cells; "
+            f"explored {known} of {self.grid.size**2} cells; {int(self.grid.frontiers().sum())} frontier cells; "
             f"you are at cell ({self.pose[0]}, {self.pose[1]}) facing {['east', 'south', 'west', 'north'][self.pose[2]]}"
         )
 

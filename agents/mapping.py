@@ -77,7 +77,9 @@ class OccupancyGrid:
         target there may have gone unnoticed."""
         self.seen[self.view_cells(pose, angles, look_range)] = True
 
-    def view_cells(self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float) -> tuple[np.ndarray, np.ndarray]:
+    def view_cells(
+        self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(rows, columns) of the cells a camera at ``pose`` sees up to ``look_range`` cells, by the map."""
         px, py, inside, occ = self._march(pose, angles, look_range)
         blocked = np.cumsum(occ, axis=1) - occ > 0  # beyond the first occupied cell
@@ -103,7 +105,7 @@ class OccupancyGrid:
             py = np.floor(y + self._dy[h]).astype(np.int64)
             inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
             passed = inside & (self._t[None, :] < r[:, None] - 0.1)
-            flat = (py * n + px)
+            flat = py * n + px
             votes = -np.bincount(flat[passed], minlength=n * n)
             echo = r < self.max_range - 1e-3
             if echo.any():

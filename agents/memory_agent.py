@@ -18,10 +18,10 @@ import numpy as np
 
 from embodmem.agents.base import MemoryCarrier, Observation, Retrieval
 from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
-from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
 from embodmem.atomic import atomic_write_json
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.world import bfs_distance
+from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self.config: MemoryAgentConfig
         self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
         self.context = {"run_id": "run", "task": "", "episode": 0}
-        self._last_query_step = -10**9
+        self._last_query_step = -(10**9)
         self.scan_turns = 0
         self.current_node: int | None = None
         self.queries = 0
@@ -108,7 +108,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         super().reset(observation, spec)
-        self._last_query_step = -10**9
+        self._last_query_step = -(10**9)
         self.scan_turns = 0
         self.recalled = None
         self._recall_rays = np.linspace(-self.half_fov, self.half_fov, 9)
@@ -163,7 +163,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         if not isinstance(rejected, dict) or set(rejected) != {"places", "views"}:
             raise ValueError(f"{path}: expected an object with keys 'places' and 'views'")
         self.rejected_places = {m: {(int(x), int(y)) for x, y in cells} for m, cells in rejected["places"].items()}
-        self.discredited_views = {m: {(int(x), int(y), int(h)) for x, y, h in poses} for m, poses in rejected["views"].items()}
+        self.discredited_views = {
+            m: {(int(x), int(y), int(h)) for x, y, h in poses} for m, poses in rejected["views"].items()
+        }
         grid_file = directory / "grid.npz"
         self._loaded_grid = None
         if grid_file.exists():
@@ -197,7 +199,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         assert self.last_vector is not None and self.trail is not None
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
-            self.current_node = self.memory.observe(self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"]))
+            self.current_node = self.memory.observe(
+                self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"])
+            )
 
     def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray) -> FrameMeta:
         x, y, h = pose
@@ -305,7 +309,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         probs = self.recognizer.probability(self.memory.hit_vectors(hits))
         self.trace.query = self.recognizer.mission
         self.trace.retrievals = [
-            Retrieval(float(p), h.meta.node, (h.meta.x, h.meta.y, h.meta.heading), h.meta.task, h.meta.step, h.meta.thumbnail)
+            Retrieval(
+                float(p), h.meta.node, (h.meta.x, h.meta.y, h.meta.heading), h.meta.task, h.meta.step, h.meta.thumbnail
+            )
             for h, p in zip(hits, probs)
         ]
         poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
@@ -395,4 +401,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def episode_stats(self) -> dict[str, float]:
         stats = self.memory.stats()
         query_ms = 1000 * float(np.median(self._query_seconds)) if self._query_seconds else 0.0
-        return {"memory_queries": self.queries, "memory_nodes": stats.get("nodes", 0), "memory_query_ms": round(query_ms, 4)}
+        return {
+            "memory_queries": self.queries,
+            "memory_nodes": stats.get("nodes", 0),
+            "memory_query_ms": round(query_ms, 4),
+        }

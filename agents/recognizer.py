@@ -29,7 +29,11 @@ class TargetRecognizer:
         self.embedder = embedder
         if logit_scale is None:
             model = getattr(embedder, "model", None)
-            logit_scale = float(model.logit_scale.detach().exp()) if model is not None and hasattr(model, "logit_scale") else 100.0
+            logit_scale = (
+                float(model.logit_scale.detach().exp())
+                if model is not None and hasattr(model, "logit_scale")
+                else 100.0
+            )
         self.logit_scale = logit_scale
         self.mission: str | None = None
         self.prompts = np.zeros((0, 1), np.float32)

@@ -91,7 +91,9 @@ class TextLogAgent(MemoryAgent):
         self.queries += 1
         self.trace.query = self.recognizer.mission
         entries = {e for e in (*self.log, *self.important) if e.kind == self._mission_kind}
-        return [((e.x, e.y, e.heading), e.confidence) for e in entries if e.confidence >= self.config.memory_probability]
+        return [
+            ((e.x, e.y, e.heading), e.confidence) for e in entries if e.confidence >= self.config.memory_probability
+        ]
 
     # ---------------------------------------------------------------- carried state
 
@@ -122,4 +124,8 @@ class TextLogAgent(MemoryAgent):
         return None
 
     def episode_stats(self) -> dict[str, float]:
-        return {"memory_queries": self.queries, "textlog_entries": len(self.log), "textlog_important": len(self.important)}
+        return {
+            "memory_queries": self.queries,
+            "textlog_entries": len(self.log),
+            "textlog_important": len(self.important),
+        }

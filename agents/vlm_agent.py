@@ -6,13 +6,11 @@ writes it to memory, and runs the "go to node N" / "explore" skills. The VLM onl
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from pathlib import Path
-
 import numpy as np
+from omegaconf import DictConfig, OmegaConf
 
 from embodmem.agents.base import MemoryCarrier, Observation
 from embodmem.agents.memory_agent import MemoryAgent

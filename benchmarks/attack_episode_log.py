@@ -42,7 +42,9 @@ ENV_KW: dict[str, Any] = {"size": 24, "max_steps": 20, "image_size": 32, "odomet
 def write_log(run_dir: Path) -> Path:
     """One real episode through the runner and RunWriter, with one retrieval, as a sealed log."""
     env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=2, **ENV_KW)
-    result = run_episode(env, RandomAgent(seed=4, stop_probability=0.0), {"task": "barrel", "world_seed": 2, "start": "random"}, 7)
+    result = run_episode(
+        env, RandomAgent(seed=4, stop_probability=0.0), {"task": "barrel", "world_seed": 2, "start": "random"}, 7
+    )
     result.log["retrievals"] = [{"step": 2, "query": "find oil drums", "hits": [[0.9, 3, [4.0, 5.0, 1], "wreck", 11]]}]
     result.record.update(sequence="s", world_seed=2, seed=0, task_index=2, agent="random", condition="single")
     result.log.update(task_index=2, condition="single")
@@ -58,7 +60,9 @@ def mutations(log: dict[str, Any]):
         value = log
         for p in path:
             value = value[p]
-        changes = [(repr(v), v) for v in _variants(value)] + ([("removed", _REMOVE)] if isinstance(path[-1], str) else [])
+        changes = [(repr(v), v) for v in _variants(value)] + (
+            [("removed", _REMOVE)] if isinstance(path[-1], str) else []
+        )
         for what, new in changes:
             m = json.loads(json.dumps(log))
             parent = m
@@ -91,7 +95,7 @@ def attack(kind: str, work: Path) -> tuple[Counter[str], dict[str, list[str]]]:
         try:
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
                 code = replay_main([str(target), "--check"])
-        except Exception as e:  # noqa: BLE001 - counting exactly these is the point
+        except Exception as e:
             outcome, detail = "traceback", f"{type(e).__name__}: {e}"
         else:
             lines = err.getvalue().strip().splitlines()
@@ -112,7 +116,9 @@ def main(argv: list[str] | None = None) -> None:
     for kind in ("fields", "resealed"):
         with tempfile.TemporaryDirectory() as tmp:
             counts, examples = attack(kind, Path(tmp))
-        print(f"| {kind} | {sum(counts.values())} | {counts['refused']} | {counts['accepted']} | {counts['traceback']} |")
+        print(
+            f"| {kind} | {sum(counts.values())} | {counts['refused']} | {counts['accepted']} | {counts['traceback']} |"
+        )
         shown += [(kind, o, e) for o, ex in examples.items() for e in (ex if o != "refused" else ex[: args.show])]
     print()
     for kind, outcome, example in shown:

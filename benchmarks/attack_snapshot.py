@@ -51,7 +51,10 @@ def build_memory(factory: str = "SQ8") -> AgentMemory:
         warnings.simplefilter("ignore")
         for i in range(133):
             thumb = np.full((6, 6, 3), i % 255, np.uint8)
-            mem.observe(rng.standard_normal(DIM), FrameMeta("run", f"task{i // 50}", i // 50, i, float(i % 7), float(i // 7), i % 4, thumbnail=thumb))
+            mem.observe(
+                rng.standard_normal(DIM),
+                FrameMeta("run", f"task{i // 50}", i // 50, i, float(i % 7), float(i // 7), i % 4, thumbnail=thumb),
+            )
         mem.query(rng.standard_normal(DIM), k=3)
     return mem
 
@@ -59,7 +62,10 @@ def build_memory(factory: str = "SQ8") -> AgentMemory:
 def fingerprint(mem: AgentMemory) -> str:
     """Everything a load restores, as text: config, counters, stored ids and metadata, map, answers."""
     q = np.random.default_rng(7).standard_normal((3, DIM)).astype(np.float32)
-    answers = [[(h.id, round(h.score, 5), h.source, h.meta.task, h.meta.step) for h in row] for row in mem.query(q, k=5, count_hits=False)]
+    answers = [
+        [(h.id, round(h.score, 5), h.source, h.meta.task, h.meta.step) for h in row]
+        for row in mem.query(q, k=5, count_hits=False)
+    ]
     parts = [
         mem.config.to_dict(), mem.stats(), mem.store.meta.to_arrays()["ids"].tolist(), mem.fifo.ids,
         [repr(m) for m in mem.fifo.metas], mem._segment, mem.store.state()[2], mem.map.to_json(), answers,
@@ -95,7 +101,19 @@ def _variants(value: Any) -> list[Any]:
     if isinstance(value, bool):
         return [not value, int(value), None, str(value)]
     if isinstance(value, int):
-        return [value + 1, value - 1, 2 * value + 2, 0, -5, 10**12, value + 0.5, float(value), str(value), None, [value]]
+        return [
+            value + 1,
+            value - 1,
+            2 * value + 2,
+            0,
+            -5,
+            10**12,
+            value + 0.5,
+            float(value),
+            str(value),
+            None,
+            [value],
+        ]
     if isinstance(value, float):
         return [value * 1.5 + 0.1, -value, 0.0, 1e300, int(value), str(value), None]
     if isinstance(value, str):
@@ -144,7 +162,7 @@ def _works(mem: AgentMemory, directory: Path) -> bool:
             mem.query(np.ones(DIM, np.float32), k=3)
             mem.save(directory / "resaved")
         return True
-    except Exception:  # noqa: BLE001 - any failure here means the loaded memory is broken
+    except Exception:
         return False
 
 
@@ -172,7 +190,7 @@ def attack(kind: str, work: Path, factory: str = "SQ8") -> tuple[Counter[str], d
         except MemoryLoadError as e:
             outcome = "refused"
             detail = str(e).split(": ", 1)[1]
-        except Exception as e:  # noqa: BLE001 - counting exactly these is the point
+        except Exception as e:
             outcome, detail = "traceback", f"{type(e).__name__}: {e}"
         else:
             detail = ""
@@ -190,14 +208,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--factory", default="SQ8", help="index factory of the attacked memory")
     parser.add_argument("--show", type=int, default=3, help="examples printed per outcome")
     args = parser.parse_args(argv)
-    print(f"| sweep | tried | refused | same | different | broken | traceback |")
+    print("| sweep | tried | refused | same | different | broken | traceback |")
     print("|---|---|---|---|---|---|---|")
     shown = []
     for kind in ("bytes", "resealed"):
         with tempfile.TemporaryDirectory() as tmp:
             counts, examples = attack(kind, Path(tmp), args.factory)
-        print(f"| {kind} | {sum(counts.values())} | {counts['refused']} | {counts['same']} | {counts['different']} | {counts['broken']} | {counts['traceback']} |")
-        shown += [(kind, o, e) for o, ex in examples.items() for e in (ex if o in ("different", "broken", "traceback") and kind == "resealed" else ex[: args.show])]
+        print(
+            f"| {kind} | {sum(counts.values())} | {counts['refused']} | {counts['same']} | {counts['different']} | {counts['broken']} | {counts['traceback']} |"
+        )
+        shown += [
+            (kind, o, e)
+            for o, ex in examples.items()
+            for e in (ex if o in ("different", "broken", "traceback") and kind == "resealed" else ex[: args.show])
+        ]
     print()
     for kind, outcome, example in shown:
         print(f"{kind:9s} {outcome:9s} {example}")

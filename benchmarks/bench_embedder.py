@@ -45,7 +45,9 @@ def main() -> None:
     emb = ClipEmbedder(threads=2)
     vectors = emb.embed_images(frames.images)
     res = evaluate(vectors, frames, emb.embed_texts)
-    print(f"\nQuality on {len(frames)} frames from test worlds {TEST_WORLDS.start}-{TEST_WORLDS.start + args.worlds - 1}\n")
+    print(
+        f"\nQuality on {len(frames)} frames from test worlds {TEST_WORLDS.start}-{TEST_WORLDS.start + args.worlds - 1}\n"
+    )
     print(table(res))
     sample = frames.images[:2048]
     print("\n| batch | runtime | threads | frames/s (median of 5) |\n|---:|---|---:|---:|")

@@ -62,9 +62,9 @@ from typing import Any  # noqa: E402
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
-from embodmem.memory.records import NO_NODE
-from embodmem.memory.sleep import sleep
-from embodmem.memory.store import LongTermStore, _codec, build_index
+from embodmem.memory.records import NO_NODE  # noqa: E402
+from embodmem.memory.sleep import sleep  # noqa: E402
+from embodmem.memory.store import LongTermStore, _codec, build_index  # noqa: E402
 
 DEFAULT_FACTORIES = ["Flat", "SQ8", "IVF1024,SQ8", "IVF1024,PQ64", "IVF4096,PQ64"]
 DRIFT_FACTOR = 3.0  # MemoryConfig.drift_factor's default: sleep retrains above it
@@ -109,9 +109,7 @@ def synthetic(
         )
     dup = np.flatnonzero(rng.random(n) < dup_rate)
     dup = dup[(dup > 0) & (place[dup] == place[dup - 1])]
-    base[dup] = unit(
-        base[dup - 1] + 0.05 / np.sqrt(dim) * rng.standard_normal((len(dup), dim), dtype=np.float32)
-    )
+    base[dup] = unit(base[dup - 1] + 0.05 / np.sqrt(dim) * rng.standard_normal((len(dup), dim), dtype=np.float32))
     qp = rng.integers(0, places, nq)
     queries = unit(centres[qp] + sigma / np.sqrt(dim) * rng.standard_normal((nq, dim), dtype=np.float32))
     return base, queries, place
@@ -139,8 +137,7 @@ def real(
     for s in range(0, n, 200_000):
         i = idx[s : s + 200_000]
         base[s : s + len(i)] = unit(
-            pool[i]
-            + jitter / np.sqrt(x.shape[1]) * rng.standard_normal((len(i), x.shape[1]), dtype=np.float32)
+            pool[i] + jitter / np.sqrt(x.shape[1]) * rng.standard_normal((len(i), x.shape[1]), dtype=np.float32)
         )
     return (
         base,
@@ -356,9 +353,7 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
         for k, _ in COLS:
             v = r.get(k)
             cells.append(
-                ""
-                if v is None
-                else (f"{v:,}" if isinstance(v, int) and k in ("frames", "insert_per_s") else str(v))
+                "" if v is None else (f"{v:,}" if isinstance(v, int) and k in ("frames", "insert_per_s") else str(v))
             )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -381,13 +376,9 @@ def main(argv: list[str] | None = None) -> None:
         default=200,
         help="recall queries for exhaustive (non-IVF) indexes at >= 1M frames",
     )
-    ap.add_argument(
-        "--latency-queries", type=int, default=300, help="single queries timed (50 for exhaustive at 1M)"
-    )
+    ap.add_argument("--latency-queries", type=int, default=300, help="single queries timed (50 for exhaustive at 1M)")
     ap.add_argument("--vectors", help="real embeddings (.npy, n x d) instead of synthetic vectors")
-    ap.add_argument(
-        "--tile", action="store_true", help="with --vectors: repeat them with jitter to reach a size"
-    )
+    ap.add_argument("--tile", action="store_true", help="with --vectors: repeat them with jitter to reach a size")
     ap.add_argument("--jitter", type=float, default=0.05, help="noise norm added to tiled real vectors")
     ap.add_argument("--dim", type=int, default=128, help="dimension of synthetic vectors")
     ap.add_argument("--threads", type=int, default=1, help="FAISS OpenMP threads")
@@ -419,9 +410,7 @@ def main(argv: list[str] | None = None) -> None:
     print(cost, flush=True)
     for n in sizes:
         if args.vectors:
-            base, queries, place, source = real(
-                args.vectors, n, args.queries, args.seed, args.tile, args.jitter
-            )
+            base, queries, place, source = real(args.vectors, n, args.queries, args.seed, args.tile, args.jitter)
         else:
             base, queries, place = synthetic(n, args.queries, args.dim, args.seed)
             source = (

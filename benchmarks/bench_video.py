@@ -101,7 +101,13 @@ def main() -> None:
     print(text)
     if args.out is not None:
         atomic_write_text(args.out, text + "\n")
-        record = {"times_s": times, "ratio_of_medians": ratio, "per_repeat_ratios": pairs, "overrides": args.overrides, "video": settings}
+        record = {
+            "times_s": times,
+            "ratio_of_medians": ratio,
+            "per_repeat_ratios": pairs,
+            "overrides": args.overrides,
+            "video": settings,
+        }
         atomic_write_text(args.out.with_suffix(".json"), json.dumps(record, indent=2) + "\n")
 
 

@@ -40,10 +40,25 @@ def cli(out: Path, url: str, *overrides: str) -> tuple[int, float, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "embodmem", "agent=vlm", f"agent.vlm.base_url={url}", "agent.vlm.model=test-vlm",
-         "agent.vlm.cache_dir=null", "experiment.baselines=[]", "experiment.conditions=[warm]",
-         "logger.progress=false", "logger.plots=false", f"hydra.run.dir={out}", *overrides],
-        capture_output=True, text=True, timeout=600, env=env,
+        [
+            sys.executable,
+            "-m",
+            "embodmem",
+            "agent=vlm",
+            f"agent.vlm.base_url={url}",
+            "agent.vlm.model=test-vlm",
+            "agent.vlm.cache_dir=null",
+            "experiment.baselines=[]",
+            "experiment.conditions=[warm]",
+            "logger.progress=false",
+            "logger.plots=false",
+            f"hydra.run.dir={out}",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     return proc.returncode, time.monotonic() - start, proc.stderr.strip().splitlines()
 
@@ -86,8 +101,15 @@ def main() -> None:
             records = [json.loads(x) for x in (tmp_path / "d" / "metrics.jsonl").read_text().splitlines()]
             counted = sum(r["vlm_format_errors"] for r in records)
             invalid = sum(r["vlm_invalid_replies"] for r in records)
-            rows.append(("every 5th not JSON", rc, secs, [], f"non-JSON sent {sent['not_json']}, "
-                         f"vlm_format_errors {counted}, vlm_invalid_replies {invalid}"))
+            rows.append(
+                (
+                    "every 5th not JSON",
+                    rc,
+                    secs,
+                    [],
+                    f"non-JSON sent {sent['not_json']}, vlm_format_errors {counted}, vlm_invalid_replies {invalid}",
+                )
+            )
 
     print(f"{'case':<38} {'exit':>4} {'seconds':>8} {'stderr lines':>12}  notes")
     for name, rc, secs, lines, notes in rows:

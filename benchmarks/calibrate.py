@@ -18,8 +18,8 @@ from hydra import compose, initialize_config_dir
 from tqdm import tqdm
 
 from embodmem.app import CONFIG_DIR, build_agent, build_embedder, build_env
-from embodmem.runner import SequenceSpec, run_sequence
 from embodmem.envs.tasks import get_sequence
+from embodmem.runner import SequenceSpec, run_sequence
 from embodmem.splits import get_split
 
 CALIBRATION_WORLDS = get_split("calibration").worlds()
@@ -42,7 +42,9 @@ def main() -> None:
         "|---:|---:|---:|---:|---:|---:|",
     ]
     best = None
-    for d, m in itertools.product([float(x) for x in args.detect.split(",")], [float(x) for x in args.memory.split(",")]):
+    for d, m in itertools.product(
+        [float(x) for x in args.detect.split(",")], [float(x) for x in args.memory.split(",")]
+    ):
         with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[f"agent.detect_probability={d}", f"agent.memory_probability={m}"])
         s1, s2, spl2 = [], [], []

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-
-from suite import ROOT  # noqa: E402  (benchmarks/ is the script's directory)
+from suite import ROOT
 
 from embodmem.splits import get_split
 from embodmem.stats import mean_ci, ratio_of_means
@@ -108,8 +107,15 @@ def plot_tour(records: list[dict], path: Path) -> None:
     for r in records:
         r["step_rate"] = step_rate(r)
         r["memory_kib"] = r.get("memory_bytes", 0) / 1024
-    panels = [("success", "success"), ("spl", "SPL"), ("steps", "steps"), ("memory_frames", "memory frames"),
-              ("memory_kib", "memory code (KiB)"), ("memory_query_ms", "query latency (ms, median)"), ("step_rate", "steps/s")]
+    panels = [
+        ("success", "success"),
+        ("spl", "SPL"),
+        ("steps", "steps"),
+        ("memory_frames", "memory frames"),
+        ("memory_kib", "memory code (KiB)"),
+        ("memory_query_ms", "query latency (ms, median)"),
+        ("step_rate", "steps/s"),
+    ]
     fig, axes = plt.subplots(2, 4, figsize=(16, 7))
     for ax, (field, label) in zip(axes.flat, panels):
         for condition, color in (("warm", "tab:blue"), ("cold", "tab:orange")):
@@ -141,7 +147,10 @@ def budget_report(records: list[dict], path: Path | None) -> str:
     def budget_key(b: str) -> float:
         return float("inf") if b in ("null", "none", "None") else float(b)
 
-    lines = ["| byte budget | eviction | frames kept (task 50) | warm SPL tasks 2-50 [95% CI] | warm SPL tasks 41-50 |", "|---:|---|---:|---|---:|"]
+    lines = [
+        "| byte budget | eviction | frames kept (task 50) | warm SPL tasks 2-50 [95% CI] | warm SPL tasks 41-50 |",
+        "|---:|---|---:|---|---:|",
+    ]
     curves: dict[str, list[tuple[float, float]]] = {}
     for (budget, eviction), rows in sorted(groups.items(), key=lambda kv: (budget_key(kv[0][0]), kv[0][1])):
         worlds = sorted({r["world_seed"] for r in rows})
@@ -150,7 +159,9 @@ def budget_report(records: list[dict], path: Path | None) -> str:
         last = np.mean([r["spl"] for r in rows if r["task_index"] in LAST])
         frames = np.median([r["memory_frames"] for r in rows if r["task_index"] == max(x["task_index"] for x in rows)])
         label = "unlimited" if budget_key(budget) == float("inf") else f"{int(budget) // 1024} KiB"
-        lines.append(f"| {label} | {eviction} | {frames:.0f} | {per_world.mean():.2f} [{lo:.2f}, {hi:.2f}] | {last:.2f} |")
+        lines.append(
+            f"| {label} | {eviction} | {frames:.0f} | {per_world.mean():.2f} [{lo:.2f}, {hi:.2f}] | {last:.2f} |"
+        )
         curves.setdefault(eviction, []).append((budget_key(budget), per_world.mean()))
     if path is not None and curves:
         import matplotlib
@@ -165,7 +176,7 @@ def budget_report(records: list[dict], path: Path | None) -> str:
             xs = [b if np.isfinite(b) else top for b, _ in pts]
             ax.plot(xs, [s for _, s in pts], marker="o", label=eviction)
         ax.set_xscale("log")
-        ax.set_xlabel(f"byte budget of vector code (rightmost point: unlimited)")
+        ax.set_xlabel("byte budget of vector code (rightmost point: unlimited)")
         ax.set_ylabel("warm SPL, tasks 2-50")
         ax.legend()
         ax.set_title("What a robot with N bytes can still reuse")
@@ -181,22 +192,38 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=20)
     parser.add_argument("--env", default="world64", help="env config: default (32), world64, large (128)")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--budgets", default=None, help="comma-separated byte budgets ('none': unlimited): warm tours under each")
+    parser.add_argument(
+        "--budgets", default=None, help="comma-separated byte budgets ('none': unlimited): warm tours under each"
+    )
     parser.add_argument("--evictions", default="fifo,least_used,places")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--from-dir", type=Path, default=None)
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     budgets = args.budgets is not None
-    directory = args.from_dir or args.out or ROOT / "multirun" / f"lifelong{'-budgets' if budgets else ''}-{args.split}-{args.env}"
+    directory = (
+        args.from_dir
+        or args.out
+        or ROOT / "multirun" / f"lifelong{'-budgets' if budgets else ''}-{args.split}-{args.env}"
+    )
     if args.from_dir is None:
         worlds = get_split(args.split).worlds(args.worlds)
         chunks = [worlds[i :: args.jobs] for i in range(min(len(worlds), args.jobs))]
         cmd = [
-            sys.executable, "-m", "embodmem", "-m", "experiment=lifelong", f"env={args.env}", f"experiment.split={args.split}",
+            sys.executable,
+            "-m",
+            "embodmem",
+            "-m",
+            "experiment=lifelong",
+            f"env={args.env}",
+            f"experiment.split={args.split}",
             "experiment.world_seeds=" + ",".join("[" + ",".join(map(str, c)) + "]" for c in chunks),
-            "hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}", f"hydra.sweep.dir={directory}",
-            "logger.progress=false", "logger.plots=false", "logger.episode_logs=false",
+            "hydra/launcher=joblib",
+            f"hydra.launcher.n_jobs={args.jobs}",
+            f"hydra.sweep.dir={directory}",
+            "logger.progress=false",
+            "logger.plots=false",
+            "logger.episode_logs=false",
         ]
         if budgets:
             values = ",".join("null" if b.lower() == "none" else str(int(b)) for b in args.budgets.split(","))

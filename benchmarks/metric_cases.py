@@ -1,6 +1,6 @@
 """The hand cases of the metric definitions, computed by the library (issue bars; docs/metrics.md).
 
-    python benchmarks/metric_cases.py
+python benchmarks/metric_cases.py
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ def main() -> None:
         ("distance score, instances at 10, 40, 70, 200 m", position_score([10.0, 40.0, 70.0, 200.0])),
         ("distance score, no distance logged", distance_score([])),
         ("passed within 5 m, reported, ended 120 m away: final position only", position_score([120.0])),
-        ("passed within 5 m, reported, ended 120 m away: reference (best of final and reports)", distance_score([120.0], [[40.0], [5.0], [25.0]])),
+        (
+            "passed within 5 m, reported, ended 120 m away: reference (best of final and reports)",
+            distance_score([120.0], [[40.0], [5.0], [25.0]]),
+        ),
         ("GEM FWT, row-0 baseline, paper averaging (T-1)", forward_transfer(R)),
         ("GEM BWT, paper averaging", backward_transfer(R)),
         ("GEM FWT, GEM code averaging (T)", forward_transfer(R, averaging="code")),

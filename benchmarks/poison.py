@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
-from suite import ROOT, load_records  # noqa: E402  (benchmarks/ is the script's directory)
+from suite import ROOT, load_records
 
 from embodmem.stats import difference_of_means, mean_ci, paired_ci
 
@@ -31,13 +30,28 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or ROOT / "multirun" / f"poison-{args.split}"
-    rows = ["| K | target seen in task 1 | n | warm success [95% CI] | warm SPL [95% CI] | cold SPL | warm - cold SPL [95% CI] |",
-            "|---:|---|---:|---|---|---:|---|"]
+    rows = [
+        "| K | target seen in task 1 | n | warm success [95% CI] | warm SPL [95% CI] | cold SPL | warm - cold SPL [95% CI] |",
+        "|---:|---|---:|---|---|---:|---|",
+    ]
     for k in [int(v) for v in args.k.split(",")]:
         directory = out / f"k{k}"
         if not any(directory.rglob("metrics.jsonl")):
-            cmd = [sys.executable, str(ROOT / "benchmarks" / "suite.py"), "--split", args.split, "--worlds", str(args.worlds),
-                   "--agents", "quick", "--sequences", "wreck_then_barrel", "--out", str(directory), f"experiment.poison_k={k}"]
+            cmd = [
+                sys.executable,
+                str(ROOT / "benchmarks" / "suite.py"),
+                "--split",
+                args.split,
+                "--worlds",
+                str(args.worlds),
+                "--agents",
+                "quick",
+                "--sequences",
+                "wreck_then_barrel",
+                "--out",
+                str(directory),
+                f"experiment.poison_k={k}",
+            ]
             subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
         recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == "memory"]
         warm = {r["world_seed"]: r for r in recs if r["condition"] == "warm"}

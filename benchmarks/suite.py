@@ -23,7 +23,6 @@ import os
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -53,13 +52,17 @@ def tables(records: list[dict]) -> str:
         for r in runs
         if r["agent"] == "memory" and r["condition"] == "warm"
     }
-    agents = sorted({(r["agent"], r["condition"]) for r in runs}, key=lambda a: (a[0] != "memory", a[0], a[1] != "warm"))
+    agents = sorted(
+        {(r["agent"], r["condition"]) for r in runs}, key=lambda a: (a[0] != "memory", a[0], a[1] != "warm")
+    )
     out = []
     for sequence in sorted({r["sequence"] for r in runs}):
         n_tasks = max(r["task_index"] for r in runs if r["sequence"] == sequence)
         worlds = sorted({r["world_seed"] for r in runs if r["sequence"] == sequence})
         out.append(f"\n### {sequence} ({len(worlds)} worlds, tasks 2-{n_tasks} pooled)\n")
-        out.append("| target seen earlier | agent | n | success | SPL | steps (mean) | SPL warm-cold [95% CI] | steps cold/warm [95% CI] | warm > 1.5x cold steps |")
+        out.append(
+            "| target seen earlier | agent | n | success | SPL | steps (mean) | SPL warm-cold [95% CI] | steps cold/warm [95% CI] | warm > 1.5x cold steps |"
+        )
         out.append("|---|---|---:|---:|---:|---:|---|---|---:|")
         for group in (True, False):
             keys = [k for k, s in seen.items() if k[0] == sequence and k[3] >= 2 and s == group]
@@ -74,7 +77,7 @@ def tables(records: list[dict]) -> str:
                     f"{np.mean([r['steps'] for r in rows]):.1f} |"
                 )
                 if condition == "warm":
-                    pairs = [(by_key[(*k[:4], agent, 'warm')], by_key.get((*k[:4], agent, 'cold'))) for k in keys]
+                    pairs = [(by_key[(*k[:4], agent, "warm")], by_key.get((*k[:4], agent, "cold"))) for k in keys]
                     pairs = [(w, c) for w, c in pairs if c is not None]
                     w_spl = np.array([w["spl"] for w, _ in pairs])
                     c_spl = np.array([c["spl"] for _, c in pairs])
@@ -90,7 +93,9 @@ def tables(records: list[dict]) -> str:
             bounds = [by_key[(*k[:4], "memory", "warm")].get("seen_place_spl_bound") for k in keys]
             bounds = [b for b in bounds if b is not None]
             if group and bounds:  # what knowing exactly where the target was seen allows (an SPL bound)
-                out.append(f"| seen | oracle told the seen places (bound) | {len(bounds)} | 1.00 | {np.mean(bounds):.2f} | | | | |")
+                out.append(
+                    f"| seen | oracle told the seen places (bound) | {len(bounds)} | 1.00 | {np.mean(bounds):.2f} | | | | |"
+                )
     return "\n".join(out)
 
 
@@ -104,8 +109,18 @@ def ablation_table(records: list[dict]) -> str:
         for r in runs
         if r["agent"] == "memory" and r["condition"] == "warm"
     }
-    variants = [v for v in ("memory", "memory_no_recall", "memory_no_map", "memory_no_consolidation", "memory_fifo_only", "textlog")
-                if any(r["agent"] == v for r in runs)]
+    variants = [
+        v
+        for v in (
+            "memory",
+            "memory_no_recall",
+            "memory_no_map",
+            "memory_no_consolidation",
+            "memory_fifo_only",
+            "textlog",
+        )
+        if any(r["agent"] == v for r in runs)
+    ]
     head = "| sequence | seen | n | " + " | ".join(f"{v} SPL warm-cold [95% CI]" for v in variants) + " |"
     out = [head, "|---|---|---:|" + "---|" * len(variants)]
     for sequence in sorted({r["sequence"] for r in runs}):
@@ -129,7 +144,9 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=100, help="worlds per sequence (the first N of the split)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
     parser.add_argument(
-        "--agents", choices=("all", "core", "ablations", "quick"), default="all",
+        "--agents",
+        choices=("all", "core", "ablations", "quick"),
+        default="all",
         help="core: memory warm/cold + explorer + oracle; ablations: every memory variant warm/cold; quick: memory + explorer",
     )
     parser.add_argument("--sequences", default=None, help="comma-separated subset of the suite's sequences")
@@ -143,9 +160,19 @@ def main() -> None:
         chunks = [worlds[i :: args.jobs * 2] for i in range(min(len(worlds), args.jobs * 2))]
         sweep = ",".join("[" + ",".join(map(str, c)) + "]" for c in chunks)
         cmd = [
-            sys.executable, "-m", "embodmem", "-m", "experiment=suite", f"experiment.split={args.split}",
-            f"experiment.world_seeds={sweep}", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}",
-            f"hydra.sweep.dir={out}", "logger.progress=false", "logger.plots=false", "logger.episode_logs=false",
+            sys.executable,
+            "-m",
+            "embodmem",
+            "-m",
+            "experiment=suite",
+            f"experiment.split={args.split}",
+            f"experiment.world_seeds={sweep}",
+            "hydra/launcher=joblib",
+            f"hydra.launcher.n_jobs={args.jobs}",
+            f"hydra.sweep.dir={out}",
+            "logger.progress=false",
+            "logger.plots=false",
+            "logger.episode_logs=false",
         ]
         cmd += {
             "all": [],
@@ -160,7 +187,10 @@ def main() -> None:
         t0 = time.perf_counter()
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-        print(f"\nsuite on {args.split} worlds {worlds[0]}-{worlds[-1]}: {time.perf_counter() - t0:.0f} s wall", flush=True)
+        print(
+            f"\nsuite on {args.split} worlds {worlds[0]}-{worlds[-1]}: {time.perf_counter() - t0:.0f} s wall",
+            flush=True,
+        )
         directory = out
     else:
         directory = args.from_dir

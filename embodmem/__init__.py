@@ -11,6 +11,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from embodmem.envs.registration import register_envs  # noqa: E402
+from embodmem.envs.registration import register_envs
 
 register_envs()

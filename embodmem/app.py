@@ -18,25 +18,25 @@ from enum import Enum
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import logging  # noqa: E402
-import sys  # noqa: E402
+import logging
+import sys
 from pathlib import Path
 from typing import Any
 
-import hydra  # noqa: E402
+import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import embodmem.configs
 from embodmem.agents.base import Agent
+from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import register_configs, validate
-from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
-from embodmem.profiling import Profiler
-from embodmem.runner import EpisodeAborted, ExperimentPlan, RunWriter, run_experiment
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.profiling import Profiler
+from embodmem.runner import EpisodeAborted, ExperimentPlan, RunWriter, run_experiment
 
 CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
 """The shipped config groups (package data, also reachable as ``pkg://embodmem.configs``)."""
@@ -110,7 +110,9 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
     if name == "vlm":
         from embodmem.agents.vlm_agent import build_vlm_agent
 
-        return build_vlm_agent(cfg, embedder, build_agent("memory", cfg, embedder, env, seed))  # it executes the VLM's plans
+        return build_vlm_agent(
+            cfg, embedder, build_agent("memory", cfg, embedder, env, seed)
+        )  # it executes the VLM's plans
     if name in VARIANTS:
         from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
 
@@ -123,7 +125,9 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
         agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim, variant), settings)
         agent.name = name
         return agent
-    raise ValueError(f"agent {name!r} is unknown; allowed: {', '.join(('explorer', 'oracle', 'random', 'vlm', *VARIANTS))}")
+    raise ValueError(
+        f"agent {name!r} is unknown; allowed: {', '.join(('explorer', 'oracle', 'random', 'vlm', *VARIANTS))}"
+    )
 
 
 def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
@@ -202,18 +206,6 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     print_table(profile, title=f"Where the time went ({steps} agent steps)")
     print(f"\noutputs: {out_dir}")
     return writer.records
-
-
-def world_done(writer: RunWriter, runs: list[tuple[str, str]], sequence: str, world_seed: int, seed: int, n_tasks: int, gem: bool) -> bool:
-    """Whether metrics.jsonl already holds every episode of this world (then resume skips it)."""
-    base = {"sequence": sequence, "world_seed": world_seed, "seed": seed, "eval_after": None}
-    keys = [episode_key({**base, "agent": a, "condition": c, "task_index": i + 1}) for a, c in runs for i in range(n_tasks)]
-    if gem:
-        keys += [
-            episode_key({**base, "agent": a, "condition": "eval", "task_index": j + 1, "eval_after": after})
-            for a, c in runs if c == "warm" for after in range(n_tasks + 1) for j in range(n_tasks)
-        ]  # fmt: skip
-    return all(k in writer.done for k in keys)
 
 
 register_configs()

@@ -7,6 +7,7 @@ destination, which POSIX guarantees is atomic on one filesystem.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -31,10 +32,8 @@ def atomic_write_with(path: str | os.PathLike[str], write: Callable[[BinaryIO], 
             os.fsync(fh.fileno())
         os.replace(tmp_name, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
         raise
     return path
 

@@ -15,13 +15,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING  # noqa: F401
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import (
+    MISSING,  # noqa: F401
+    DictConfig,
+    ListConfig,
+    OmegaConf,
+)
 
 from embodmem.agents.memory_agent import MemoryAgentConfig
-from embodmem.memory import MemoryConfig
 from embodmem.agents.variants import VARIANTS
 from embodmem.envs.tasks import SEQUENCES, TASKS
+from embodmem.memory import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
 
@@ -399,14 +403,16 @@ def _items(value: Any) -> list[Any]:
 def check_known_keys(node: DictConfig, schema: type, prefix: str = "") -> None:
     """Refuse keys the schema lacks (``+key=value`` additions bypass OmegaConf's own check)."""
     names = [f.name for f in dataclasses.fields(schema)]
-    for key in node.keys():
+    for key in node:
         full = f"{prefix}{key}"
         if full == "hydra":
             continue
         if key not in names:
             section = prefix.rstrip(".") or "the config"
             value = OmegaConf.select(node, str(key), throw_on_resolution_failure=False)
-            raise ConfigError(f"{full}: no such key (value {shown(full, value)}); keys of {section}: {', '.join(names)}")
+            raise ConfigError(
+                f"{full}: no such key (value {shown(full, value)}); keys of {section}: {', '.join(names)}"
+            )
         child_type = OmegaConf.get_type(node, str(key))
         if child_type is not None and dataclasses.is_dataclass(child_type):
             check_known_keys(node[key], child_type, f"{full}.")
@@ -422,11 +428,12 @@ def _check_vlm(cfg: Any) -> None:
     key_env = vlm.get("api_key_env")
     if key_env is not None and not (isinstance(key_env, str) and ENV_VAR_NAME.fullmatch(key_env)):
         raise ConfigError.bad_value(
-            "agent.vlm.api_key_env", key_env, "null or the NAME of an environment variable holding the key "
-            "(A-Z, 0-9, _), never the key itself"
+            "agent.vlm.api_key_env",
+            key_env,
+            "null or the NAME of an environment variable holding the key (A-Z, 0-9, _), never the key itself",
         )
     names = [f.name for f in dataclasses.fields(VLMConfig)]
-    for key in vlm.keys():
+    for key in vlm:
         if key not in names:
             raise ConfigError(f"agent.vlm.{key}: no such key; keys of agent.vlm: {', '.join(names)}")
     if cfg.agent.name == AgentName.vlm:
@@ -470,10 +477,14 @@ def validate(cfg: Any) -> None:
         )
     load = cfg.experiment.load_memory
     if load is not None and not Path(load).is_dir():
-        raise ConfigError.bad_value("experiment.load_memory", load, "null or an existing directory saved by experiment.save_memory")
+        raise ConfigError.bad_value(
+            "experiment.load_memory", load, "null or an existing directory saved by experiment.save_memory"
+        )
     pretrained = cfg.embedder.pretrained
     if pretrained not in (None, "default") and not Path(pretrained).is_file():
-        raise ConfigError.bad_value("embedder.pretrained", pretrained, "default, null (random weights) or an existing checkpoint file")
+        raise ConfigError.bad_value(
+            "embedder.pretrained", pretrained, "default, null (random weights) or an existing checkpoint file"
+        )
     exp = cfg.experiment
     try:
         check_worlds(exp.split, [int(w) for w in exp.world_seeds])

@@ -185,11 +185,13 @@ def _check_consistency(log: EpisodeLog) -> None:
     bad = next((i for i, (a, name) in enumerate(zip(log.actions, log.action_names)) if ACTION_NAMES[a] != name), None)
     if bad is not None:
         raise EpisodeLogError(
-            f"action_names.{bad}", f"{log.action_names[bad]!r} does not name action {log.actions[bad]} ({ACTION_NAMES[log.actions[bad]]!r})"
+            f"action_names.{bad}",
+            f"{log.action_names[bad]!r} does not name action {log.actions[bad]} ({ACTION_NAMES[log.actions[bad]]!r})",
         )
     if len(log.obs_digests) != n + 1:
         raise EpisodeLogError(
-            "obs_digests", f"{len(log.obs_digests)} observation digests for {n} actions (expected {n + 1}); truncated or inconsistent"
+            "obs_digests",
+            f"{len(log.obs_digests)} observation digests for {n} actions (expected {n + 1}); truncated or inconsistent",
         )
     bad = next((i for i, d in enumerate(log.obs_digests) if not _is_hex16(d)), None)
     if bad is not None:
@@ -204,7 +206,9 @@ def _check_consistency(log: EpisodeLog) -> None:
     last = -1
     for i, r in enumerate(log.reports):
         if not last < r.step < n:
-            raise EpisodeLogError(f"reports.{i}.step", f"{r.step} is not after step {last} and before the last of {n} steps")
+            raise EpisodeLogError(
+                f"reports.{i}.step", f"{r.step} is not after step {last} and before the last of {n} steps"
+            )
         last = r.step
     rec = log.record
     for name, want in (("success", int(log.success)), ("steps", n), ("task", log.task), ("task_index", log.task_index),
@@ -244,7 +248,8 @@ def read_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], EpisodeLog]:
         raw = json.loads(text)
     except json.JSONDecodeError as err:
         raise EpisodeLogError(
-            "log", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno}); the log is corrupted or truncated"
+            "log",
+            f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno}); the log is corrupted or truncated",
         ) from None
     except RecursionError:
         raise EpisodeLogError("log", "JSON nested too deeply; not an episode log") from None

@@ -138,9 +138,7 @@ def soft_spl(d_start_m: float, d_final_m: float, shortest_path_m: float, path_le
     return soft_success(d_start_m, d_final_m) * _efficiency(shortest_path_m, path_length_m)
 
 
-def instance_score(
-    distance_m: float, full_score_m: float = FULL_SCORE_M, zero_score_m: float = ZERO_SCORE_M
-) -> float:
+def instance_score(distance_m: float, full_score_m: float = FULL_SCORE_M, zero_score_m: float = ZERO_SCORE_M) -> float:
     """Score for one instance: 100 within ``full_score_m``, linear down to 0 at ``zero_score_m``.
 
     Example:
@@ -276,9 +274,7 @@ def _need(info: Mapping[str, Any], key: str) -> Any:
     try:
         return info[key]
     except KeyError:
-        raise KeyError(
-            f"env info lacks {key!r}; the episode measures need it (got keys {sorted(info)})"
-        ) from None
+        raise KeyError(f"env info lacks {key!r}; the episode measures need it (got keys {sorted(info)})") from None
 
 
 class Success:
@@ -518,9 +514,7 @@ class EpisodeMeasures:
             "success": int(success),
             "spl": spl(success, shortest, taken),
             "soft_spl": soft_spl(shortest, d_final, shortest, taken),
-            "distance_score": distance_score(
-                instances, self.reports.distances(), self.full_score_m, self.zero_score_m
-            ),
+            "distance_score": distance_score(instances, self.reports.distances(), self.full_score_m, self.zero_score_m),
             "distance_score_final": position_score(instances, self.full_score_m, self.zero_score_m),
             "reports": len(self.reports.steps),
             "steps": self.steps.get(),

@@ -27,7 +27,9 @@ MIN_DISTANCE_CELLS = 8.0
 def _target_frames(image_size: int) -> tuple[np.ndarray, np.ndarray]:
     from embodmem.embedding.frames import render_frames
 
-    frames = render_frames(get_split("memory_bench").worlds(SOURCE_WORLDS), 150, image_size=image_size, seed=7, progress=False)
+    frames = render_frames(
+        get_split("memory_bench").worlds(SOURCE_WORLDS), 150, image_size=image_size, seed=7, progress=False
+    )
     return frames.images, frames.label
 
 

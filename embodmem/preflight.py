@@ -46,7 +46,9 @@ def describe(err: BaseException) -> str:
         return str(err)
     if isinstance(err, OverrideParseException):
         reason = one_line(str(err).split("See https://")[0])
-        return f"bad override {err.override!r}: {reason}; syntax: https://hydra.cc/docs/advanced/override_grammar/basic/"
+        return (
+            f"bad override {err.override!r}: {reason}; syntax: https://hydra.cc/docs/advanced/override_grammar/basic/"
+        )
     if isinstance(err, MissingConfigException) and err.missing_cfg_file and err.options is not None:
         group, _, option = err.missing_cfg_file.rpartition("/")
         return f"{group}: {option!r} is not allowed; allowed: {', '.join(err.options)}"
@@ -54,7 +56,9 @@ def describe(err: BaseException) -> str:
     if isinstance(cause, ConfigKeyError | ConfigAttributeError) and cause.full_key:
         section, _, _ = str(cause.full_key).rpartition(".")
         keys = keys_of(section)
-        allowed = f"keys of {section or 'the config'}: {', '.join(keys)}" if keys else f"{section} has no keys in this config"
+        allowed = (
+            f"keys of {section or 'the config'}: {', '.join(keys)}" if keys else f"{section} has no keys in this config"
+        )
         return f"{cause.full_key}: no such key; {allowed}"
     if isinstance(cause, OmegaConfBaseException) and cause.full_key:
         return f"{cause.full_key}: {str(cause.msg).splitlines()[0]}"
@@ -65,7 +69,7 @@ def keys_of(section: str) -> list[str]:
     """The schema's keys of a dotted section ('' for the top level)."""
     node = OmegaConf.structured(Config)
     selected = OmegaConf.select(node, section) if section else node
-    return [str(k) for k in selected.keys()] if isinstance(selected, DictConfig) else []
+    return [str(k) for k in selected] if isinstance(selected, DictConfig) else []
 
 
 class PreflightError(Exception):

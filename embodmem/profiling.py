@@ -29,6 +29,11 @@ class Profiler:
         """Rows: section, total seconds, microseconds per step, share of the total."""
         total = sum(v for k, v in self.seconds.items() if "/" not in k) or 1e-12
         return [
-            {"section": k, "seconds": round(v, 3), "us_per_step": round(1e6 * v / max(steps, 1), 1), "share": round(v / total, 3)}
+            {
+                "section": k,
+                "seconds": round(v, 3),
+                "us_per_step": round(1e6 * v / max(steps, 1), 1),
+                "share": round(v / total, 3),
+            }
             for k, v in sorted(self.seconds.items(), key=lambda kv: -kv[1])
         ]

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embodmem.envs.spec import ACTION_NAMES
+from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLogError, read_log
 from embodmem.metrics import EpisodeMeasures
 from embodmem.runner import TIMING_FIELDS, observation_digest
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
-from embodmem.envs.spec import ACTION_NAMES
-from embodmem.envs.underwater import UnderwaterEnv
 
 _NOT_ENV_KWARGS = ("task", "tasks", "world_seed", "render_mode")
 """Keys the replay sets itself, ignored if a log's ``env`` carries them."""
@@ -153,7 +153,9 @@ def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
         steps.append(rec)
         done = terminated or truncated
     if not done:
-        raise ReplayError(f"{path}: the log ends after {len(actions)} actions but the episode had not ended (truncated log?)")
+        raise ReplayError(
+            f"{path}: the log ends after {len(actions)} actions but the episode had not ended (truncated log?)"
+        )
     summary = measures.get()
     if measures.reports.steps != list(log.get("reports", [])):
         raise ReplayError(f"{path}: field reports: the re-simulated reports differ from the logged ones")
@@ -168,7 +170,12 @@ def _check_record(path: str | Path, summary: Mapping[str, Any], record: Mapping[
             continue
         if key not in record:
             raise ReplayMismatch(f"{path}: field record.{key}: missing; the replay computes {value!r}", -1)
-        same = record[key] == value or (isinstance(value, float) and math.isnan(value) and isinstance(record[key], float) and math.isnan(record[key]))
+        same = record[key] == value or (
+            isinstance(value, float)
+            and math.isnan(value)
+            and isinstance(record[key], float)
+            and math.isnan(record[key])
+        )
         if not same or type(record[key]) is not type(value):
             raise ReplayMismatch(
                 f"{path}: field record.{key}: the log has {record[key]!r}, the replay computes {value!r}", -1
@@ -204,7 +211,9 @@ def _reset(env: UnderwaterEnv, log: Mapping[str, Any], path: str | Path) -> tupl
 
 def _check_digest(path: str | Path, step: int, action: int | None, got: str, expected: str) -> None:
     if got != expected:
-        what = "the observation after reset" if action is None else f"the observation after action {ACTION_NAMES[action]}"
+        what = (
+            "the observation after reset" if action is None else f"the observation after action {ACTION_NAMES[action]}"
+        )
         raise ReplayMismatch(
             f"{path}: replay diverges at step {step}: {what} has digest {got}, the log has {expected} "
             "(the logged actions, the environment code, its settings or the seed differ from the recording)",
@@ -266,7 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Re-simulate a logged episode, check every observation against the log, render its video.",
     )
     parser.add_argument("log", type=Path, help="episode log (episodes/*.json in a run directory)")
-    parser.add_argument("--out", type=Path, default=None, help="video file, .mp4 (H.264) or .webm (VP9); default: <log>.replay.mp4")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="video file, .mp4 (H.264) or .webm (VP9); default: <log>.replay.mp4"
+    )
     parser.add_argument("--size", type=int, default=256, help="panel side in pixels (>= 32; default 256)")
     parser.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
     parser.add_argument("--check", action="store_true", help="verify the replay only; write no video")

@@ -217,9 +217,7 @@ def _group(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Any, ..
     return dict(sorted(groups.items(), key=lambda kv: tuple(_sort_value(k, v) for k, v in zip(keys, kv[0]))))
 
 
-def summary_table(
-    records: Iterable[Record], metrics: Sequence[str] = SUMMARY_METRICS
-) -> list[dict[str, Any]]:
+def summary_table(records: Iterable[Record], metrics: Sequence[str] = SUMMARY_METRICS) -> list[dict[str, Any]]:
     """Per agent x condition x task: ``<m>_mean``, ``<m>_std``, ``<m>_lo`` / ``<m>_hi`` over seeds,
     ``csr`` / ``n_csr`` (chain success, :func:`embodmem.transfer.chain_table`), ``n_seeds`` and
     ``n_episodes``.
@@ -259,9 +257,7 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def write_csv(
-    path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
-) -> Path:
+def write_csv(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Path:
     """Write rows as CSV atomically; columns default to the keys of the rows in first-seen order.
 
     Missing values are empty cells, NaN is written ``nan``.
@@ -345,9 +341,7 @@ def format_table(
     names = [headers.get(c, c) for c in columns]
     decimals = [_column_decimals([r.get(c) for r in rows]) for c in columns]
     cells = [[_cell(r.get(c), d) for c, d in zip(columns, decimals)] for r in rows]
-    numeric = [
-        c in right or all(_is_number(r.get(c)) or r.get(c) is None for r in rows) for c in columns
-    ]
+    numeric = [c in right or all(_is_number(r.get(c)) or r.get(c) is None for r in rows) for c in columns]
     widths = [max([len(n)] + [len(row[i]) for row in cells]) for i, n in enumerate(names)]
 
     def line(values: Sequence[str]) -> str:
@@ -483,9 +477,7 @@ def _gem_csv_rows(gems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     }
                 )
         for j in range(1, len(b) + 1):
-            rows.append(
-                {**base, "kind": "b", "task_index": j, "task": g["tasks"].get(j), "value": float(b[j - 1])}
-            )
+            rows.append({**base, "kind": "b", "task_index": j, "task": g["tasks"].get(j), "value": float(b[j - 1])})
         for j in range(1, len(b) + 1):
             rows.append(
                 {
@@ -507,8 +499,7 @@ def format_gem(g: Mapping[str, Any]) -> str:
     R, b_cold = g["R"], g["b_cold"]
     n = R.shape[1]
     rows = [
-        {"after": str(i), **{f"T{j}": fmt_number(float(R[i, j - 1])) for j in range(1, n + 1)}}
-        for i in range(n + 1)
+        {"after": str(i), **{f"T{j}": fmt_number(float(R[i, j - 1])) for j in range(1, n + 1)}} for i in range(n + 1)
     ]
     rows.append({"after": "cold", **{f"T{j}": fmt_number(float(b_cold[j - 1])) for j in range(1, n + 1)}})
     text = [
@@ -542,9 +533,7 @@ def _save_png(fig: Any, path: Path) -> Path:
 
 
 def _task_positions(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, Any]]:
-    return sorted(
-        {(int(r["task_index"]), r.get("task")) for r in rows}, key=lambda t: (t[0], order_key(t[1]))
-    )
+    return sorted({(int(r["task_index"]), r.get("task")) for r in rows}, key=lambda t: (t[0], order_key(t[1])))
 
 
 def _error_bars(rows: Sequence[Mapping[str, Any]], value: str, lo: str, hi: str) -> list[list[float]]:
@@ -558,9 +547,7 @@ def _error_bars(rows: Sequence[Mapping[str, Any]], value: str, lo: str, hi: str)
     return [below, above]
 
 
-def plot_success_spl(
-    summary_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = ""
-) -> Path | None:
+def plot_success_spl(summary_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "") -> Path | None:
     """Success and SPL per task, one bar per agent/condition, error bars = bootstrap 95% CI of the
     mean over seeds (none with one seed).
 
@@ -611,9 +598,7 @@ def _transfer_positions(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, An
     return list(dict.fromkeys((int(r["task_index"]), r.get("task"), str(r.get("seen"))) for r in rows))
 
 
-def _bars_by_agent(
-    ax: Any, rows: Sequence[Mapping[str, Any]], stem: str
-) -> list[tuple[float, Mapping[str, Any]]]:
+def _bars_by_agent(ax: Any, rows: Sequence[Mapping[str, Any]], stem: str) -> list[tuple[float, Mapping[str, Any]]]:
     """One bar per agent at each (task, seen) position, with the ``stem`` CI as error bars."""
     positions = _transfer_positions(rows)
     agents = sorted({r["agent"] for r in rows}, key=order_key)
@@ -638,9 +623,7 @@ def _bars_by_agent(
     return placed
 
 
-def plot_transfer(
-    transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = ""
-) -> Path | None:
+def plot_transfer(transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "") -> Path | None:
     """Warm-minus-cold success and SPL (ft) per task and seen group, error bars = paired 95% CI.
 
     Returns None (and writes nothing) when no agent ran both warm and cold.
@@ -745,9 +728,7 @@ def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool
     result.files.append(write_csv(out / "transfer.csv", transfer, transfer_cols))
     if gems:
         result.files.append(write_csv(out / "gem.csv", _gem_csv_rows(gems), GEM_COLUMNS))
-        result.notes += [
-            f"GEM {g['agent']}/{g['sequence']}/{g['metric']}: {g['note']}" for g in gems if g["note"]
-        ]
+        result.notes += [f"GEM {g['agent']}/{g['sequence']}/{g['metric']}: {g['note']}" for g in gems if g["note"]]
 
     if plots:
         for sequence in sorted({r.get("sequence") for r in records}, key=order_key):
@@ -762,9 +743,7 @@ def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool
             transfer_png = plot_transfer(seq_transfer, out / f"transfer_{name}.png", title)
             ratio_png = plot_steps_ratio(seq_records, out / f"steps_ratio_{name}.png", title, seq_transfer)
             if transfer_png is None or ratio_png is None:
-                result.notes.append(
-                    f"no transfer plots for sequence {sequence}: no agent ran both warm and cold"
-                )
+                result.notes.append(f"no transfer plots for sequence {sequence}: no agent ran both warm and cold")
             result.files += [p for p in (transfer_png, ratio_png) if p is not None]
     return result
 

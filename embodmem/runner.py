@@ -24,12 +24,12 @@ import numpy as np
 
 from embodmem.agents.base import Agent, MemoryCarrier
 from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
-from embodmem.episode_log import LOG_FORMAT, write_log
-from embodmem.poison import false_memories
-from embodmem.profiling import Profiler
-from embodmem.metrics import EpisodeMeasures, spl
 from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.episode_log import LOG_FORMAT, write_log
+from embodmem.metrics import EpisodeMeasures, spl
+from embodmem.poison import false_memories
+from embodmem.profiling import Profiler
 
 
 def observation_digest(obs: dict[str, Any]) -> str:
@@ -158,8 +158,10 @@ class EpisodeAborted(RuntimeError):
     """
 
     def __init__(self, record: dict[str, Any]) -> None:
-        super().__init__(f"task {record['task_index']} ({record['task']}) aborted after "
-                         f"{record['steps_before_abort']} steps: {record['abort_reason']}")
+        super().__init__(
+            f"task {record['task_index']} ({record['task']}) aborted after "
+            f"{record['steps_before_abort']} steps: {record['abort_reason']}"
+        )
         self.record = record
 
 
@@ -222,14 +224,24 @@ def run_sequence(
                 carrier.reset_memory()
             carrier.set_context(run_id, task, i)
             if spec.poison_k and spec.condition == "warm" and i > 0:
-                images, poses = false_memories(env, task, spec.poison_k, episode_seed(spec.world_seed, spec.seed, 1000 + i))
+                images, poses = false_memories(
+                    env, task, spec.poison_k, episode_seed(spec.world_seed, spec.seed, 1000 + i)
+                )
                 carrier.implant(images, poses)
         try:
-            result = run_episode(env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step)
+            result = run_episode(
+                env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step
+            )
         except Exception as err:
             reason = " ".join(f"{type(err).__name__}: {err}".split())
-            aborted = {"aborted": True, "abort_reason": reason, "steps_before_abort": env.step_count,
-                       **agent.episode_stats(), **sequence_record(spec, run_id, agent, i), "eval_after": None}
+            aborted = {
+                "aborted": True,
+                "abort_reason": reason,
+                "steps_before_abort": env.step_count,
+                **agent.episode_stats(),
+                **sequence_record(spec, run_id, agent, i),
+                "eval_after": None,
+            }
             raise EpisodeAborted(aborted) from err
         mem_stats = agent.memory.stats() if agent.memory is not None else {}
         result.record.update(
@@ -255,7 +267,9 @@ def run_sequence(
     return results
 
 
-def seen_place_spl_bound(env: UnderwaterEnv, result: EpisodeResult, seen_before: set[tuple[str, int, int]]) -> float | None:
+def seen_place_spl_bound(
+    env: UnderwaterEnv, result: EpisodeResult, seen_before: set[tuple[str, int, int]]
+) -> float | None:
     """SPL of an oracle told only the target cells seen in earlier tasks (None if none were seen):
     what an agent that remembers exactly where it saw the target can reach at best."""
     cells = {(x, y) for kind, x, y in seen_before if kind == env.task.target}
@@ -284,7 +298,9 @@ def evaluation_row(
     with tempfile.TemporaryDirectory(prefix="embodmem-eval-") as tmp:
         state = Path(tmp)
         agent.save_state(state)
-        eval_spec = SequenceSpec(spec.sequence, spec.tasks, spec.world_seed, spec.seed, "eval", spec.start, spec.start_poses, spec.split)
+        eval_spec = SequenceSpec(
+            spec.sequence, spec.tasks, spec.world_seed, spec.seed, "eval", spec.start, spec.start_poses, spec.split
+        )
         for j, task in enumerate(spec.tasks):
             evaluator = make_agent()
             assert isinstance(evaluator, MemoryCarrier), "make_agent must build the same kind of agent"
@@ -311,7 +327,10 @@ def evaluation_row(
 
 def episode_key(record: dict[str, Any]) -> tuple[Any, ...]:
     """Stable identity of an episode in a run directory (what ``resume`` matches on)."""
-    return tuple(record.get(k) for k in ("sequence", "world_seed", "seed", "split", "agent", "condition", "task_index", "eval_after"))
+    return tuple(
+        record.get(k)
+        for k in ("sequence", "world_seed", "seed", "split", "agent", "condition", "task_index", "eval_after")
+    )
 
 
 def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
@@ -331,7 +350,9 @@ def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
         except ValueError as err:
             if any(rest.strip() for rest in lines[i + 1 :]):
                 raise ValueError(f"{path}: line {i + 1} is not a metrics record ({err}); fix or remove it") from None
-            print(f"{path}: dropped a truncated last line ({len(line)} bytes); that episode runs again", file=sys.stderr)
+            print(
+                f"{path}: dropped a truncated last line ({len(line)} bytes); that episode runs again", file=sys.stderr
+            )
             if repair:
                 atomic_write_bytes(path, b"".join(ln + b"\n" for ln in lines[:i] if ln.strip()))
             break
@@ -411,7 +432,11 @@ def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tu
     if not writer.done:
         return False
     base = {"sequence": sequence, "world_seed": world_seed, "seed": plan.seed, "split": plan.split, "eval_after": None}
-    keys = [episode_key({**base, "agent": a, "condition": c, "task_index": i + 1}) for a, c in plan.runs for i in range(len(tasks))]
+    keys = [
+        episode_key({**base, "agent": a, "condition": c, "task_index": i + 1})
+        for a, c in plan.runs
+        for i in range(len(tasks))
+    ]
     if plan.gem_eval:
         keys += [
             episode_key({**base, "agent": a, "condition": "eval", "task_index": j + 1, "eval_after": after})
@@ -453,15 +478,26 @@ def run_experiment(
             for name, condition in plan.runs:
                 agent = make_agent(name, env)
                 agent.profiler = profiler
-                spec = SequenceSpec(sequence, tasks, world_seed, plan.seed, condition, plan.start, split=plan.split, poison_k=plan.poison_k)
+                spec = SequenceSpec(
+                    sequence,
+                    tasks,
+                    world_seed,
+                    plan.seed,
+                    condition,
+                    plan.start,
+                    split=plan.split,
+                    poison_k=plan.poison_k,
+                )
                 carrier = agent if isinstance(agent, MemoryCarrier) else None
                 if carrier is not None and condition == "warm" and plan.load_memory is not None:
                     carrier.load_state(plan.load_memory)
                 evaluate = carrier is not None and eval_env is not None and condition == "warm"
 
-                def write_eval_row(after: int, carrier=carrier, spec=spec, name=name) -> None:
+                def write_eval_row(after: int, carrier=carrier, spec=spec, name=name, eval_env=eval_env) -> None:
                     assert carrier is not None and eval_env is not None
-                    writer.write_records(evaluation_row(carrier, lambda: make_agent(name, eval_env), eval_env, spec, plan.run_id, after))
+                    writer.write_records(
+                        evaluation_row(carrier, lambda: make_agent(name, eval_env), eval_env, spec, plan.run_id, after)
+                    )
 
                 def on_episode(result: EpisodeResult, write_eval_row=write_eval_row, evaluate=evaluate) -> None:
                     if recorder is not None:
@@ -478,15 +514,24 @@ def run_experiment(
                     recorder.bind(env, agent)
                 try:
                     run_sequence(
-                        env, agent, spec, plan.run_id, profiler, plan.sleep_between_tasks and condition == "warm",
-                        on_episode, recorder.step if recorder is not None else None,
+                        env,
+                        agent,
+                        spec,
+                        plan.run_id,
+                        profiler,
+                        plan.sleep_between_tasks and condition == "warm",
+                        on_episode,
+                        recorder.step if recorder is not None else None,
                     )
                 except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
                     writer.write_records([aborted.record])
                     raise
                 if carrier is not None and condition == "warm" and plan.save_memory_dir is not None:
-                    carrier.save_state(plan.save_memory_dir / f"world{world_seed}" if len(plan.sequences) == 1
-                                       else plan.save_memory_dir / f"{sequence}-world{world_seed}")
+                    carrier.save_state(
+                        plan.save_memory_dir / f"world{world_seed}"
+                        if len(plan.sequences) == 1
+                        else plan.save_memory_dir / f"{sequence}-world{world_seed}"
+                    )
     return writer.records
 
 

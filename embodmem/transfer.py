@@ -181,9 +181,7 @@ def _only(records: Iterable[Record], key: str, wanted: Any, what: str) -> list[R
         return [r for r in records if r.get(key) == wanted]
     values = {r.get(key) for r in records}
     if len(values) > 1:
-        raise ValueError(
-            f"records mix several {what}s {sorted(values, key=order_key)}; pass {key}=... to choose one"
-        )
+        raise ValueError(f"records mix several {what}s {sorted(values, key=order_key)}; pass {key}=... to choose one")
     return records
 
 
@@ -298,9 +296,7 @@ def _check_averaging(averaging: str) -> None:
         raise ValueError(f"averaging must be one of {list(AVERAGING)}, got {averaging!r}")
 
 
-def forward_transfer(
-    R: np.ndarray, b: Sequence[float] | np.ndarray | None = None, averaging: str = "paper"
-) -> float:
+def forward_transfer(R: np.ndarray, b: Sequence[float] | np.ndarray | None = None, averaging: str = "paper") -> float:
     """GEM's FWT = 1/(T-1) * sum over j = 2..T of ``R[j-1][j] - b[j]`` (Lopez-Paz & Ranzato, 2017).
 
     How much having experienced the earlier tasks helps on a task before it is attempted. ``b``
@@ -418,9 +414,7 @@ def _group(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Hashabl
     return dict(sorted(groups.items(), key=lambda kv: tuple(order_key(v) for v in kv[0])))
 
 
-def paired_seed_means(
-    warm: Iterable[Record], cold: Iterable[Record], metric: str
-) -> tuple[np.ndarray, np.ndarray]:
+def paired_seed_means(warm: Iterable[Record], cold: Iterable[Record], metric: str) -> tuple[np.ndarray, np.ndarray]:
     """Per-seed means of ``metric`` for the seeds present in both conditions, in one seed order."""
     w, c = seed_means(warm, metric), seed_means(cold, metric)
     seeds = sorted(w.keys() & c.keys(), key=lambda s: tuple(order_key(v) for v in s))
@@ -475,9 +469,7 @@ def seen_groups(records: Sequence[Record]) -> dict[tuple[Any, ...], str]:
     return {seed_of(r): SEEN if flags.get(seed_of(r), False) else NOT_SEEN for r in records}
 
 
-def transfer_table(
-    records: Iterable[Record], metrics: Sequence[str] = ("success", "spl")
-) -> list[dict[str, Any]]:
+def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success", "spl")) -> list[dict[str, Any]]:
     """Rows per (agent, sequence, task_index, task, seen) comparing warm with cold.
 
     ``seen`` splits a task's seeds by whether its target was seen in an earlier task of the warm run

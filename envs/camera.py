@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from embodmem.envs.objects import KIND_HEIGHTS, KINDS, TEX, texture_atlas
+from embodmem.envs.objects import KIND_HEIGHTS, TEX, texture_atlas
 
 CAMERA_Z = 0.5
 """Camera height above the seabed, in wall heights."""
@@ -140,7 +140,7 @@ class WaterLook:
 
     @staticmethod
     @functools.lru_cache(maxsize=64)
-    def for_light(lux: float, view_range: float) -> "WaterLook":
+    def for_light(lux: float, view_range: float) -> WaterLook:
         """Shallow water (10 lux) is blue-green and bright; deep water (1.5 lux) is dim navy."""
         b = float(np.clip((lux / 10.0) ** 0.5, 0.05, 1.0))
         water = np.array([0.05, 0.32, 0.42], dtype=np.float32) * (0.35 + 0.65 * b)
@@ -218,7 +218,13 @@ class Camera:
         return table
 
     def _columns(
-        self, dist: np.ndarray, kind: np.ndarray, u: np.ndarray, shade: np.ndarray, look: WaterLook, clip_bottom: np.ndarray
+        self,
+        dist: np.ndarray,
+        kind: np.ndarray,
+        u: np.ndarray,
+        shade: np.ndarray,
+        look: WaterLook,
+        clip_bottom: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Textured columns for any number of layers side by side (arrays of n * size columns).
 
@@ -335,7 +341,16 @@ class Camera:
             fog = 1.0 - math.exp(-FOG_DENSITY * fi / look.view_range)
             color = np.array([0.55, 0.85, 0.8]) * look.brightness * (1 - fog) + look.water_rgb * fog
             axes = (max(1, int(round(2 * r))), max(1, int(round(r))))
-            cv2.ellipse(img, (int(round(cx)), int(round(cy))), axes, 0, 0, 360, tuple(int(c) for c in np.clip(color, 0, 1) * 255), -1)
+            cv2.ellipse(
+                img,
+                (int(round(cx)), int(round(cy))),
+                axes,
+                0,
+                0,
+                360,
+                tuple(int(c) for c in np.clip(color, 0, 1) * 255),
+                -1,
+            )
 
 
 class Sonar:

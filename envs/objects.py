@@ -61,7 +61,22 @@ KINDS: tuple[Kind, ...] = (
 
 KIND_INDEX: dict[str, int] = {k.name: i for i, k in enumerate(KINDS)}
 KIND_SYMBOLS: tuple[str, ...] = (
-    "  ", "Ro", "Re", "MR", "PL", "OD", "SS", "EB", "WS", "AW", "LP", "Ca", "TW", "MD", "CT", "RA",
+    "  ",
+    "Ro",
+    "Re",
+    "MR",
+    "PL",
+    "OD",
+    "SS",
+    "EB",
+    "WS",
+    "AW",
+    "LP",
+    "Ca",
+    "TW",
+    "MD",
+    "CT",
+    "RA",
 )
 """Two characters per kind (in ``KINDS`` order) for text views of the grid (``pprint_grid``)."""
 TARGET_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.is_target)
@@ -197,4 +212,3 @@ class SeabedObject(WorldObj):
             fill_coords(img, point_in_circle(0.5, 0.5, 0.18), (0, 0, 0))
         else:
             fill_coords(img, point_in_rect(0, 1, 0, 1), color)
-

@@ -58,6 +58,7 @@ TASKS: dict[str, Task] = {
 MISSIONS: tuple[str, ...] = tuple(t.mission for t in TASKS.values())
 """Every mission text, in task order (distinct: one per task); ``MISSIONS.index(m)`` encodes a mission."""
 
+
 def tour(length: int, seed: int = 0) -> tuple[str, ...]:
     """A lifelong tour: ``length`` tasks drawn with repetition from all twelve (shallow and deep),
     never the same task twice in a row.

@@ -183,19 +183,36 @@ class UnderwaterEnv(MiniGridEnv):
             success_distance_m,
             f"must be >= cell_size_m ({cell_size_m}): the robot cannot stand inside a target",
         )
-        _check(isinstance(image_size, int) and 16 <= image_size <= 512, "image_size", image_size, "must be an int in [16, 512]")
+        _check(
+            isinstance(image_size, int) and 16 <= image_size <= 512,
+            "image_size",
+            image_size,
+            "must be an int in [16, 512]",
+        )
         _check(10.0 <= fov_deg <= 170.0, "fov_deg", fov_deg, "must lie in [10, 170]")
         for view in extra_views:
             _check(view in EXTRA_VIEWS, "extra_views", view, f"unknown view; valid: {list(EXTRA_VIEWS)}")
-        _check(isinstance(sonar_beams, int) and 0 <= sonar_beams <= 512, "sonar_beams", sonar_beams, "must be an int in [0, 512]")
+        _check(
+            isinstance(sonar_beams, int) and 0 <= sonar_beams <= 512,
+            "sonar_beams",
+            sonar_beams,
+            "must be an int in [0, 512]",
+        )
         _check(0.0 < sonar_fov_deg <= 360.0, "sonar_fov_deg", sonar_fov_deg, "must lie in (0, 360]")
         _check(sonar_range_m > 0, "sonar_range_m", sonar_range_m, "must be > 0")
         _check(sonar_noise_m >= 0, "sonar_noise_m", sonar_noise_m, "must be >= 0")
         _check(odometry_noise >= 0, "odometry_noise", odometry_noise, "must be >= 0")
-        _check(view_range_m > 0 and deep_view_range_m > 0, "view_range_m", (view_range_m, deep_view_range_m), "must be > 0")
+        _check(
+            view_range_m > 0 and deep_view_range_m > 0, "view_range_m", (view_range_m, deep_view_range_m), "must be > 0"
+        )
         _check(n_fish is None or n_fish >= 0, "n_fish", n_fish, "must be >= 0")
         _check(start_min_distance_m >= 0, "start_min_distance_m", start_min_distance_m, "must be >= 0")
-        _check(max_steps is None or (isinstance(max_steps, int) and max_steps > 0), "max_steps", max_steps, "must be a positive int")
+        _check(
+            max_steps is None or (isinstance(max_steps, int) and max_steps > 0),
+            "max_steps",
+            max_steps,
+            "must be a positive int",
+        )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r}: valid modes are {self.metadata['render_modes']}")
 
@@ -287,9 +304,7 @@ class UnderwaterEnv(MiniGridEnv):
             yy, xx = np.mgrid[0:n, 0:n].astype(np.float32)
             per_instance = []
             for cells in self.world.instance_cells(task.target):
-                d = np.min(
-                    np.hypot(xx[None] - cells[:, 0, None, None], yy[None] - cells[:, 1, None, None]), axis=0
-                )
+                d = np.min(np.hypot(xx[None] - cells[:, 0, None, None], yy[None] - cells[:, 1, None, None]), axis=0)
                 per_instance.append(d * self.cell_size_m)
             inst = np.stack(per_instance)
             free = self.world.free()
@@ -399,7 +414,9 @@ class UnderwaterEnv(MiniGridEnv):
             self.agent_dir = (self.agent_dir + 1) % 4
         elif action == Action.STOP:
             terminated = True
-            success = bool(self._maps["nearest"][self.agent_pos[1], self.agent_pos[0]] <= self.success_distance_m + 1e-6)
+            success = bool(
+                self._maps["nearest"][self.agent_pos[1], self.agent_pos[0]] <= self.success_distance_m + 1e-6
+            )
         else:
             fx, fy = DIR_TO_VEC[self.agent_dir]
             move = {
@@ -485,8 +502,10 @@ class UnderwaterEnv(MiniGridEnv):
         if not _IS_TARGET[kinds].any():
             return set()
         pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
-        inst = self.world.instances[np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height,
-                                    np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width]
+        inst = self.world.instances[
+            np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height,
+            np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width,
+        ]
         keep = (inst >= 0) & (kinds > 0) & (pixels > 0)
         if not keep.any():
             return set()
@@ -536,8 +555,14 @@ class UnderwaterEnv(MiniGridEnv):
         while not maps["success"][y, x]:
             if not np.isfinite(field[y, x]):
                 return float("inf")
-            x, y = min(((x + dx, y + dy) for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1))
-                        if 0 <= x + dx < n and 0 <= y + dy < n), key=lambda c: field[c[1], c[0]])
+            x, y = min(
+                (
+                    (x + dx, y + dy)
+                    for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1))
+                    if 0 <= x + dx < n and 0 <= y + dy < n
+                ),
+                key=lambda c: field[c[1], c[0]],
+            )
             walked += 1
         return walked * self.cell_size_m
 
@@ -579,7 +604,9 @@ class UnderwaterEnv(MiniGridEnv):
         for fx, fy in self.fish:
             cv2.circle(img, (int(fx * px), int(fy * px)), max(1, px // 4), (140, 220, 210), -1)
         ax, ay = self.agent_pos
-        cv2.fillPoly(img, [robot_triangle(((ax + 0.5) * px, (ay + 0.5) * px), self.agent_dir, max(2.0, px * 0.6))], (255, 40, 40))
+        cv2.fillPoly(
+            img, [robot_triangle(((ax + 0.5) * px, (ay + 0.5) * px), self.agent_dir, max(2.0, px * 0.6))], (255, 40, 40)
+        )
         return img
 
     def pprint_grid(self) -> str:

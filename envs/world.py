@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embodmem.envs.objects import DISTRACTOR_KINDS, KIND_INDEX, KINDS, TARGET_KINDS
+from embodmem.envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
 
 # Footprints (dx, dy offsets) of each kind; one is chosen at random and may be rotated 90 degrees.
 FOOTPRINTS: dict[str, list[list[tuple[int, int]]]] = {

@@ -16,18 +16,34 @@ from typing import Any
 from embodmem.agents.vlm.config import VLMConfig
 
 __all__ = [
-    "CallablePolicy", "ChatBackend", "ChatClient", "Choice", "Completion", "PromptBuilder",
-    "ResponseCache", "VLMConfig", "VLMError", "VLMPolicy", "VLMRequestError", "VLMUnavailableError",
+    "CallablePolicy",
+    "ChatBackend",
+    "ChatClient",
+    "Choice",
+    "Completion",
+    "PromptBuilder",
+    "ResponseCache",
+    "VLMConfig",
+    "VLMError",
+    "VLMPolicy",
+    "VLMRequestError",
+    "VLMUnavailableError",
     "parse_reply",
 ]
 
 _LAZY = {
-    "CallablePolicy": "embodmem.agents.vlm.policy", "VLMPolicy": "embodmem.agents.vlm.policy",
+    "CallablePolicy": "embodmem.agents.vlm.policy",
+    "VLMPolicy": "embodmem.agents.vlm.policy",
     "ChatClient": "embodmem.agents.vlm.client",
-    "ChatBackend": "embodmem.agents.vlm.backend", "Completion": "embodmem.agents.vlm.backend", "VLMError": "embodmem.agents.vlm.backend",
-    "VLMRequestError": "embodmem.agents.vlm.backend", "VLMUnavailableError": "embodmem.agents.vlm.backend",
-    "ResponseCache": "embodmem.agents.vlm.cache", "PromptBuilder": "embodmem.agents.vlm.prompt",
-    "Choice": "embodmem.agents.vlm.parsing", "parse_reply": "embodmem.agents.vlm.parsing",
+    "ChatBackend": "embodmem.agents.vlm.backend",
+    "Completion": "embodmem.agents.vlm.backend",
+    "VLMError": "embodmem.agents.vlm.backend",
+    "VLMRequestError": "embodmem.agents.vlm.backend",
+    "VLMUnavailableError": "embodmem.agents.vlm.backend",
+    "ResponseCache": "embodmem.agents.vlm.cache",
+    "PromptBuilder": "embodmem.agents.vlm.prompt",
+    "Choice": "embodmem.agents.vlm.parsing",
+    "parse_reply": "embodmem.agents.vlm.parsing",
 }
 
 

@@ -61,18 +61,48 @@ _RETRYABLE_STATUS = {408, 409, 429}
 REQUIRED_PARAMS = ("model", "messages")
 """Never dropped, whatever a server says about them."""
 _UNSUPPORTED_MARKERS = (
-    "unsupported", "not supported", "does not support", "doesn't support", "unrecognized", "unrecognised",
-    "unknown parameter", "unknown field", "unexpected keyword", "not allowed", "not permitted",
-    "extra inputs", "extra_forbidden", "invalid parameter",
+    "unsupported",
+    "not supported",
+    "does not support",
+    "doesn't support",
+    "unrecognized",
+    "unrecognised",
+    "unknown parameter",
+    "unknown field",
+    "unexpected keyword",
+    "not allowed",
+    "not permitted",
+    "extra inputs",
+    "extra_forbidden",
+    "invalid parameter",
 )
 _AUTH_MARKERS = (
-    "api key", "api_key", "apikey", "authentication", "unauthorized", "unauthorised", "no connected db",
-    "invalid key", "incorrect key", "permission denied", "forbidden", "access denied", "invalid token",
+    "api key",
+    "api_key",
+    "apikey",
+    "authentication",
+    "unauthorized",
+    "unauthorised",
+    "no connected db",
+    "invalid key",
+    "incorrect key",
+    "permission denied",
+    "forbidden",
+    "access denied",
+    "invalid token",
     "bearer",
 )
 _MODEL_MARKERS = (
-    "invalid model", "unknown model", "model not found", "no such model", "model_not_found",
-    "does not exist", "not a valid model", "is not served", "no deployments", "not found",
+    "invalid model",
+    "unknown model",
+    "model not found",
+    "no such model",
+    "model_not_found",
+    "does not exist",
+    "not a valid model",
+    "is not served",
+    "no deployments",
+    "not found",
 )
 HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "openai")
 """Libraries that log every request at INFO (Hydra's root logger shows INFO): quiet by default."""
@@ -149,8 +179,11 @@ def unsupported_params(status: int, text: str, request: Mapping[str, Any]) -> li
     optional = [k for k in request if k not in REQUIRED_PARAMS and k != "extra_body"]
     optional += [k for k in request.get("extra_body") or {} if k not in optional]
     named = [k for k in optional if re.search(rf"(?<![a-z0-9_]){re.escape(k.lower())}(?![a-z0-9_])", text)]
-    if ("response_format" in request and "response_format" not in named
-            and ("json_schema" in text or "structured output" in text)):
+    if (
+        "response_format" in request
+        and "response_format" not in named
+        and ("json_schema" in text or "structured output" in text)
+    ):
         named.append("response_format")
     if not named:
         return []
@@ -252,8 +285,14 @@ class ChatClient:
 
     def identity(self) -> dict[str, Any]:
         c = self.config
-        return {"backend": "openai-chat", "model": c.model, "temperature": c.temperature,
-                "max_tokens": c.max_tokens, "seed": c.seed, "extra_body": c.extra_body}
+        return {
+            "backend": "openai-chat",
+            "model": c.model,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+            "seed": c.seed,
+            "extra_body": c.extra_body,
+        }
 
     def backoff_s(self, retry: int) -> float:
         """Delay before retry number ``retry`` (1-based): base * 2^(retry-1), capped, plus jitter."""
@@ -287,16 +326,22 @@ class ChatClient:
                 ) from err
             raise self._refusal(err, "GET /models") from err
         except openai.APIConnectionError as err:
-            what = "did not answer within" if isinstance(err, openai.APITimeoutError) else "cannot be reached (checked for"
+            what = (
+                "did not answer within" if isinstance(err, openai.APITimeoutError) else "cannot be reached (checked for"
+            )
             raise VLMUnavailableError(
                 f"VLM server {c.base_url} {what} {min(timeout_s, c.timeout_s):g} s"
                 f"{'' if isinstance(err, openai.APITimeoutError) else ')'}: {err}; is it running? (agent.vlm.base_url)"
             ) from err
         except (openai.APIResponseValidationError, json.JSONDecodeError, AttributeError, TypeError) as err:
-            raise VLMUnavailableError(f"VLM server {c.base_url} answered GET /models with an unreadable body: {err}") from err
+            raise VLMUnavailableError(
+                f"VLM server {c.base_url} answered GET /models with an unreadable body: {err}"
+            ) from err
         if ids and c.model not in ids:
             shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
-            raise VLMModelError(f"VLM server {c.base_url} does not serve model {c.model!r} (agent.vlm.model); it lists: {shown}")
+            raise VLMModelError(
+                f"VLM server {c.base_url} does not serve model {c.model!r} (agent.vlm.model); it lists: {shown}"
+            )
         return ids
 
     # -- one call --------------------------------------------------------------------------------
@@ -356,9 +401,16 @@ class ChatClient:
                 self.attempts["ok"] += 1
                 self.prompt_tokens += usage[0]
                 self.completion_tokens += usage[1]
-                return Completion(text=text, prompt_tokens=usage[0], completion_tokens=usage[1], retries=retries,
-                                  latency_s=self._spent(start, answered=True), structured=structured,
-                                  attempts=dict(attempts), params_dropped=dropped)
+                return Completion(
+                    text=text,
+                    prompt_tokens=usage[0],
+                    completion_tokens=usage[1],
+                    retries=retries,
+                    latency_s=self._spent(start, answered=True),
+                    structured=structured,
+                    attempts=dict(attempts),
+                    params_dropped=dropped,
+                )
             attempts[outcome] += 1
             self.attempts[outcome] += 1
             delay = self.backoff_s(retries + 1) if wait is None else max(wait, 0.0)
@@ -366,8 +418,8 @@ class ChatClient:
             if retries >= c.max_retries:
                 why = f"after {retries + 1} attempt(s)"
             elif time.monotonic() + delay >= deadline:
-                why = (f"within the call deadline of {c.resolved_call_deadline_s():g} s "
-                       f"({retries + 1} attempt(s){', Retry-After %g s' % wait if wait is not None else ''})")
+                retry_after = f", Retry-After {wait:g} s" if wait is not None else ""
+                why = f"within the call deadline of {c.resolved_call_deadline_s():g} s ({retries + 1} attempt(s){retry_after})"
             if why is not None:
                 self.failures += 1
                 latency = self._spent(start, answered=False)
@@ -376,18 +428,29 @@ class ChatClient:
                     raise VLMBudgetError(
                         f"VLM server {c.base_url} gave no reply for {self.silent_s:.0f} s of calls in a row "
                         f"(agent.vlm.max_silent_s={c.resolved_max_silent_s():g}); last error: {last[:160]}",
-                        latency_s=latency, attempts=dict(attempts),
+                        latency_s=latency,
+                        attempts=dict(attempts),
                     ) from error
                 raise VLMUnavailableError(
                     f"{c.base_url} gave no usable reply {why}; last error: {last}",
-                    retries=retries, latency_s=latency, attempts=dict(attempts),
+                    retries=retries,
+                    latency_s=latency,
+                    attempts=dict(attempts),
                 ) from error
             retries += 1
             self.retries += 1
-            log.warning("VLM %s: %s, retry %d/%d in %.2f s%s (%d calls, %d failed, %.1f s waited so far)",
-                        c.model, _outcome_text(outcome, error), retries, c.max_retries, delay,
-                        " (Retry-After)" if wait is not None else "", self.calls, self.failures,
-                        self.waited_s + time.monotonic() - start)
+            log.warning(
+                "VLM %s: %s, retry %d/%d in %.2f s%s (%d calls, %d failed, %.1f s waited so far)",
+                c.model,
+                _outcome_text(outcome, error),
+                retries,
+                c.max_retries,
+                delay,
+                " (Retry-After)" if wait is not None else "",
+                self.calls,
+                self.failures,
+                self.waited_s + time.monotonic() - start,
+            )
             self._sleep(delay)
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -396,8 +459,14 @@ class ChatClient:
         for name in names:
             self.dropped_params.append(name)
         hint = " (agent.vlm.seed=null avoids sending it)" if "seed" in names else ""
-        log.warning("VLM %s: %s rejected %s (%s); dropped for the rest of this run%s",
-                    self.config.model, self.config.base_url, ", ".join(names), _short(err)[:120], hint)
+        log.warning(
+            "VLM %s: %s rejected %s (%s); dropped for the rest of this run%s",
+            self.config.model,
+            self.config.base_url,
+            ", ".join(names),
+            _short(err)[:120],
+            hint,
+        )
 
     def _refusal(self, err: openai.APIStatusError, what: str) -> VLMRequestError:
         c = self.config
@@ -405,11 +474,15 @@ class ChatClient:
         detail = f"HTTP {err.status_code}: {_short(err)}"
         if kind == "auth":
             key = f"the key in ${c.api_key_env}" if c.api_key_env else "no key (agent.vlm.api_key_env is null)"
-            return VLMAuthError(f"VLM server {c.base_url} refused the credentials for {what} ({detail}); "
-                                f"sent {key}; set agent.vlm.api_key_env to the variable holding a valid key")
+            return VLMAuthError(
+                f"VLM server {c.base_url} refused the credentials for {what} ({detail}); "
+                f"sent {key}; set agent.vlm.api_key_env to the variable holding a valid key"
+            )
         if kind == "model":
-            return VLMModelError(f"VLM server {c.base_url} does not serve model {c.model!r} (agent.vlm.model) "
-                                 f"or has no such route ({detail})")
+            return VLMModelError(
+                f"VLM server {c.base_url} does not serve model {c.model!r} (agent.vlm.model) "
+                f"or has no such route ({detail})"
+            )
         return VLMRequestError(f"{c.base_url} refused {what} for model {c.model!r}: {detail}")
 
     def _spent(self, start: float, answered: bool) -> float:
@@ -421,13 +494,19 @@ class ChatClient:
     def _check_budget(self) -> None:
         limit = self.config.max_total_s
         if limit is not None and self.waited_s >= limit:
-            raise VLMBudgetError(f"the run spent its VLM budget: {self.waited_s:.0f} s waited on {self.config.base_url} "
-                                 f"(agent.vlm.max_total_s={limit:g}) after {self.calls} calls")
+            raise VLMBudgetError(
+                f"the run spent its VLM budget: {self.waited_s:.0f} s waited on {self.config.base_url} "
+                f"(agent.vlm.max_total_s={limit:g}) after {self.calls} calls"
+            )
 
     def _request(self, messages: Messages, schema: dict[str, Any] | None) -> dict[str, Any]:
         c = self.config
-        kwargs: dict[str, Any] = {"model": c.model, "messages": messages,
-                                  "temperature": c.temperature, "max_tokens": c.max_tokens}
+        kwargs: dict[str, Any] = {
+            "model": c.model,
+            "messages": messages,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+        }
         if c.seed is not None:
             kwargs["seed"] = c.seed
         if schema is not None:
@@ -462,4 +541,6 @@ class ChatClient:
 def _outcome_text(outcome: str, error: Exception) -> str:
     if isinstance(error, openai.APIStatusError):
         return f"HTTP {error.status_code}"
-    return {"timeout": "timed out", "connection": "connection failed", "malformed": "unreadable reply"}.get(outcome, outcome)
+    return {"timeout": "timed out", "connection": "connection failed", "malformed": "unreadable reply"}.get(
+        outcome, outcome
+    )

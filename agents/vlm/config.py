@@ -135,9 +135,7 @@ class VLMConfig:
     """Action taken when a reply is invalid or the model is unreachable. ``None``: ``turn_left`` in
     low mode, ``explore`` in high mode."""
 
-    low_level_actions: list[str] = field(
-        default_factory=lambda: ["turn_left", "turn_right", "forward", "stop"]
-    )
+    low_level_actions: list[str] = field(default_factory=lambda: ["turn_left", "turn_right", "forward", "stop"])
     """Primitive actions offered in low mode (names from ``embodmem.envs.spec.Action``, lower case)."""
 
     max_skill_steps: int = 30
@@ -205,7 +203,7 @@ class VLMConfig:
         """
         if self.call_deadline_s is not None:
             return self.call_deadline_s
-        backoffs = sum(min(self.backoff_max_s, self.backoff_base_s * 2 ** r) for r in range(self.max_retries))
+        backoffs = sum(min(self.backoff_max_s, self.backoff_base_s * 2**r) for r in range(self.max_retries))
         return round(self.timeout_s * (self.max_retries + 1) + backoffs * (1 + self.jitter), 6)
 
     def resolved_max_silent_s(self) -> float:

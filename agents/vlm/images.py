@@ -23,9 +23,7 @@ import numpy as np
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
 
 
-def encode_image(
-    image: np.ndarray, fmt: str = "png", *, quality: int = 90, size: int | None = None
-) -> str:
+def encode_image(image: np.ndarray, fmt: str = "png", *, quality: int = 90, size: int | None = None) -> str:
     """Encode an (H, W, 3) uint8 RGB frame as a ``data:`` URL.
 
     Args:

@@ -31,13 +31,29 @@ NODE_KEYS = ("node", "node_id", "target_node", "goal_node", "target")
 REASONING_KEYS = ("reasoning", "reason", "thought", "thoughts", "explanation", "rationale")
 
 ALIASES: dict[str, str] = {
-    "left": "turn_left", "rotate_left": "turn_left", "turnleft": "turn_left",
-    "right": "turn_right", "rotate_right": "turn_right", "turnright": "turn_right",
-    "forwards": "forward", "move_forward": "forward", "go_forward": "forward", "ahead": "forward",
-    "backwards": "backward", "back": "backward", "move_backward": "backward",
-    "explore_frontier": "explore", "frontier": "explore", "explore_nearest_frontier": "explore",
-    "go_to_node": "goto_node", "goto": "goto_node", "go_to": "goto_node", "navigate_to_node": "goto_node",
-    "gotonode": "goto_node", "halt": "stop", "done": "stop",
+    "left": "turn_left",
+    "rotate_left": "turn_left",
+    "turnleft": "turn_left",
+    "right": "turn_right",
+    "rotate_right": "turn_right",
+    "turnright": "turn_right",
+    "forwards": "forward",
+    "move_forward": "forward",
+    "go_forward": "forward",
+    "ahead": "forward",
+    "backwards": "backward",
+    "back": "backward",
+    "move_backward": "backward",
+    "explore_frontier": "explore",
+    "frontier": "explore",
+    "explore_nearest_frontier": "explore",
+    "go_to_node": "goto_node",
+    "goto": "goto_node",
+    "go_to": "goto_node",
+    "navigate_to_node": "goto_node",
+    "gotonode": "goto_node",
+    "halt": "stop",
+    "done": "stop",
 }
 """Spellings models use for the canonical action names (applied after lower-casing and joining
 words with underscores)."""
@@ -86,8 +102,9 @@ def parse_reply(text: str, legal: Sequence[str], nodes: Collection[int] | None =
     if not found:
         return ParseResult(None, reasoning, "no JSON object and no action word found in the reply")
     if len(found) > 1:
-        return ParseResult(None, reasoning,
-                           f"no JSON object, and the text names several actions: {sorted(map(str, found))}")
+        return ParseResult(
+            None, reasoning, f"no JSON object, and the text names several actions: {sorted(map(str, found))}"
+        )
     return _validate(found[0], reasoning, legal, nodes)
 
 
@@ -165,7 +182,7 @@ def _brace_blocks(text: str, limit: int = 5) -> list[str]:
         if end == -1:  # unbalanced (e.g. an apostrophe opened a fake quote): try the next brace
             start = text.find("{", start + 1)
             continue
-        blocks.append(text[start:end + 1])
+        blocks.append(text[start : end + 1])
         start = text.find("{", end + 1)
     return blocks
 

@@ -52,9 +52,21 @@ from embodmem.agents.vlm.parsing import Choice, is_json_object, parse_reply
 from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext
 from embodmem.envs.spec import Action, SensorSpec
 
-STAT_KEYS = ("calls", "cache_hits", "invalid_replies", "format_errors", "format_misses", "retries", "failures",
-             "fallbacks", "params_dropped", "prompt_tokens", "completion_tokens", "latency_s",
-             *(f"attempts_{o}" for o in ATTEMPT_OUTCOMES))
+STAT_KEYS = (
+    "calls",
+    "cache_hits",
+    "invalid_replies",
+    "format_errors",
+    "format_misses",
+    "retries",
+    "failures",
+    "fallbacks",
+    "params_dropped",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    *(f"attempts_{o}" for o in ATTEMPT_OUTCOMES),
+)
 """Per-episode counters, reported as ``vlm_<key>``: ``calls`` = decisions asked of the model
 (cache hits included), ``invalid_replies`` = replies no action could be read from, ``format_errors``
 = replies from the server that were not one JSON object (counted even when the tolerant parser
@@ -151,7 +163,9 @@ class VLMPolicy(Agent):
         return action
 
     def episode_stats(self) -> dict[str, Any]:
-        stats: dict[str, Any] = {f"vlm_{k}": (round(v, 4) if isinstance(v, float) else v) for k, v in self._stats.items()}
+        stats: dict[str, Any] = {
+            f"vlm_{k}": (round(v, 4) if isinstance(v, float) else v) for k, v in self._stats.items()
+        }
         stats["vlm_dropped_params"] = ",".join(self.dropped_params)
         return stats
 
@@ -212,9 +226,14 @@ class VLMPolicy(Agent):
         if self.navigator is not None and self.config.include_map_summary:
             map_summary = self.navigator.map_summary()
         context = PromptContext(
-            observation=observation, legal=legal, step=self._step, cell_size_m=self.cell_size_m,
-            memory=items, map_summary=map_summary, history=self._history[-self.config.history_len:]
-            if self.config.history_len else [], previous_error=self._previous_error,
+            observation=observation,
+            legal=legal,
+            step=self._step,
+            cell_size_m=self.cell_size_m,
+            memory=items,
+            map_summary=map_summary,
+            history=self._history[-self.config.history_len :] if self.config.history_len else [],
+            previous_error=self._previous_error,
             default_action=str(self.default_choice),
         )
         messages = self.prompts.build(context)
@@ -234,7 +253,8 @@ class VLMPolicy(Agent):
             if limit and self._consecutive_failures >= limit:
                 raise VLMUnavailableError(
                     f"{self._consecutive_failures} VLM calls in a row failed "
-                    f"(VLMConfig.max_consecutive_failures={limit}); last: {err}", retries=err.retries
+                    f"(VLMConfig.max_consecutive_failures={limit}); last: {err}",
+                    retries=err.retries,
                 ) from err
             choice, error = None, f"the model could not be reached ({err})"
         else:
@@ -261,9 +281,16 @@ class VLMPolicy(Agent):
         if entry is not None:
             return Completion(text=str(entry.get("text", "")), cached=True)
         completion = self.backend.complete(messages, schema)
-        self.cache.put(key, {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
-                             "completion_tokens": completion.completion_tokens,
-                             "model": self.backend.identity().get("model"), "created": time.time()})
+        self.cache.put(
+            key,
+            {
+                "text": completion.text,
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+                "model": self.backend.identity().get("model"),
+                "created": time.time(),
+            },
+        )
         return completion
 
     def _count(self, completion: Completion) -> None:
@@ -290,8 +317,10 @@ class VLMPolicy(Agent):
             self._stats["format_misses"] += 1
             if not self._format_miss_reported:
                 self._format_miss_reported = True
-                log.warning("VLM: the reply is not JSON although a json_schema response_format was sent: the server "
-                            "(or a gateway with drop_params) does not honour structured output; counted as vlm_format_misses")
+                log.warning(
+                    "VLM: the reply is not JSON although a json_schema response_format was sent: the server "
+                    "(or a gateway with drop_params) does not honour structured output; counted as vlm_format_misses"
+                )
 
     def _retrieve(self, observation: Observation) -> list[MemoryItem]:
         """Memory frames for the mission, placed around the agent; also recorded in the trace."""
@@ -303,8 +332,9 @@ class VLMPolicy(Agent):
         items = retrieve(self.memory, self._query_vec, self.config.memory_k, pose, self.cell_size_m)
         self.trace.query = self._mission
         self.trace.retrievals = [
-            Retrieval(score=i.score, node=i.node, pose=(i.x, i.y, i.heading), task=i.task, step=i.step,
-                      thumbnail=i.thumbnail)
+            Retrieval(
+                score=i.score, node=i.node, pose=(i.x, i.y, i.heading), task=i.task, step=i.step, thumbnail=i.thumbnail
+            )
             for i in items
         ]
         return items

@@ -40,13 +40,15 @@ ACTION_HELP: dict[str, str] = {
     "strafe_left": "move one cell to the left without turning",
     "strafe_right": "move one cell to the right without turning",
     "stop": "end the task: only when the target is right in front of you (stopping far away fails)",
-    "goto_node": "travel to the place of memory node N (give N in \"node\"); a planner drives there "
-                 "and you are asked again on arrival",
+    "goto_node": 'travel to the place of memory node N (give N in "node"); a planner drives there '
+    "and you are asked again on arrival",
     "explore": "explore the nearest unexplored area; a planner drives and you are asked again when done",
 }
 
 VIEW_LABELS: dict[str, str] = {
-    "image": "front camera", "image_left": "left camera", "image_right": "right camera",
+    "image": "front camera",
+    "image_left": "left camera",
+    "image_right": "right camera",
     "image_back": "back camera",
 }
 
@@ -145,8 +147,10 @@ class PromptBuilder:
         if pose is not None:
             x, y, heading = (float(v) for v in np.asarray(pose).reshape(-1)[:3])
             compass = HEADING_NAMES[int(round(heading)) % 4]
-            text(f"Step {ctx.step}. Position x={x:.1f}, y={y:.1f} (cells of {ctx.cell_size_m:g} m; "
-                 f"y grows southwards), facing {compass}.")
+            text(
+                f"Step {ctx.step}. Position x={x:.1f}, y={y:.1f} (cells of {ctx.cell_size_m:g} m; "
+                f"y grows southwards), facing {compass}."
+            )
         else:
             text(f"Step {ctx.step}.")
         if self.config.include_sonar and obs.get("sonar") is not None:
@@ -166,10 +170,15 @@ class PromptBuilder:
             text("Memory: frames retrieved for the mission, best match first:")
             for item in ctx.memory:
                 node = f"node {item.node}" if item.node is not None else "no node"
-                side = "ahead" if abs(item.bearing_deg) < 1 else (
-                    f"{abs(item.bearing_deg):.0f} deg to your {'right' if item.bearing_deg > 0 else 'left'}")
-                text(f"- {node}: similarity {item.score:.2f}, seen at x={item.x:.1f}, y={item.y:.1f}, "
-                     f"{item.distance_m:.1f} m away, {side}")
+                side = (
+                    "ahead"
+                    if abs(item.bearing_deg) < 1
+                    else (f"{abs(item.bearing_deg):.0f} deg to your {'right' if item.bearing_deg > 0 else 'left'}")
+                )
+                text(
+                    f"- {node}: similarity {item.score:.2f}, seen at x={item.x:.1f}, y={item.y:.1f}, "
+                    f"{item.distance_m:.1f} m away, {side}"
+                )
                 if self.config.memory_thumbnails and item.thumbnail is not None:
                     parts.append(self._image(np.asarray(item.thumbnail)))
         if ctx.map_summary:
@@ -177,8 +186,10 @@ class PromptBuilder:
         if ctx.history:
             text("Your previous decisions: " + "; ".join(ctx.history))
         if ctx.previous_error:
-            text(f"Note: your last reply could not be used: {ctx.previous_error}; "
-                 f"the default action {ctx.default_action} was taken.")
+            text(
+                f"Note: your last reply could not be used: {ctx.previous_error}; "
+                f"the default action {ctx.default_action} was taken."
+            )
         legal = ", ".join(ctx.legal)
         if "goto_node" in ctx.legal:
             nodes = sorted({m.node for m in ctx.memory if m.node is not None})

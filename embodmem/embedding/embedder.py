@@ -85,7 +85,11 @@ class ClipEmbedder:
         if key not in self._sessions:
             session = None
             if self.runtime != "torch" and self.device.type == "cpu" and self.pretrained and height == width:
-                session = load_frame_session(self.pretrained, height, self.threads) if Path(self.pretrained).is_file() else None
+                session = (
+                    load_frame_session(self.pretrained, height, self.threads)
+                    if Path(self.pretrained).is_file()
+                    else None
+                )
             if session is None and self.runtime == "onnx":
                 raise ValueError(
                     f"runtime='onnx' but no ONNX graph for {self.pretrained!r} at {height}x{width} px; "

@@ -49,7 +49,9 @@ def export_frame_encoder(model_name: str, checkpoint: str | Path, frame_size: in
     encoder = FrameEncoder(model.visual).float().eval()
     size = frame_size or encoder.image_size
     frame = torch.zeros(1, size, size, 3, dtype=torch.uint8)
-    program = torch.onnx.export(encoder, (frame,), dynamo=True, input_names=["frame"], output_names=["embedding"], verbose=False)
+    program = torch.onnx.export(
+        encoder, (frame,), dynamo=True, input_names=["frame"], output_names=["embedding"], verbose=False
+    )
     proto = program.model_proto
     entry = proto.metadata_props.add()
     entry.key, entry.value = DIGEST_KEY, file_digest(checkpoint)

@@ -83,7 +83,7 @@ def render_frames(
         free = env.world.free()
         free_y, free_x = np.nonzero(free)
         instances = [(k, cells) for k in TARGET_KINDS for cells in env.world.instance_cells(k)]
-        for i in range(frames_per_world):
+        for _i in range(frames_per_world):
             env.task = deep_task if rng.random() < 0.5 else shallow_task
             pose = None
             if rng.random() < 0.6:

@@ -48,9 +48,11 @@ def create(model_name: str, pretrained: str | Path | None, device: str | torch.d
     if model_name not in open_clip.list_models():
         sample = ", ".join([DEFAULT_MODEL] + [m for m in open_clip.list_models() if m.startswith("ViT-B")][:4])
         raise ValueError(f"unknown open_clip architecture {model_name!r}; e.g. {sample}")
-    if pretrained is not None and ("/" in str(pretrained) or str(pretrained).endswith((".pt", ".bin", ".safetensors"))):
-        if not Path(pretrained).is_file():
-            raise ValueError(f"checkpoint {str(pretrained)!r} does not exist")
+    is_path = pretrained is not None and (
+        "/" in str(pretrained) or str(pretrained).endswith((".pt", ".bin", ".safetensors"))
+    )
+    if is_path and not Path(str(pretrained)).is_file():
+        raise ValueError(f"checkpoint {str(pretrained)!r} does not exist")
     model = open_clip.create_model(model_name, pretrained=str(pretrained) if pretrained else None, device=device)
     model.eval()
     return model
@@ -88,5 +90,7 @@ class FrameEncoder(torch.nn.Module):
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         x = frames.permute(0, 3, 1, 2).float() / 255.0
         if x.shape[-2:] != (self.image_size, self.image_size):
-            x = F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear", align_corners=False, antialias=True)
+            x = F.interpolate(
+                x, size=(self.image_size, self.image_size), mode="bilinear", align_corners=False, antialias=True
+            )
         return F.normalize(self.visual((x - self.mean) / self.std), dim=-1)

@@ -28,8 +28,8 @@ from tqdm import tqdm
 
 from embodmem.atomic import atomic_write_json
 from embodmem.embedding.captions import caption
-from embodmem.embedding.frames import NO_TARGET, TRAIN_WORLDS, VALIDATION_WORLDS, FrameSet, render_frames
 from embodmem.embedding.export import export_frame_encoder
+from embodmem.embedding.frames import NO_TARGET, TRAIN_WORLDS, VALIDATION_WORLDS, FrameSet, render_frames
 from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create, save_checkpoint, tokenizer
 from embodmem.embedding.quality import evaluate
 
@@ -113,7 +113,10 @@ def train(
         imgs = train_frames.images[idx]
         flip = rng.random(batch_size) < 0.5
         imgs = np.where(flip[:, None, None, None], imgs[:, :, ::-1], imgs)
-        texts = [caption(int(train_frames.label[i]), bool(train_frames.deep[i]), int(train_frames.distractor[i]), rng) for i in idx]
+        texts = [
+            caption(int(train_frames.label[i]), bool(train_frames.deep[i]), int(train_frames.distractor[i]), rng)
+            for i in idx
+        ]
         image_features = encoder(torch.from_numpy(np.ascontiguousarray(imgs)))
         text_features = model.encode_text(tokens(texts), normalize=True)
         loss = loss_fn(image_features, text_features, model.logit_scale.exp(), torch.from_numpy(keys[idx]))
@@ -131,8 +134,17 @@ def train(
                 res = evaluate(vectors, val_frames, lambda t: model.encode_text(tok(t), normalize=True).numpy())
             model.train()
             score = min(res["min_p@5"], res["min_acc"]) + 0.1 * res["acc"]
-            history.append({"step": step, "loss": float(loss.item()), "score": score, **{k: res[k] for k in ("min_p@5", "min_acc", "acc")}})
-            tqdm.write(f"step {step}: loss {loss.item():.3f} min_p@5 {res['min_p@5']:.2f} min_acc {res['min_acc']:.3f} acc {res['acc']:.3f}")
+            history.append(
+                {
+                    "step": step,
+                    "loss": float(loss.item()),
+                    "score": score,
+                    **{k: res[k] for k in ("min_p@5", "min_acc", "acc")},
+                }
+            )
+            tqdm.write(
+                f"step {step}: loss {loss.item():.3f} min_p@5 {res['min_p@5']:.2f} min_acc {res['min_acc']:.3f} acc {res['acc']:.3f}"
+            )
             if score > best["score"]:
                 best = {"score": score, "step": step, **res}
                 save_checkpoint(model, out)
@@ -168,13 +180,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--frames-per-world", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--stop-at", type=int, default=None,
+        "--stop-at",
+        type=int,
+        default=None,
         help="stop after this many steps (the learning-rate schedule still spans --steps)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: reproducible)")
     args = parser.parse_args(argv)
     info = train(
-        args.out, args.steps, args.batch_size, args.lr, args.eval_every, args.frames_per_world, args.seed, args.stop_at,
+        args.out,
+        args.steps,
+        args.batch_size,
+        args.lr,
+        args.eval_every,
+        args.frames_per_world,
+        args.seed,
+        args.stop_at,
         args.threads,
     )
     print(json.dumps({k: info[k] for k in ("best_step", "train_seconds")}, indent=1))

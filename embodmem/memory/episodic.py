@@ -19,10 +19,9 @@ from typing import Any
 
 import faiss
 import numpy as np
-
-from embodmem.memory.fifo import ShortTermFIFO
 from pydantic import Field
 
+from embodmem.memory.fifo import ShortTermFIFO
 from embodmem.memory.persistence import MemoryLoadError, Strict, read_snapshot, validated, write_snapshot
 from embodmem.memory.records import NO_NODE, FrameMeta, Hit, MetaTable, fit_thumbnail
 from embodmem.memory.sleep import sleep as sleep_pass
@@ -155,12 +154,8 @@ class MemoryConfig:
         )
         need(self.node_rule in NODE_RULES, "node_rule", f"one of {NODE_RULES}")
         need(is_num(self.node_distance) and self.node_distance > 0, "node_distance", "a number > 0")
-        need(
-            is_num(self.node_similarity) and -1 <= self.node_similarity <= 1, "node_similarity", "in [-1, 1]"
-        )
-        need(
-            is_num(self.dedup_threshold) and -1 <= self.dedup_threshold <= 1, "dedup_threshold", "in [-1, 1]"
-        )
+        need(is_num(self.node_similarity) and -1 <= self.node_similarity <= 1, "node_similarity", "in [-1, 1]")
+        need(is_num(self.dedup_threshold) and -1 <= self.dedup_threshold <= 1, "dedup_threshold", "in [-1, 1]")
         need(
             self.dedup_distance is None or (is_num(self.dedup_distance) and self.dedup_distance > 0),
             "dedup_distance",
@@ -182,8 +177,7 @@ class MemoryConfig:
             need_bytes = self.train_min * 4 * self.dim if trainable else code_bytes_per_vector(probe)
             if self.byte_budget < need_bytes:
                 why = (
-                    f"train_min={self.train_min} raw vectors during the flat cold start of "
-                    f"{self.index_factory!r}"
+                    f"train_min={self.train_min} raw vectors during the flat cold start of {self.index_factory!r}"
                     if trainable
                     else "one vector code"
                 )
@@ -366,9 +360,7 @@ class AgentMemory:
         q = np.atleast_2d(q)
         norms = np.linalg.norm(q, axis=1, keepdims=True)
         if q.shape[1] != self.config.dim or not np.all(norms > 0):
-            raise ValueError(
-                f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}"
-            )
+            raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
         q = np.ascontiguousarray(q / norms)
         filters = {"task": task, "step_range": step_range, "run_id": run_id, "episode": episode}
         lt = self.store.search(q, k, **filters)
@@ -497,7 +489,9 @@ class AgentMemory:
             raise MemoryLoadError(mpath, f"field config.dim: {config.dim} != manifest dim {dim}")
         st = validated(MemoryState, manifest.state, mpath, "state")
         if st.frames_written != st.next_id:
-            raise MemoryLoadError(mpath, f"field state.frames_written: {st.frames_written} != state.next_id {st.next_id}")
+            raise MemoryLoadError(
+                mpath, f"field state.frames_written: {st.frames_written} != state.next_id {st.next_id}"
+            )
         mem = cls(config)
         try:
             index = faiss.deserialize_index(np.frombuffer(files["index.faiss"], dtype=np.uint8))
@@ -508,8 +502,7 @@ class AgentMemory:
         if index.d != dim or index.metric_type != faiss.METRIC_INNER_PRODUCT:
             raise MemoryLoadError(
                 path["index.faiss"],
-                f"foreign index: dim {index.d}, metric {index.metric_type}; "
-                f"expected dim {dim}, inner product",
+                f"foreign index: dim {index.d}, metric {index.metric_type}; expected dim {dim}, inner product",
             )
         expected_arrays = set(mem.store.state()[1]) | set(MetaTable(mem.store.thumbnail_size).to_arrays("fifo_"))
         expected_arrays.add("fifo_vecs")
@@ -527,15 +520,21 @@ class AgentMemory:
         try:
             mem.store.load_state(index, arrays, st.store, st.next_id)
         except (ValueError, KeyError, OSError) as e:
-            problem = str(e).strip("'") if str(e).startswith("field ") else f"field state.store: {str(e).strip(chr(39))}"
+            problem = (
+                str(e).strip("'") if str(e).startswith("field ") else f"field state.store: {str(e).strip(chr(39))}"
+            )
             raise MemoryLoadError(
                 mpath, f"{problem} (checked against {path['index.faiss'].name} and {path['arrays.npz'].name})"
             ) from None
         if fifo_vecs.dtype != np.float32 or fifo_vecs.shape != (len(fifo_meta), dim):
-            raise MemoryLoadError(path["arrays.npz"], f"short-term vectors {fifo_vecs.shape} {fifo_vecs.dtype} != ({len(fifo_meta)}, {dim}) float32")
+            raise MemoryLoadError(
+                path["arrays.npz"],
+                f"short-term vectors {fifo_vecs.shape} {fifo_vecs.dtype} != ({len(fifo_meta)}, {dim}) float32",
+            )
         if len(fifo_meta) >= config.short_term_capacity:
             raise MemoryLoadError(
-                mpath, f"field config.short_term_capacity: {config.short_term_capacity}, but {len(fifo_meta)} short-term frames were saved"
+                mpath,
+                f"field config.short_term_capacity: {config.short_term_capacity}, but {len(fifo_meta)} short-term frames were saved",
             )
         fifo_ids = fifo_meta.ids
         if len(fifo_ids):
@@ -560,7 +559,9 @@ class AgentMemory:
             ("node_rule", mem.map.node_rule),
         ):
             if getattr(config, name) != value:
-                raise MemoryLoadError(mpath, f"field config.{name}: {getattr(config, name)!r}, the saved map has {value!r}")
+                raise MemoryLoadError(
+                    mpath, f"field config.{name}: {getattr(config, name)!r}, the saved map has {value!r}"
+                )
         nodes = np.concatenate([mem.store.meta.col("node"), fifo_meta.col("node")])
         if np.any((nodes < NO_NODE) | (nodes >= len(mem.map))):
             raise MemoryLoadError(path["arrays.npz"], f"records point at map nodes outside 0..{len(mem.map) - 1}")

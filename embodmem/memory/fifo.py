@@ -206,7 +206,5 @@ class ShortTermFIFO:
         sims = queries @ self.vectors[keep].T
         for qi, row in enumerate(sims):
             order = np.argsort(-row, kind="stable")[:k]
-            out[qi] = [
-                Hit(float(row[j]), self.ids[keep[j]], self.metas[keep[j]], "short_term") for j in order
-            ]
+            out[qi] = [Hit(float(row[j]), self.ids[keep[j]], self.metas[keep[j]], "short_term") for j in order]
         return out

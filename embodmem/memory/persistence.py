@@ -15,6 +15,7 @@ memory then cross-checks the state against the arrays and the index. Any disagre
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -124,10 +125,8 @@ def remove_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 def _current_generation(directory: Path) -> int:
     gen = 0
-    try:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         gen = int(json.loads((directory / MANIFEST).read_text())["generation"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
     for p in directory.iterdir():
         m = _DATA_RE.match(p.name)
         if m:
@@ -135,9 +134,7 @@ def _current_generation(directory: Path) -> int:
     return gen if 0 <= gen < 999_999 else 0
 
 
-def write_snapshot(
-    directory: str | os.PathLike[str], files: dict[str, bytes], header: dict[str, Any]
-) -> Path:
+def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes], header: dict[str, Any]) -> Path:
     """Write ``files`` (logical name like ``"index.faiss"`` -> bytes) and a manifest carrying
     ``header`` (must hold ``dim``, ``config`` and ``state``) into ``directory``.
 
@@ -204,7 +201,8 @@ def read_snapshot(directory: str | os.PathLike[str], required: tuple[str, ...]) 
         stem, ext = logical.split(".", 1)
         if entry.path != f"{stem}.{manifest.generation:06d}.{ext}":
             raise MemoryLoadError(
-                mpath, f"field files.{logical}.path: {entry.path!r} is not the generation-{manifest.generation} {logical}"
+                mpath,
+                f"field files.{logical}.path: {entry.path!r} is not the generation-{manifest.generation} {logical}",
             )
         path = directory / entry.path
         if not path.is_file():

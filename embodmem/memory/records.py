@@ -296,8 +296,7 @@ class MetaTable:
         if np.any(np.diff(ids) <= 0) or (self._n and ids[0] <= self._cols["ids"][self._n - 1]):
             last = int(self._cols["ids"][self._n - 1]) if self._n else None
             raise ValueError(
-                f"record ids must be strictly increasing (last stored id {last}, "
-                f"new ids {ids[:5].tolist()}...)"
+                f"record ids must be strictly increasing (last stored id {last}, new ids {ids[:5].tolist()}...)"
             )
         missing = set(self._cols) - set(cols)
         if missing:
@@ -403,8 +402,7 @@ class MetaTable:
         for k, a in cols.items():
             if len(a) != n or a.dtype != t._cols[k].dtype:
                 raise ValueError(
-                    f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, "
-                    f"expected {n} / {t._cols[k].dtype}"
+                    f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, expected {n} / {t._cols[k].dtype}"
                 )
         for k in ("run", "task"):
             if n and (cols[k].min() < 0 or cols[k].max() >= len(t.vocab)):

@@ -61,8 +61,7 @@ def build_index(dim: int, factory: str, pq_train_points: int = 39) -> faiss.Inde
         return base
     if isinstance(base, (faiss.IndexHNSW, faiss.IndexNSG)):
         raise ValueError(
-            f"index_factory={factory!r}: graph indexes cannot remove records "
-            f"(eviction and merging need removal)"
+            f"index_factory={factory!r}: graph indexes cannot remove records (eviction and merging need removal)"
         )
     return faiss.IndexIDMap2(base)
 
@@ -257,8 +256,7 @@ class LongTermStore:
                 )
         if byte_budget is not None and byte_budget < code_bytes_per_vector(probe):
             raise ValueError(
-                f"byte_budget={byte_budget} is smaller than one vector code "
-                f"({code_bytes_per_vector(probe)} bytes)"
+                f"byte_budget={byte_budget} is smaller than one vector code ({code_bytes_per_vector(probe)} bytes)"
             )
         self.reset()
 
@@ -538,9 +536,7 @@ class LongTermStore:
         mask = self.meta.filter_mask(task=task, step_range=step_range, run_id=run_id, episode=episode)
         results = self._search_rows(q, k, mask)
         for qi, (scores, rows) in enumerate(results):
-            out[qi] = [
-                Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)
-            ]
+            out[qi] = [Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)]
             if count_hits and len(rows):
                 self.meta.add_hits(rows)
         return out
@@ -560,9 +556,7 @@ class LongTermStore:
             params = faiss.SearchParametersPreTransform(index_params=params)
         return params
 
-    def _search_rows(
-        self, q: np.ndarray, k: int, mask: np.ndarray | None
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _search_rows(self, q: np.ndarray, k: int, mask: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(scores, rows)`` per query: the top ``min(k, matching)`` records."""
         n = len(self)
         rows = np.flatnonzero(mask) if mask is not None else None
@@ -703,11 +697,15 @@ class LongTermStore:
         if not self.needs_training and not state.trained:
             raise ValueError(f"field state.store.trained: false, but {self.index_factory!r} needs no training")
         if (state.train_error is None) == state.trained:
-            raise ValueError(f"field state.store.train_error: {state.train_error!r} does not fit trained={state.trained}")
+            raise ValueError(
+                f"field state.store.train_error: {state.train_error!r} does not fit trained={state.trained}"
+            )
         if self.needs_training and state.trained != (state.trainings >= 1):
             raise ValueError(f"field state.store.trainings: {state.trainings} does not fit trained={state.trained}")
         if not self.needs_training and state.trainings != 0:
-            raise ValueError(f"field state.store.trainings: {state.trainings}, but {self.index_factory!r} is never trained")
+            raise ValueError(
+                f"field state.store.trainings: {state.trainings}, but {self.index_factory!r} is never trained"
+            )
         expect = build_index(self.dim, self.index_factory if state.trained else "Flat", self.pq_train_points)
         expect = faiss.deserialize_index(faiss.serialize_index(expect))  # the classes FAISS reads back
         if index_signature(index) != index_signature(expect):
@@ -719,7 +717,9 @@ class LongTermStore:
         if ivf is not None and int(ivf.nprobe) != self.nprobe:
             raise ValueError(f"the index was saved with nprobe={int(ivf.nprobe)}, config nprobe={self.nprobe}")
         if state.fixed_bytes != empty_index_bytes(index):
-            raise ValueError(f"field state.store.fixed_bytes: {state.fixed_bytes}, the index's parameters take {empty_index_bytes(index)}")
+            raise ValueError(
+                f"field state.store.fixed_bytes: {state.fixed_bytes}, the index's parameters take {empty_index_bytes(index)}"
+            )
         if self.byte_budget is not None and code_bytes_per_vector(index) * len(meta) > self.byte_budget:
             raise ValueError(
                 f"{len(meta)} records of {code_bytes_per_vector(index)} bytes exceed config byte_budget={self.byte_budget}"
@@ -730,7 +730,9 @@ class LongTermStore:
         if raw_vecs.dtype != np.float32 or raw_ids.dtype != np.int64 or np.any((raw_ids < -1) | (raw_ids >= next_id)):
             raise ValueError(f"raw buffer ids must be -1 or in [0, next_id={next_id})")
         if state.raw_pos >= max(self.raw.capacity, 1):
-            raise ValueError(f"field state.store.raw_pos: {state.raw_pos} is not below the raw buffer size {self.raw.capacity}")
+            raise ValueError(
+                f"field state.store.raw_pos: {state.raw_pos} is not below the raw buffer size {self.raw.capacity}"
+            )
         self._configure(index)
         self._index, self.meta = index, meta
         self.trained = state.trained

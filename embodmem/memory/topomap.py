@@ -250,8 +250,7 @@ class TopologicalMap:
                 for i, (p, v) in enumerate(zip(self.positions, self.visits))
             ],
             "edges": [
-                [int(u), int(v), float(d["weight"]), int(d["traversals"])]
-                for u, v, d in self.graph.edges(data=True)
+                [int(u), int(v), float(d["weight"]), int(d["traversals"])] for u, v, d in self.graph.edges(data=True)
             ],
             "embedding_sums": base64.b64encode(
                 np.ascontiguousarray(self._sum[: self._n], dtype="<f4").tobytes()

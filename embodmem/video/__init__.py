@@ -30,4 +30,3 @@ __all__ = [
     "video_format",
     "write_video",
 ]
-

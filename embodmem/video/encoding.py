@@ -56,7 +56,9 @@ class Codec:
 
 CODECS: dict[str, Codec] = {
     "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "crf": "23"}),
-    "webm": Codec("webm", "libvpx-vp9", {"deadline": "realtime", "cpu-used": "8", "row-mt": "1", "crf": "32", "b": "0"}),
+    "webm": Codec(
+        "webm", "libvpx-vp9", {"deadline": "realtime", "cpu-used": "8", "row-mt": "1", "crf": "32", "b": "0"}
+    ),
 }
 """Extension -> encoder settings. ``crf`` keeps the quality constant (text stays sharp); VP9 needs
 ``b=0`` for pure constant quality."""

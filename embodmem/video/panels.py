@@ -168,7 +168,14 @@ def _draw_graph(img: np.ndarray, graph: MapSnapshot, px: int, current: int | Non
     pix = np.rint((graph.positions + 0.5) * px).astype(np.int64)
     r = max(2, px // 4)
     for u, v in graph.edges:
-        cv2.line(img, (int(pix[u, 0]), int(pix[u, 1])), (int(pix[v, 0]), int(pix[v, 1])), _EDGE, max(1, px // 10), cv2.LINE_AA)
+        cv2.line(
+            img,
+            (int(pix[u, 0]), int(pix[u, 1])),
+            (int(pix[v, 0]), int(pix[v, 1])),
+            _EDGE,
+            max(1, px // 10),
+            cv2.LINE_AA,
+        )
     for p in pix:
         cv2.circle(img, (int(p[0]), int(p[1])), r, _NODE, -1, cv2.LINE_AA)
     if current is not None and 0 <= current < len(pix):
@@ -227,7 +234,9 @@ def memory_tiles(retrievals: Sequence[Retrieval], size: int) -> np.ndarray:
         inner = tile - 4
         if r.thumbnail is not None:
             thumb = np.asarray(r.thumbnail, dtype=np.uint8)
-            img[y0 + 2 : y0 + 2 + inner, x0 + 2 : x0 + 2 + inner] = cv2.resize(thumb, (inner, inner), interpolation=cv2.INTER_NEAREST)
+            img[y0 + 2 : y0 + 2 + inner, x0 + 2 : x0 + 2 + inner] = cv2.resize(
+                thumb, (inner, inner), interpolation=cv2.INTER_NEAREST
+            )
         else:
             cv2.rectangle(img, (x0 + 2, y0 + 2), (x0 + 1 + inner, y0 + 1 + inner), (45, 50, 62), -1)
             _text(img, f"no image, at ({r.pose[0]:.0f},{r.pose[1]:.0f})", (x0 + 5, y0 + inner // 2), small, _GREY)
@@ -347,7 +356,9 @@ def compose_frame(
     frame = np.empty((size + strip_h + legend_h, width, 3), dtype=np.uint8)
     frame[:size, :size] = camera_panel(camera, size)
     for i, p in enumerate((top_down, memory), start=1):
-        frame[:size, i * size : (i + 1) * size] = p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)
+        frame[:size, i * size : (i + 1) * size] = (
+            p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)
+        )
         frame[:size, i * size] = 60  # thin separators
     strip = frame[size : size + strip_h]  # full rows: a contiguous view OpenCV can draw into
     strip[:] = _background(strip_h, width)

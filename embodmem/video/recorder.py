@@ -75,7 +75,9 @@ class EpisodeRecorder:
             ``out_dir``, i.e. the run directory for ``<run>/videos``).
     """
 
-    def __init__(self, video_cfg: VideoConfig, out_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None):
+    def __init__(
+        self, video_cfg: VideoConfig, out_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
+    ):
         self.enabled = bool(video_cfg.enabled)
         self.episodes = str(_value(video_cfg.episodes))
         self.fps = int(video_cfg.fps)
@@ -140,7 +142,9 @@ class EpisodeRecorder:
         last = self._last_graph
         if last is None or last[0] != moved:
             edges = topo.graph.number_of_edges()
-            snap = last[2] if last is not None and last[0][:2] == moved[:2] and last[1] == edges else MapSnapshot.of(topo)
+            snap = (
+                last[2] if last is not None and last[0][:2] == moved[:2] and last[1] == edges else MapSnapshot.of(topo)
+            )
             self._last_graph = last = (moved, edges, snap)
         return last[2], topo.prev
 
@@ -168,7 +172,9 @@ class EpisodeRecorder:
                 rec.query, rec.retrievals = found[rec.step]
         path = self.out_dir / episode_video_name(record, self.format)
         try:
-            n = write_video(path, render_frames(ep.scene.placed(record), ep.steps, self.size, record, self.fps), self.fps)
+            n = write_video(
+                path, render_frames(ep.scene.placed(record), ep.steps, self.size, record, self.fps), self.fps
+            )
         except (OSError, RuntimeError, ValueError, cv2.error) as err:
             log.warning("video for %s not written: %s", path.name, err)
             record["video_error"] = str(err)

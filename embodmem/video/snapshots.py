@@ -169,7 +169,13 @@ def retrievals_from_log(entries: Iterable[Mapping[str, Any]]) -> dict[int, tuple
     out: dict[int, tuple[str | None, list[Retrieval]]] = {}
     for e in entries:
         hits = [
-            Retrieval(float(h[0]), None if h[1] is None else int(h[1]), (float(h[2][0]), float(h[2][1]), float(h[2][2])), str(h[3]), int(h[4]))
+            Retrieval(
+                float(h[0]),
+                None if h[1] is None else int(h[1]),
+                (float(h[2][0]), float(h[2][1]), float(h[2][2])),
+                str(h[3]),
+                int(h[4]),
+            )
             for h in e["hits"]
         ]
         out[int(e["step"])] = (e.get("query"), hits)

@@ -58,8 +58,9 @@ class Reply:
         return cls.ok(json.dumps({"reasoning": reasoning, "action": action, **extra}), delay_s)
 
     @classmethod
-    def http_error(cls, status: int, message: str = "scripted failure", delay_s: float = 0.0,
-                   headers: dict[str, str] | None = None) -> Reply:
+    def http_error(
+        cls, status: int, message: str = "scripted failure", delay_s: float = 0.0, headers: dict[str, str] | None = None
+    ) -> Reply:
         return cls("error", message, status, delay_s, headers=headers)
 
     @classmethod
@@ -178,7 +179,9 @@ class ChatServer:
                 return Reply.http_error(400, RESPONSE_FORMAT_REJECTION)
             rejected = sorted(self.reject_params & set(body))
             if rejected:
-                return Reply.http_error(400, f"Unsupported parameter(s): {', '.join(rejected)} (not supported with this model)")
+                return Reply.http_error(
+                    400, f"Unsupported parameter(s): {', '.join(rejected)} (not supported with this model)"
+                )
             if self.queue:
                 return self.queue.popleft()
         return self.respond(body)
@@ -189,10 +192,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out in two writes; do not wait 40 ms for an ACK
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def do_GET(self) -> None:
         owner = self.owner
         with owner._lock:
             owner.model_requests += 1
@@ -202,10 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif not key_ok:
             self._send(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
         else:
-            self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
-                                                         for m in owner.models]})
+            self._send(
+                200,
+                {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in owner.models]},
+            )
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if self.path.rstrip("/") != "/v1/chat/completions":
@@ -221,9 +226,17 @@ class _Handler(BaseHTTPRequestHandler):
             return  # shutting down: drop the connection
         if reply.kind == "error":
             param = "response_format" if "response_format" in reply.text else None
-            self._send(reply.status, {"error": {"message": reply.text, "type": "invalid_request_error"
-                                                if reply.status < 500 else "server_error", "param": param}},
-                       reply.headers)
+            self._send(
+                reply.status,
+                {
+                    "error": {
+                        "message": reply.text,
+                        "type": "invalid_request_error" if reply.status < 500 else "server_error",
+                        "param": param,
+                    }
+                },
+                reply.headers,
+            )
         elif reply.kind == "broken":
             self._send_raw(200, b'{"id": "chatcmpl-broken", "choices": [', "application/json")
         else:
@@ -232,8 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", ""),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": reply.text}}],
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}
+                ],
             }
             if reply.usage is not None:
                 usage = dict(reply.usage)

@@ -83,8 +83,11 @@ class LiteLLMProxy:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> LiteLLMProxy:
-        config = {"model_list": model_list(), "litellm_settings": {"num_retries": 0, "request_timeout": 30},
-                  "general_settings": {"master_key": MASTER_KEY}}
+        config = {
+            "model_list": model_list(),
+            "litellm_settings": {"num_retries": 0, "request_timeout": 30},
+            "general_settings": {"master_key": MASTER_KEY},
+        }
         config_path = self.workdir / "litellm.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LITELLM_", "DATABASE_URL", "OPENAI_"))}
@@ -92,9 +95,23 @@ class LiteLLMProxy:
         code = "import sys; from litellm import run_server; sys.exit(run_server())"
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", code, "--config", str(config_path), "--host", "127.0.0.1",
-                 "--port", str(self.port), "--num_workers", "1"],
-                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+                [
+                    sys.executable,
+                    "-c",
+                    code,
+                    "--config",
+                    str(config_path),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--num_workers",
+                    "1",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.workdir,
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -12,10 +12,10 @@ from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.oracle import OracleAgent
 from embodmem.agents.random_agent import RandomAgent
 from embodmem.embedding.embedder import ClipEmbedder
-from embodmem.memory import FrameMeta
-from embodmem.runner import run_episode
 from embodmem.envs.spec import DIR_TO_VEC
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.memory import FrameMeta
+from embodmem.runner import run_episode
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,9 @@ def test_memory_recall_triangulates_the_target_from_remembered_frames(embedder: 
     assert min(abs(place.cell[0] - bx) + abs(place.cell[1] - by) for bx, by in barrel_cells) <= 1
 
 
-def _remember_barrel_views(env: UnderwaterEnv, agent: MemoryAgent, embedder: ClipEmbedder, on_trail: bool = True) -> None:
+def _remember_barrel_views(
+    env: UnderwaterEnv, agent: MemoryAgent, embedder: ClipEmbedder, on_trail: bool = True
+) -> None:
     """Frames of the barrel from several places (and other frames), as if taken in a previous task."""
     obs, _ = env.reset(seed=0, options={"task": "barrel"})
     agent.reset(obs, env.sensor_spec)
@@ -111,7 +113,9 @@ def _remember_barrel_views(env: UnderwaterEnv, agent: MemoryAgent, embedder: Cli
     for i in range(40):  # plenty of other memories (their poses are made up, so none may show the barrel)
         o, _ = env.reset(seed=i, options={"task": "wreck", "start": "random"})
         if env.visible_pixels().get("barrel", 0) == 0:
-            agent.memory.observe(embedder.embed_images(o["image"][None])[0], FrameMeta("r", "wreck", 0, 100 + i, 0.0, 0.0, 0))
+            agent.memory.observe(
+                embedder.embed_images(o["image"][None])[0], FrameMeta("r", "wreck", 0, 100 + i, 0.0, 0.0, 0)
+            )
 
 
 def test_frames_from_where_the_robot_never_stood_are_not_trusted(embedder: ClipEmbedder) -> None:

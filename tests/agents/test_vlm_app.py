@@ -34,10 +34,19 @@ def vlm_config(url: str, *extra: str):
         return compose(
             "config",
             overrides=[
-                "agent=vlm", "agent.vlm.mode=high", f"agent.vlm.base_url={url}", "agent.vlm.model=test-vlm",
-                "agent.vlm.cache_dir=null", "agent.vlm.backoff_base_s=0.01", "agent.vlm.max_skill_steps=10",
-                "experiment.baselines=[]", "experiment.conditions=[warm]", "env.max_steps=30", "logger.progress=false",
-                "logger.plots=false", *extra,
+                "agent=vlm",
+                "agent.vlm.mode=high",
+                f"agent.vlm.base_url={url}",
+                "agent.vlm.model=test-vlm",
+                "agent.vlm.cache_dir=null",
+                "agent.vlm.backoff_base_s=0.01",
+                "agent.vlm.max_skill_steps=10",
+                "experiment.baselines=[]",
+                "experiment.conditions=[warm]",
+                "env.max_steps=30",
+                "logger.progress=false",
+                "logger.plots=false",
+                *extra,
             ],
         )
 
@@ -80,9 +89,21 @@ def test_a_server_that_stops_answering_aborts_the_run_and_keeps_what_finished(tm
 
 def _cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "embodmem", "agent=vlm", "agent.vlm.cache_dir=null", "logger.progress=false",
-         f"hydra.run.dir={tmp_path / 'out'}", *overrides],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**_env(), "PYTHONPATH": str(REPO)},
+        [
+            sys.executable,
+            "-m",
+            "embodmem",
+            "agent=vlm",
+            "agent.vlm.cache_dir=null",
+            "logger.progress=false",
+            f"hydra.run.dir={tmp_path / 'out'}",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**_env(), "PYTHONPATH": str(REPO)},
     )
 
 

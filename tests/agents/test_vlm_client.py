@@ -24,8 +24,12 @@ except ImportError:  # pytest put tests/agents itself on sys.path
     from chat_server import ChatServer, Reply  # type: ignore[no-redef]
 
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "Mission: find the ship"}]}]
-SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"],
-          "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"action": {"type": "string"}},
+    "required": ["action"],
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture
@@ -35,8 +39,9 @@ def server() -> Iterator[ChatServer]:
 
 
 def make_client(server: ChatServer, sleep=time.sleep, **overrides: object) -> ChatClient:
-    values: dict[str, object] = dict(base_url=server.url, model="test-vlm", timeout_s=2.0, max_retries=2,
-                                     backoff_base_s=0.01, backoff_max_s=0.05)
+    values: dict[str, object] = dict(
+        base_url=server.url, model="test-vlm", timeout_s=2.0, max_retries=2, backoff_base_s=0.01, backoff_max_s=0.05
+    )
     values.update(overrides)
     return ChatClient(VLMConfig(**values), sleep=sleep)  # type: ignore[arg-type]
 
@@ -207,8 +212,9 @@ def test_a_parameter_rejected_again_after_its_drop_is_an_error(server: ChatServe
 
 
 def test_every_attempt_is_timed_and_counted_by_outcome(server: ChatServer) -> None:
-    server.enqueue(Reply.http_error(500), Reply.http_error(429), Reply.ok("late", delay_s=1.0), Reply.broken(),
-                   Reply.ok("finally"))
+    server.enqueue(
+        Reply.http_error(500), Reply.http_error(429), Reply.ok("late", delay_s=1.0), Reply.broken(), Reply.ok("finally")
+    )
     client = make_client(server, timeout_s=0.3, max_retries=4)
     completion = client.complete(MESSAGES)
     assert completion.attempts == {"5xx": 1, "429": 1, "timeout": 1, "malformed": 1, "ok": 1}
@@ -221,16 +227,22 @@ def test_every_attempt_is_timed_and_counted_by_outcome(server: ChatServer) -> No
 
 
 def test_connection_failures_are_counted_and_timed() -> None:
-    client = ChatClient(VLMConfig(base_url=free_port_url(), model="m", timeout_s=1.0, max_retries=1,
-                                  backoff_base_s=0.01, backoff_max_s=0.01))
+    client = ChatClient(
+        VLMConfig(
+            base_url=free_port_url(), model="m", timeout_s=1.0, max_retries=1, backoff_base_s=0.01, backoff_max_s=0.01
+        )
+    )
     with pytest.raises(VLMUnavailableError, match="after 2 attempt") as info:
         client.complete(MESSAGES)
     assert info.value.attempts == {"connection": 2} and info.value.latency_s > 0
 
 
 def test_retry_after_is_honoured(server: ChatServer) -> None:
-    server.enqueue(Reply.http_error(429, "slow down", headers={"Retry-After": "0.7"}),
-                   Reply.http_error(503, "busy", headers={"retry-after-ms": "250"}), Reply.ok("ok"))
+    server.enqueue(
+        Reply.http_error(429, "slow down", headers={"Retry-After": "0.7"}),
+        Reply.http_error(503, "busy", headers={"retry-after-ms": "250"}),
+        Reply.ok("ok"),
+    )
     slept: list[float] = []
     client = make_client(server, sleep=slept.append, max_retries=3)
     assert client.complete(MESSAGES).text == "ok"
@@ -296,14 +308,17 @@ def test_the_run_budget_stops_further_calls(server: ChatServer) -> None:
 # -- refusals and the endpoint check -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("status", "message", "kind"), [
-    (401, "Incorrect API key provided", VLMAuthError),
-    (403, "forbidden", VLMAuthError),
-    (400, "No connected db.", VLMAuthError),  # LiteLLM without a database, wrong key
-    (400, "/chat/completions: Invalid model name passed in model=nope.", VLMModelError),
-    (404, "The model `nope` does not exist", VLMModelError),
-    (400, "messages: at least one message is required", VLMRequestError),
-])
+@pytest.mark.parametrize(
+    ("status", "message", "kind"),
+    [
+        (401, "Incorrect API key provided", VLMAuthError),
+        (403, "forbidden", VLMAuthError),
+        (400, "No connected db.", VLMAuthError),  # LiteLLM without a database, wrong key
+        (400, "/chat/completions: Invalid model name passed in model=nope.", VLMModelError),
+        (404, "The model `nope` does not exist", VLMModelError),
+        (400, "messages: at least one message is required", VLMRequestError),
+    ],
+)
 def test_refusals_are_classified_by_status_and_message(server: ChatServer, status, message, kind) -> None:
     server.enqueue(Reply.http_error(status, message))
     with pytest.raises(VLMRequestError) as info:

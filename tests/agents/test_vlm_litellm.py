@@ -29,8 +29,12 @@ from tests.agents.litellm_proxy import MASTER_KEY, LiteLLMProxy, missing_extra
 
 REPO = Path(__file__).resolve().parents[2]
 KEY_ENV = "EMBODMEM_TEST_GATEWAY_KEY"
-SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"],
-          "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"action": {"type": "string"}},
+    "required": ["action"],
+    "additionalProperties": False,
+}
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "Mission: find the ship"}]}]
 
 _missing = missing_extra()
@@ -49,16 +53,32 @@ def gateway_key(monkeypatch) -> None:
 
 
 def settings(proxy: LiteLLMProxy, model: str, **overrides: object) -> VLMConfig:
-    values: dict[str, object] = dict(base_url=proxy.url, model=model, api_key_env=KEY_ENV, timeout_s=20.0,
-                                     max_retries=1, backoff_base_s=0.01, backoff_max_s=0.05, mode="low")
+    values: dict[str, object] = dict(
+        base_url=proxy.url,
+        model=model,
+        api_key_env=KEY_ENV,
+        timeout_s=20.0,
+        max_retries=1,
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        mode="low",
+    )
     values.update(overrides)
     return VLMConfig(**values)  # type: ignore[arg-type]
 
 
 def act_steps(config: VLMConfig, steps: int) -> dict:
     """``steps`` decisions of a low-mode policy on a plain frame; its episode counters."""
-    spec = SensorSpec(cell_size_m=2.0, image_size=8, camera_fov_deg=90, view_range_m=20, sonar_beams=0,
-                      sonar_fov_deg=120, sonar_max_range_m=40, grid_size=16)
+    spec = SensorSpec(
+        cell_size_m=2.0,
+        image_size=8,
+        camera_fov_deg=90,
+        view_range_m=20,
+        sonar_beams=0,
+        sonar_fov_deg=120,
+        sonar_max_range_m=40,
+        grid_size=16,
+    )
     obs = {"image": np.zeros((8, 8, 3), np.uint8), "pose": np.zeros(3, np.float32), "mission": "find the ship"}
     agent = VLMPolicy(config)
     agent.reset(obs, spec)
@@ -70,12 +90,24 @@ def act_steps(config: VLMConfig, steps: int) -> dict:
 
 def app_config(proxy: LiteLLMProxy, model: str, *extra: str):
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        return compose("config", overrides=[
-            "agent=vlm", "agent.vlm.mode=low", f"agent.vlm.base_url={proxy.url}", f"agent.vlm.model={model}",
-            f"agent.vlm.api_key_env={KEY_ENV}", "agent.vlm.cache_dir=null", "agent.vlm.backoff_base_s=0.01",
-            "agent.vlm.image_size=null", "experiment.baselines=[]", "experiment.conditions=[warm]",
-            "logger.progress=false", "logger.plots=false", *extra,
-        ])
+        return compose(
+            "config",
+            overrides=[
+                "agent=vlm",
+                "agent.vlm.mode=low",
+                f"agent.vlm.base_url={proxy.url}",
+                f"agent.vlm.model={model}",
+                f"agent.vlm.api_key_env={KEY_ENV}",
+                "agent.vlm.cache_dir=null",
+                "agent.vlm.backoff_base_s=0.01",
+                "agent.vlm.image_size=null",
+                "experiment.baselines=[]",
+                "experiment.conditions=[warm]",
+                "logger.progress=false",
+                "logger.plots=false",
+                *extra,
+            ],
+        )
 
 
 # -- the Bars ------------------------------------------------------------------------------------
@@ -91,8 +123,9 @@ def test_a_provider_rejecting_format_and_seed_completes_the_run_with_both_droppe
 
 
 def test_an_aborted_run_keeps_metrics_of_the_completed_episodes(proxy, tmp_path) -> None:
-    cfg = app_config(proxy, "broken", "env.max_steps=2", "agent.vlm.max_retries=0",
-                     "agent.vlm.max_consecutive_failures=3")
+    cfg = app_config(
+        proxy, "broken", "env.max_steps=2", "agent.vlm.max_retries=0", "agent.vlm.max_consecutive_failures=3"
+    )
     with pytest.raises(EpisodeAborted, match="3 VLM calls in a row failed"):
         run(cfg, tmp_path)  # every call fails: task 1 ends on default actions, task 2 hits the limit
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -107,9 +140,23 @@ def test_an_aborted_run_keeps_metrics_of_the_completed_episodes(proxy, tmp_path)
 def _cli(tmp_path: Path, proxy: LiteLLMProxy, *overrides: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
-        [sys.executable, "-m", "embodmem", "agent=vlm", f"agent.vlm.base_url={proxy.url}", "agent.vlm.cache_dir=null",
-         f"agent.vlm.api_key_env={KEY_ENV}", "logger.progress=false", f"hydra.run.dir={tmp_path / 'out'}", *overrides],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
+        [
+            sys.executable,
+            "-m",
+            "embodmem",
+            "agent=vlm",
+            f"agent.vlm.base_url={proxy.url}",
+            "agent.vlm.cache_dir=null",
+            f"agent.vlm.api_key_env={KEY_ENV}",
+            "logger.progress=false",
+            f"hydra.run.dir={tmp_path / 'out'}",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO)},
     )
 
 
@@ -150,17 +197,25 @@ def test_a_provider_rejecting_only_seed_keeps_structured_output(proxy, caplog) -
     assert len(caplog.records) == 1 and "agent.vlm.seed=null" in caplog.records[0].message
 
 
-@pytest.mark.parametrize(("model", "format_errors", "invalid", "misses"), [
-    ("json", 0, 0, 0),      # structured output honoured
-    ("prose", 3, 0, 3),     # json_schema accepted, prose returned: a format miss the parser recovers
-    ("junk", 3, 3, 3),      # nothing to recover: default actions
-    ("silent-drop", 3, 0, 3),  # the gateway dropped response_format silently and answered 200
-])
-def test_replies_are_checked_against_the_format_the_server_claimed(proxy, model, format_errors, invalid, misses) -> None:
+@pytest.mark.parametrize(
+    ("model", "format_errors", "invalid", "misses"),
+    [
+        ("json", 0, 0, 0),  # structured output honoured
+        ("prose", 3, 0, 3),  # json_schema accepted, prose returned: a format miss the parser recovers
+        ("junk", 3, 3, 3),  # nothing to recover: default actions
+        ("silent-drop", 3, 0, 3),  # the gateway dropped response_format silently and answered 200
+    ],
+)
+def test_replies_are_checked_against_the_format_the_server_claimed(
+    proxy, model, format_errors, invalid, misses
+) -> None:
     stats = act_steps(settings(proxy, model), 3)
     assert stats["vlm_calls"] == stats["vlm_attempts_ok"] == 3
     assert (stats["vlm_format_errors"], stats["vlm_invalid_replies"], stats["vlm_format_misses"]) == (
-        format_errors, invalid, misses)
+        format_errors,
+        invalid,
+        misses,
+    )
     assert stats["vlm_dropped_params"] == ""  # nothing was rejected: a silent drop is only seen in the replies
 
 

@@ -62,8 +62,10 @@ def test_parser_high_level_nodes() -> None:
     assert parse_reply('{"action": "goto_node", "node": "node 3"}', HIGH, nodes=[3]).choice == Choice("goto_node", 3)
     assert parse_reply("Let's go to node #3.", HIGH, nodes=[3]).choice == Choice("goto_node", 3)
     assert parse_reply('{"action": "explore", "node": null}', HIGH, nodes=[3]).choice == Choice("explore")
-    assert "not one of the nodes shown: [3, 7]" in parse_reply('{"action": "goto_node", "node": 9}', HIGH,
-                                                              nodes=[7, 3]).error
+    assert (
+        "not one of the nodes shown: [3, 7]"
+        in parse_reply('{"action": "goto_node", "node": 9}', HIGH, nodes=[7, 3]).error
+    )
     assert "needs a node id" in parse_reply('{"action": "goto_node"}', HIGH, nodes=[3]).error
     assert str(Choice("goto_node", 4)) == "goto_node 4"
 
@@ -74,9 +76,16 @@ def test_parser_high_level_nodes() -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("mode", "medium"), ("base_url", "localhost:8000"), ("timeout_s", 0), ("max_retries", -1),
-        ("image_format", "gif"), ("views", ["image_up"]), ("low_level_actions", ["fly"]),
-        ("api_key_env", "sk-abc123"), ("default_action", "explore"), ("jitter", 2.0),
+        ("mode", "medium"),
+        ("base_url", "localhost:8000"),
+        ("timeout_s", 0),
+        ("max_retries", -1),
+        ("image_format", "gif"),
+        ("views", ["image_up"]),
+        ("low_level_actions", ["fly"]),
+        ("api_key_env", "sk-abc123"),
+        ("default_action", "explore"),
+        ("jitter", 2.0),
     ],
 )
 def test_config_errors_name_the_field(field: str, value: object) -> None:
@@ -85,8 +94,9 @@ def test_config_errors_name_the_field(field: str, value: object) -> None:
 
 
 def test_config_from_dict_rejects_unknown_keys_and_reads_yaml() -> None:
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     with pytest.raises(ValueError, match="unknown key.*'temprature'"):
         VLMConfig.from_dict({"temprature": 0.2})
@@ -136,19 +146,36 @@ def test_place_hit_bearing_and_distance() -> None:
 def test_prompt_contents() -> None:
     cfg = VLMConfig(mode="high", image_size=32)
     thumb = np.full((16, 16, 3), 200, np.uint8)
-    obs = {"image": np.zeros((8, 8, 3), np.uint8), "image_left": np.ones((8, 8, 3), np.uint8),
-           "sonar": np.array([3.0, 12.5], np.float32), "pose": np.array([2, 3, 1], np.float32),
-           "mission": "find the sunken ship"}
-    ctx = PromptContext(observation=obs, legal=HIGH, step=4, cell_size_m=5.0,
-                        memory=[MemoryItem(node=7, score=0.9, x=2, y=9, distance_m=30.0, bearing_deg=0.0,
-                                           thumbnail=thumb)],
-                        map_summary="3 nodes, 40 cells explored", history=["step 0: explore (ran 4 steps, done)"],
-                        previous_error="no JSON object", default_action="explore")
+    obs = {
+        "image": np.zeros((8, 8, 3), np.uint8),
+        "image_left": np.ones((8, 8, 3), np.uint8),
+        "sonar": np.array([3.0, 12.5], np.float32),
+        "pose": np.array([2, 3, 1], np.float32),
+        "mission": "find the sunken ship",
+    }
+    ctx = PromptContext(
+        observation=obs,
+        legal=HIGH,
+        step=4,
+        cell_size_m=5.0,
+        memory=[MemoryItem(node=7, score=0.9, x=2, y=9, distance_m=30.0, bearing_deg=0.0, thumbnail=thumb)],
+        map_summary="3 nodes, 40 cells explored",
+        history=["step 0: explore (ran 4 steps, done)"],
+        previous_error="no JSON object",
+        default_action="explore",
+    )
     messages = PromptBuilder(cfg).build(ctx)
     text = "\n".join(p["text"] for p in messages[1]["content"] if p["type"] == "text")
-    for fragment in ("find the sunken ship", "facing south", "node 7", "30.0 m away", "3 nodes, 40 cells",
-                     "could not be used: no JSON object; the default action explore was taken",
-                     "goto_node with node one of [7]", "nearest 3.0"):
+    for fragment in (
+        "find the sunken ship",
+        "facing south",
+        "node 7",
+        "30.0 m away",
+        "3 nodes, 40 cells",
+        "could not be used: no JSON object; the default action explore was taken",
+        "goto_node with node one of [7]",
+        "nearest 3.0",
+    ):
         assert fragment in text, fragment
     images = list(message_images(messages))
     assert [im.shape for im in images] == [(32, 32, 3)] * 3  # front, left, memory thumbnail, resized

@@ -41,9 +41,17 @@ class Corridor:
 
     def __init__(self, length: int = 30, max_steps: int = 80, views: tuple[str, ...] = ()) -> None:
         self.length, self.max_steps, self.views = length, max_steps, views
-        self.spec = SensorSpec(cell_size_m=5.0, image_size=IMAGE, camera_fov_deg=90.0, view_range_m=40.0,
-                               sonar_beams=4, sonar_fov_deg=120.0, sonar_max_range_m=40.0, grid_size=length,
-                               extra_views=views)
+        self.spec = SensorSpec(
+            cell_size_m=5.0,
+            image_size=IMAGE,
+            camera_fov_deg=90.0,
+            view_range_m=40.0,
+            sonar_beams=4,
+            sonar_fov_deg=120.0,
+            sonar_max_range_m=40.0,
+            grid_size=length,
+            extra_views=views,
+        )
 
     def reset(self) -> dict[str, Any]:
         self.x, self.y, self.heading, self.steps = 0, 0, 0, 0
@@ -52,8 +60,12 @@ class Corridor:
     def obs(self) -> dict[str, Any]:
         image = np.zeros((IMAGE, IMAGE, 3), np.uint8)
         image[..., 0] = 8 * self.x  # frames differ along the corridor
-        obs = {"image": image, "sonar": np.full(4, 40.0, np.float32),
-               "pose": np.array([self.x, self.y, self.heading], np.float32), "mission": MISSION}
+        obs = {
+            "image": image,
+            "sonar": np.full(4, 40.0, np.float32),
+            "pose": np.array([self.x, self.y, self.heading], np.float32),
+            "mission": MISSION,
+        }
         for i, view in enumerate(self.views):
             obs[view] = np.full((IMAGE, IMAGE, 3), 50 * (i + 1), np.uint8)
         return obs
@@ -111,8 +123,10 @@ class FakeMemory:
         thumb = np.zeros((16, 16, 3), np.uint8)
         thumb[4:12, 4:12] = (200, 120, 40)
         self.hits = [
-            SimpleNamespace(score=0.91, meta=SimpleNamespace(x=float(TARGET_X), y=0.0, node=3, thumbnail=thumb,
-                                                             task="barrel", step=40)),
+            SimpleNamespace(
+                score=0.91,
+                meta=SimpleNamespace(x=float(TARGET_X), y=0.0, node=3, thumbnail=thumb, task="barrel", step=40),
+            ),
             SimpleNamespace(score=0.35, meta=SimpleNamespace(x=6.0, y=2.0, node=1, thumbnail=None)),
         ]
         self.queries: list[tuple[np.ndarray, int]] = []
@@ -163,8 +177,15 @@ def server() -> Iterator[ChatServer]:
 
 
 def config(server: ChatServer, **overrides: Any) -> VLMConfig:
-    values: dict[str, Any] = dict(base_url=server.url, model="test-vlm", timeout_s=2.0, max_retries=2,
-                                  backoff_base_s=0.01, backoff_max_s=0.05, max_skill_steps=50)
+    values: dict[str, Any] = dict(
+        base_url=server.url,
+        model="test-vlm",
+        timeout_s=2.0,
+        max_retries=2,
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        max_skill_steps=50,
+    )
     values.update(overrides)
     return VLMConfig(**values)
 
@@ -202,7 +223,11 @@ def test_low_mode_episode_completes_with_images_and_mission(server: ChatServer) 
     urls = [p["image_url"]["url"] for p in body["messages"][-1]["content"] if p["type"] == "image_url"]
     assert all(u.startswith("data:image/png;base64,") for u in urls)
     assert body["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"] == [
-        "turn_left", "turn_right", "forward", "stop"]
+        "turn_left",
+        "turn_right",
+        "forward",
+        "stop",
+    ]
     assert agent.trace.extra["vlm_choice"] == "stop" and agent.trace.extra["vlm_reasoning"]
 
 
@@ -253,12 +278,15 @@ def test_max_skill_steps_bounds_a_skill(server: ChatServer) -> None:
 
 def test_failures_invalid_replies_and_retries_are_survived_and_counted(server: ChatServer) -> None:
     server.enqueue(
-        Reply.http_error(500), Reply.action("forward"),           # call 1: one retry
-        Reply.broken(), Reply.action("forward"),                  # call 2: body is not JSON, one retry
-        Reply.ok("late", delay_s=1.0), Reply.action("forward"),   # call 3: timeout, one retry
-        Reply.ok("Hmm {not json, and no decision"),               # call 4: invalid -> turn_left
-        Reply.action("turn_right", delay_s=0.2),                  # call 5: slow but in time
-        *[Reply.http_error(502)] * 3,                             # call 6: all 3 attempts fail -> turn_left
+        Reply.http_error(500),
+        Reply.action("forward"),  # call 1: one retry
+        Reply.broken(),
+        Reply.action("forward"),  # call 2: body is not JSON, one retry
+        Reply.ok("late", delay_s=1.0),
+        Reply.action("forward"),  # call 3: timeout, one retry
+        Reply.ok("Hmm {not json, and no decision"),  # call 4: invalid -> turn_left
+        Reply.action("turn_right", delay_s=0.2),  # call 5: slow but in time
+        *[Reply.http_error(502)] * 3,  # call 6: all 3 attempts fail -> turn_left
     )
     agent = VLMPolicy(config(server, mode="low", timeout_s=0.5))
     env = Corridor()
@@ -275,7 +303,9 @@ def test_failures_invalid_replies_and_retries_are_survived_and_counted(server: C
     assert stats["vlm_invalid_replies"] == 1 and stats["vlm_fallbacks"] == 2
     assert server.count == 12
     note = "your last reply could not be used: no JSON object"
-    assert note in user_text(server.requests[7]) and "default action turn_left was taken" in user_text(server.requests[7])
+    assert note in user_text(server.requests[7]) and "default action turn_left was taken" in user_text(
+        server.requests[7]
+    )
     assert "could not be used" not in user_text(server.requests[8])  # call 5 was fine: no note for call 6
     assert "could not be reached" in user_text(server.requests[-1])  # after the failed call 6
     assert agent.trace.extra["vlm_error"] is None

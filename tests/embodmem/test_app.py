@@ -38,18 +38,30 @@ def test_invalid_values_name_the_key_and_the_allowed_values() -> None:
         _compose(["agent.name=octopus"])
     assert "octopus" in str(err.value.__cause__ or err.value) or "octopus" in str(err.value)
     cfg = _compose(["experiment.sequence=atlantis"])
-    with pytest.raises(ValueError, match=r"experiment.sequence: 'atlantis' is not allowed; allowed: .*wreck_then_barrel"):
+    with pytest.raises(
+        ValueError, match=r"experiment.sequence: 'atlantis' is not allowed; allowed: .*wreck_then_barrel"
+    ):
         run(cfg, "/tmp/never-written")
     cfg = _compose(["agent.detect_probability=1.5"])
-    with pytest.raises(ValueError, match=r"agent.detect_probability: 1.5 is not allowed; allowed: a number in \[0, 1\]"):
+    with pytest.raises(
+        ValueError, match=r"agent.detect_probability: 1.5 is not allowed; allowed: a number in \[0, 1\]"
+    ):
         run(cfg, "/tmp/never-written")
 
 
 @pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
 def test_sweeps_run_through_real_launchers(tmp_path: Path, launcher: str) -> None:
     cmd = [
-        sys.executable, "-m", "embodmem", "-m", "agent=explorer,random", "experiment.baselines=[]",
-        f"hydra/launcher={launcher}", f"hydra.sweep.dir={tmp_path}", "experiment.tasks=[barrel]", *SMALL,
+        sys.executable,
+        "-m",
+        "embodmem",
+        "-m",
+        "agent=explorer,random",
+        "experiment.baselines=[]",
+        f"hydra/launcher={launcher}",
+        f"hydra.sweep.dir={tmp_path}",
+        "experiment.tasks=[barrel]",
+        *SMALL,
     ]
     if launcher == "joblib":
         cmd.append("hydra.launcher.n_jobs=2")
@@ -57,8 +69,12 @@ def test_sweeps_run_through_real_launchers(tmp_path: Path, launcher: str) -> Non
     assert proc.returncode == 0, proc.stderr[-3000:]
     files = sorted(tmp_path.rglob("metrics.jsonl"))
     assert len(files) == 2
-    report = subprocess.run([sys.executable, "-m", "embodmem.report", str(tmp_path), "--no-plots", "-q"],
-                            capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [sys.executable, "-m", "embodmem.report", str(tmp_path), "--no-plots", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "summary.csv").is_file()
 
@@ -66,10 +82,16 @@ def test_sweeps_run_through_real_launchers(tmp_path: Path, launcher: str) -> Non
 def test_memory_migrates_between_runs_with_sleep_and_gem(tmp_path: Path) -> None:
     """Run 1 saves its warm memory (with sleep between tasks and GEM rows); run 2 starts from it."""
     first = tmp_path / "first"
-    cfg = _compose(SMALL + [
-        "experiment.baselines=[]", "experiment.conditions=[warm]", "experiment.save_memory=true",
-        "experiment.sleep_between_tasks=true", "experiment.gem_eval=true",
-    ])
+    cfg = _compose(
+        SMALL
+        + [
+            "experiment.baselines=[]",
+            "experiment.conditions=[warm]",
+            "experiment.save_memory=true",
+            "experiment.sleep_between_tasks=true",
+            "experiment.gem_eval=true",
+        ]
+    )
     records = run(cfg, first)
     evals = [r for r in records if r["condition"] == "eval"]
     assert sorted({r["eval_after"] for r in evals}) == [0, 1, 2] and len(evals) == 6
@@ -77,7 +99,9 @@ def test_memory_migrates_between_runs_with_sleep_and_gem(tmp_path: Path) -> None
     saved = first / "memory" / f"world{cfg.experiment.world_seeds[0]}"
     assert saved.is_dir()
     second = tmp_path / "second"
-    cfg = _compose(SMALL + ["experiment.baselines=[]", "experiment.conditions=[warm]", f"experiment.load_memory={saved}"])
+    cfg = _compose(
+        SMALL + ["experiment.baselines=[]", "experiment.conditions=[warm]", f"experiment.load_memory={saved}"]
+    )
     again = run(cfg, second)
     warm1 = [r for r in records if r["condition"] == "warm"]
     # the second run starts with the first run's frames already in memory
@@ -96,7 +120,11 @@ def test_agent_group_thresholds_reach_every_agent_that_uses_them() -> None:
     vlm = build_agent("vlm", cfg, embedder, env, 0)
     assert explorer.config.detect_probability == 0.8
     for agent in (memory, vlm.navigator):
-        assert (agent.config.detect_probability, agent.config.memory_probability, agent.config.memory_k) == (0.8, 0.9, 3)
+        assert (agent.config.detect_probability, agent.config.memory_probability, agent.config.memory_k) == (
+            0.8,
+            0.9,
+            3,
+        )
 
 
 def _runs_only(records: list[dict]) -> list[dict]:
@@ -153,7 +181,14 @@ def test_ablations_are_real_variants(tmp_path: Path) -> None:
     cfg = _compose(SMALL + ["experiment=ablations", "experiment.world_seeds=[1001]", "experiment.baselines=[]"])
     records = run(cfg, tmp_path)
     agents = {r["agent"] for r in records}
-    assert agents == {"memory", "memory_no_recall", "memory_no_map", "memory_no_consolidation", "memory_fifo_only", "textlog"}
+    assert agents == {
+        "memory",
+        "memory_no_recall",
+        "memory_no_map",
+        "memory_no_consolidation",
+        "memory_fifo_only",
+        "textlog",
+    }
     by = {(r["agent"], r["condition"], r["task_index"]): r for r in records}
     assert by[("memory_no_recall", "warm", 2)]["memory_queries"] == 0
     assert by[("memory", "warm", 2)]["memory_queries"] > 0

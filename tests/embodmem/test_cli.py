@@ -76,9 +76,21 @@ def test_validation_is_table_driven_and_names_key_value_and_allowed() -> None:
 def test_library_chatter_stays_off_the_terminal_and_in_the_log(tmp_path: Path) -> None:
     """open_clip logs each model load at INFO; the terminal shows the tables only, the job log keeps it."""
     proc = subprocess.run(
-        [sys.executable, "-m", "embodmem", "agent=explorer", "experiment.baselines=[]", "experiment.tasks=[barrel]",
-         "env.max_steps=5", "logger.progress=false", "logger.plots=false", f"hydra.run.dir={tmp_path}"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "embodmem",
+            "agent=explorer",
+            "experiment.baselines=[]",
+            "experiment.tasks=[barrel]",
+            "env.max_steps=5",
+            "logger.progress=false",
+            "logger.plots=false",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "[INFO]" not in proc.stdout + proc.stderr

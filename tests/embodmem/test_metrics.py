@@ -15,8 +15,8 @@ from embodmem.metrics import (
     best_reported_distances,
     distance_score,
     instance_score,
-    position_score,
     is_success,
+    position_score,
     soft_spl,
     soft_success,
     spl,
@@ -47,7 +47,7 @@ def test_success_boundary_differs_from_habitat_as_documented() -> None:
     # Habitat's Success is distance < threshold; ours (and the env's) is <=. The docstring says so,
     # and the strict rule is ours with the threshold lowered below the grid's distance step.
     assert "Habitat" in (is_success.__doc__ or "") and "strict" in (is_success.__doc__ or "")
-    habitat = lambda stopped, d, r: stopped and d < r  # noqa: E731 (Habitat-lab nav.py Success)
+    habitat = lambda stopped, d, r: stopped and d < r
     assert is_success(True, 10.0, 10.0) and not habitat(True, 10.0, 10.0)
     for d in (5.0, 7.07, 10.0, 11.18):  # distances between 5 m cell centres
         assert is_success(True, d, 10.0 - 1e-3) == habitat(True, d, 10.0)
@@ -201,7 +201,9 @@ def _reference_weighted(distances: list[float], target_count: int) -> float:
     return total
 
 
-def _reference_file_score(locations: list[tuple[float, float]], targets: list[tuple[float, float]], last_only: bool) -> float:
+def _reference_file_score(
+    locations: list[tuple[float, float]], targets: list[tuple[float, float]], last_only: bool
+) -> float:
     if not locations:
         return 0.0
     if last_only:

@@ -7,17 +7,16 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import cv2
 import numpy as np
 import pytest
 
 from embodmem.agents.random_agent import RandomAgent
-from embodmem.replay import ReplayError, ReplayMismatch, load_log, main, replay, simulate
-from embodmem.episode_log import LOG_FORMAT, seal
-from embodmem.runner import RunWriter, run_episode
-from embodmem.video import EpisodeRecorder
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.episode_log import LOG_FORMAT, seal
+from embodmem.replay import ReplayError, ReplayMismatch, load_log, main, replay, simulate
+from embodmem.runner import RunWriter, run_episode
+from embodmem.video import EpisodeRecorder
 from tests.embodmem.video_helpers import decode
 
 ENV_KW: dict[str, Any] = {"size": 24, "max_steps": 20, "image_size": 32, "odometry_noise": 0.1}
@@ -40,7 +39,9 @@ def write_logged_episode(run_dir: Path, start: str, world_seed: int = 2, recorde
     if recorder is not None:
         recorder.bind(env, agent)
     result = run_episode(env, agent, {"task": "barrel", "world_seed": world_seed, "start": start}, 7, on_step=on_step)
-    result.record.update(sequence="wreck_then_barrel", world_seed=world_seed, seed=0, task_index=2, agent="random", condition="single")
+    result.record.update(
+        sequence="wreck_then_barrel", world_seed=world_seed, seed=0, task_index=2, agent="random", condition="single"
+    )
     writer = RunWriter(run_dir, env_kwargs=dict(ENV_KW))
     writer.write(result)
     if recorder is not None:
@@ -122,7 +123,9 @@ def test_altered_action_is_caught_at_the_first_diverging_step(tmp_path: Path, lo
         log["actions"][k], log["action_names"][k] = 0, "turn_left"
 
     path = edited(tmp_path, log_path, alter)
-    with pytest.raises(ReplayMismatch, match=rf"diverges at step {k + 1}: the observation after action turn_left") as err:
+    with pytest.raises(
+        ReplayMismatch, match=rf"diverges at step {k + 1}: the observation after action turn_left"
+    ) as err:
         replay(path, tmp_path / "x.mp4")
     assert err.value.step == k + 1 and str(path) in str(err.value)
     assert not (tmp_path / "x.mp4").exists(), "nothing is written for a log that does not replay"
@@ -158,16 +161,41 @@ def test_corrupted_or_truncated_log_is_refused(tmp_path: Path, logged, mangle, m
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda log: log.update(format="embodmem-episode/0"), r"field format: 'embodmem-episode/0' is not 'embodmem-episode/2'"),
+        (
+            lambda log: log.update(format="embodmem-episode/0"),
+            r"field format: 'embodmem-episode/0' is not 'embodmem-episode/2'",
+        ),
         (lambda log: [log.pop(k) for k in ("actions", "env")], r"field actions: Field required"),
-        (lambda log: log["obs_digests"].pop(), r"field obs_digests: \d+ observation digests for \d+ actions \(expected \d+\)"),
+        (
+            lambda log: log["obs_digests"].pop(),
+            r"field obs_digests: \d+ observation digests for \d+ actions \(expected \d+\)",
+        ),
         (lambda log: log.update(world_digest="0123456789abcdef"), r"world digest mismatch for world_seed=2"),
         (lambda log: log["actions"].__setitem__(0, 9), r"field actions.0: 9 is not one of"),
         (lambda log: log.update(actions="2,2,1"), r"field actions: Input should be a valid (list|array)"),
-        (lambda log: log["env"].update(size=3), r"field env: cannot build the environment from the log's settings: size=3"),
+        (
+            lambda log: log["env"].update(size=3),
+            r"field env: cannot build the environment from the log's settings: size=3",
+        ),
         (lambda log: log.update(start_pose=[0, 0, 0]), r"cannot reset to the logged start \[0, 0, 0\]"),
-        (lambda log: (log["actions"].pop(), log["action_names"].pop(), log["obs_digests"].pop(), log["record"].update(steps=19)), r"had not ended \(truncated log\?\)"),
-        (lambda log: (log["actions"].append(2), log["action_names"].append("forward"), log["obs_digests"].append("0" * 16), log["record"].update(steps=21)), r"the episode ended at step 20"),
+        (
+            lambda log: (
+                log["actions"].pop(),
+                log["action_names"].pop(),
+                log["obs_digests"].pop(),
+                log["record"].update(steps=19),
+            ),
+            r"had not ended \(truncated log\?\)",
+        ),
+        (
+            lambda log: (
+                log["actions"].append(2),
+                log["action_names"].append("forward"),
+                log["obs_digests"].append("0" * 16),
+                log["record"].update(steps=21),
+            ),
+            r"the episode ended at step 20",
+        ),
     ],
     ids=["format", "missing", "digest-count", "world", "action-range", "action-type", "env", "start", "cut", "extra"],
 )

@@ -64,15 +64,11 @@ def record(agent: str, condition: str, seed: int, task_index: int, **kw: Any) ->
 def job_records(agent: str, seed: int) -> list[dict[str, Any]]:
     """One sweep job: the memory agent warm + cold, or the explorer (cold only)."""
     if agent == "explorer":
-        return [
-            record("explorer", "cold", seed, t, success=seed % 2, spl=0.1 * seed, steps=180) for t in (1, 2)
-        ]
+        return [record("explorer", "cold", seed, t, success=seed % 2, spl=0.1 * seed, steps=180) for t in (1, 2)]
     return [
         record("memory", "warm", seed, 1, success=1, spl=0.5, steps=100),
         # task 2 warm: spl 0.8 / 0.6 / 0.7 over seeds 0, 1, 2 -> mean 0.7, sample std 0.1
-        record(
-            "memory", "warm", seed, 2, success=1, spl=(0.8, 0.6, 0.7)[seed], steps=50, target_seen_before=True
-        ),
+        record("memory", "warm", seed, 2, success=1, spl=(0.8, 0.6, 0.7)[seed], steps=50, target_seen_before=True),
         record("memory", "cold", seed, 1, success=1, spl=0.5, steps=100),
         # task 2 cold: success 0 / 1 / 0 -> mean 1/3; steps 200 / 100 / 150 -> mean 150
         record(
@@ -132,17 +128,13 @@ def test_report_end_to_end_on_multirun(multirun: Path, capsys: pytest.CaptureFix
     summary = read_csv(multirun / "summary.csv")
     # memory: warm+cold x 2 tasks = 4 rows; explorer: cold x 2 tasks = 2 rows
     assert len(summary) == 6
-    row = next(
-        r for r in summary if r["agent"] == "memory" and r["condition"] == "warm" and r["task_index"] == "2"
-    )
+    row = next(r for r in summary if r["agent"] == "memory" and r["condition"] == "warm" and r["task_index"] == "2")
     assert row["task"] == "barrel" and row["sequence"] == SEQ and row["eval_after"] == ""
     assert row["n_seeds"] == "3" and row["n_episodes"] == "3"
     assert float(row["spl_mean"]) == pytest.approx(0.7)
     assert float(row["spl_std"]) == pytest.approx(0.1)  # sample std of 0.8, 0.6, 0.7
     assert float(row["steps_mean"]) == pytest.approx(50.0)
-    cold2 = next(
-        r for r in summary if r["agent"] == "memory" and r["condition"] == "cold" and r["task_index"] == "2"
-    )
+    cold2 = next(r for r in summary if r["agent"] == "memory" and r["condition"] == "cold" and r["task_index"] == "2")
     assert float(cold2["success_mean"]) == pytest.approx(1 / 3)
     assert float(cold2["success_std"]) == pytest.approx(math.sqrt(1 / 3))  # ((1/9 + 4/9 + 1/9) / 2) = 1/3
     # bootstrap CI of the mean of (0, 1, 0): resample means are k/3, so the bounds are 0 and 1 or 2/3
@@ -266,9 +258,7 @@ def test_summary_leaves_unreported_metrics_empty() -> None:
 
 def test_print_table_aligns_columns() -> None:
     buf = io.StringIO()
-    print_table(
-        [{"agent": "memory", "spl": 0.5}, {"agent": "explorer-long", "spl": 12.25}], title="T", file=buf
-    )
+    print_table([{"agent": "memory", "spl": 0.5}, {"agent": "explorer-long", "spl": 12.25}], title="T", file=buf)
     lines = buf.getvalue().splitlines()
     assert lines[0] == "T"
     assert lines[1].split() == ["agent", "spl"]

@@ -23,7 +23,9 @@ def slurm_answers() -> bool:
     if shutil.which("sinfo") is None:
         return False
     proc = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30)
-    return proc.returncode == 0 and any(s.strip().rstrip("*") in ("idle", "mixed", "allocated") for s in proc.stdout.split())
+    return proc.returncode == 0 and any(
+        s.strip().rstrip("*") in ("idle", "mixed", "allocated") for s in proc.stdout.split()
+    )
 
 
 def require_slurm() -> None:
@@ -43,10 +45,21 @@ def test_slurm_sweep_runs_both_jobs(tmp_path: Path) -> None:
     require_slurm()
     sweep = tmp_path / "sweep"
     cmd = [
-        sys.executable, "-m", "embodmem", "-m", "hydra/launcher=slurm", "seed=0,1",
-        "agent=oracle", "experiment.baselines=[]", "experiment.tasks=[barrel]", "experiment.world_seeds=[1000]",
-        "env.max_steps=60", "logger.progress=false", "logger.plots=false",
-        f"hydra.sweep.dir={sweep}", "hydra.launcher.timeout_min=5",
+        sys.executable,
+        "-m",
+        "embodmem",
+        "-m",
+        "hydra/launcher=slurm",
+        "seed=0,1",
+        "agent=oracle",
+        "experiment.baselines=[]",
+        "experiment.tasks=[barrel]",
+        "experiment.world_seeds=[1000]",
+        "env.max_steps=60",
+        "logger.progress=false",
+        "logger.plots=false",
+        f"hydra.sweep.dir={sweep}",
+        "hydra.launcher.timeout_min=5",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import itertools
 import math
 from typing import Any
 
@@ -268,11 +267,7 @@ def test_transfer_table_rows() -> None:
     assert mem1["ft_success"] == 0.0 and mem1["steps_ratio"] == pytest.approx(1.0)
     assert math.isnan(mem1["seen_before"])
     explorer = rows[0]
-    assert (
-        explorer["n_seeds"] == 0
-        and math.isnan(explorer["success_warm"])
-        and math.isnan(explorer["ft_spl"])
-    )
+    assert explorer["n_seeds"] == 0 and math.isnan(explorer["success_warm"]) and math.isnan(explorer["ft_spl"])
     assert explorer["success_cold"] == 0.0
 
 
@@ -346,7 +341,7 @@ def test_gem_paper_form_on_random_matrices() -> None:
     rng = np.random.default_rng(8)
     for n in (2, 3, 6):
         R = rng.random((n + 1, n))
-        cell = lambda i, j: R[i, j - 1]  # noqa: E731
+        cell = lambda i, j, R=R: R[i, j - 1]
         fwt = sum(cell(j - 1, j) - cell(0, j) for j in range(2, n + 1)) / (n - 1)
         bwt = sum(cell(n, j) - cell(j, j) for j in range(1, n)) / (n - 1)
         assert forward_transfer(R) == pytest.approx(fwt)

@@ -56,7 +56,13 @@ def video_cfg(**kw) -> VideoConfig:
 
 def labelled(result, success: int) -> None:
     result.record.update(
-        sequence="wreck_then_barrel", world_seed=0, seed=0, task_index=1, agent="random", condition="single", success=success
+        sequence="wreck_then_barrel",
+        world_seed=0,
+        seed=0,
+        task_index=1,
+        agent="random",
+        condition="single",
+        success=success,
     )
 
 
@@ -76,7 +82,9 @@ def test_compose_frame_enlarges_camera_with_nearest_neighbour() -> None:
 
 def test_render_frames_count_and_summary() -> None:
     scene, steps = short_episode()
-    frames = list(render_frames(scene, steps, SIZE, {"success": 1, "spl": 0.5, "steps": 6, "path_length": 20.0}, hold_frames=3))
+    frames = list(
+        render_frames(scene, steps, SIZE, {"success": 1, "spl": 0.5, "steps": 6, "path_length": 20.0}, hold_frames=3)
+    )
     assert len(frames) == len(steps) + 3
     assert {f.shape for f in frames} == {FRAME_SHAPE}
     assert np.array_equal(frames[-1], frames[-3]), "the summary frame is held"
@@ -89,7 +97,10 @@ def test_memory_panel_shows_thumbnails_then_lets_them_go() -> None:
     thumb = np.zeros((8, 8, 3), np.uint8)
     thumb[:] = (0, 255, 0)  # pure green appears nowhere else
     steps[1].query = "find oil drums"
-    steps[1].retrievals = [Retrieval(0.9, 0, (3.0, 4.0, 1), "wreck", 12, thumb), Retrieval(0.4, None, (5.0, 5.0, 0), "wreck", 20)]
+    steps[1].retrievals = [
+        Retrieval(0.9, 0, (3.0, 4.0, 1), "wreck", 12, thumb),
+        Retrieval(0.4, None, (5.0, 5.0, 0), "wreck", 20),
+    ]
     frames = list(render_frames(scene, steps, SIZE, None, hold_steps=2))
 
     def green(f: np.ndarray) -> int:
@@ -171,10 +182,19 @@ def test_write_video_is_atomic_and_checks_its_input(tmp_path: Path) -> None:
 
 def test_episode_video_name_carries_episode_and_result() -> None:
     record = {
-        "sequence": "wreck_then_barrel", "world_seed": 0, "seed": 0, "task_index": 1,
-        "agent": "memory", "condition": "warm", "success": 1, "spl": 0.8214,
+        "sequence": "wreck_then_barrel",
+        "world_seed": 0,
+        "seed": 0,
+        "task_index": 1,
+        "agent": "memory",
+        "condition": "warm",
+        "success": 1,
+        "spl": 0.8214,
     }
-    assert episode_video_name(record) == "seq=wreck_then_barrel-world=0-seed=0-task=1-agent=memory-cond=warm-success=1-spl=0.82.mp4"
+    assert (
+        episode_video_name(record)
+        == "seq=wreck_then_barrel-world=0-seed=0-task=1-agent=memory-cond=warm-success=1-spl=0.82.mp4"
+    )
     assert episode_video_name({"success": 0}, "webm") == "episode-success=0.webm"
 
 
@@ -219,7 +239,9 @@ def test_recorder_accepts_the_hydra_config(tmp_path: Path) -> None:
 
     from embodmem.config import VideoConfig, VideoEpisodes, VideoFormat
 
-    cfg = OmegaConf.structured(VideoConfig(enabled=True, episodes=VideoEpisodes.first, fps=2, size=32, format=VideoFormat.mp4))
+    cfg = OmegaConf.structured(
+        VideoConfig(enabled=True, episodes=VideoEpisodes.first, fps=2, size=32, format=VideoFormat.mp4)
+    )
     rec = EpisodeRecorder(cfg, tmp_path)
     assert (rec.episodes, rec.format, rec.fps, rec.size) == ("first", "mp4", 2, 32)
     with pytest.raises(ValueError, match="video.episodes"):
@@ -245,7 +267,9 @@ class ScriptedMemoryAgent(Agent):
         self.nodes.append(self.memory.observe(vec, FrameMeta("run", "barrel", 0, self.t, float(x), float(y), int(h))))
         if self.t == 3:
             thumb = np.full((8, 8, 3), (0, 255, 0), np.uint8)
-            self.trace = AgentTrace("find oil drums", [Retrieval(0.7, 0, (1.0, 1.0, 0), "wreck", 4, thumb)], (5, 5), "recall")
+            self.trace = AgentTrace(
+                "find oil drums", [Retrieval(0.7, 0, (1.0, 1.0, 0), "wreck", 4, thumb)], (5, 5), "recall"
+            )
         return 2 if self.t % 3 else 1
 
 
@@ -290,7 +314,9 @@ def test_caption_names_the_sequence_position_and_the_reference_task_separately()
     scene = dataclasses.replace(scene, task="wreck", task_number=4, mission="find the sunken ship", world_seed=1018)
     first = scene.placed({"task_index": 1, "sequence": "wreck_then_barrel"})
     assert caption(first) == "task 1 of 2: wreck, find the sunken ship  (reference task 4, world 1018)"
-    assert caption(scene.placed({"task_index": 3, "sequence": "wreck+barrel+aircraft"})).startswith("task 3 of 3: wreck,")
+    assert caption(scene.placed({"task_index": 3, "sequence": "wreck+barrel+aircraft"})).startswith(
+        "task 3 of 3: wreck,"
+    )
     assert caption(scene.placed({})).startswith("task: wreck,"), "no record: no invented position"
 
 
@@ -311,14 +337,18 @@ def test_memory_tiles_show_match_task_and_step() -> None:
     def labels(r: Retrieval) -> np.ndarray:
         return memory_panel([r], size, "find oil drums", 0, 5)[:, tile]
 
-    for changed in (dataclasses.replace(base, score=0.31), dataclasses.replace(base, task="barrel"), dataclasses.replace(base, step=7)):
+    for changed in (
+        dataclasses.replace(base, score=0.31),
+        dataclasses.replace(base, task="barrel"),
+        dataclasses.replace(base, step=7),
+    ):
         assert not np.array_equal(labels(changed), panel[:, tile]), f"the tile shows {changed}"
     assert np.array_equal(labels(dataclasses.replace(base, node=9)), panel[:, tile]), "only what it says changes it"
 
 
 def test_legend_under_the_map_from_the_default_size() -> None:
     scene, steps = short_episode(1)
-    assert DETAIL_MIN_SIZE <= VideoConfig().size
+    assert VideoConfig().size >= DETAIL_MIN_SIZE
     frame = list(render_frames(scene, steps, 256, None))[0]
     legend = legend_strip(3 * 256, 256)
     assert np.array_equal(frame[-legend.shape[0] :], legend), "the legend is the frame's last strip"

@@ -35,4 +35,12 @@ def probe(path: Path) -> VideoInfo:
         stream = container.streams.video[0]
         ctx = stream.codec_context
         frames = sum(1 for _ in container.decode(stream))
-        return VideoInfo(container.format.name, ctx.name, str(ctx.pix_fmt), ctx.width, ctx.height, float(stream.average_rate or 0), frames)
+        return VideoInfo(
+            container.format.name,
+            ctx.name,
+            str(ctx.pix_fmt),
+            ctx.width,
+            ctx.height,
+            float(stream.average_rate or 0),
+            frames,
+        )

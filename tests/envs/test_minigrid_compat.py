@@ -79,7 +79,9 @@ def test_stock_minigrid_env_is_untouched_by_ours() -> None:
     stock = minigrid.wrappers.OneHotPartialObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"))
     stock_rgb = minigrid.wrappers.RGBImgObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"), tile_size=8)
     first, _ = stock_rgb.reset(seed=0)
-    ours = minigrid.wrappers.RGBImgObsWrapper(UnderwaterEnv(world_seed=0, size=24, image_size=16, topdown=True), tile_size=8)
+    ours = minigrid.wrappers.RGBImgObsWrapper(
+        UnderwaterEnv(world_seed=0, size=24, image_size=16, topdown=True), tile_size=8
+    )
     ours.reset(seed=0)
     ours.step(2)
     obs, _ = stock.reset(seed=0)

@@ -127,7 +127,11 @@ def test_success_and_termination_rules() -> None:
     env = UnderwaterEnv(task="barrel", world_seed=0, max_steps=5)
     cell = env.world.instance_cells("barrel")[0][0]
     free = env.world.free()
-    near = next((int(cell[0] + dx), int(cell[1] + dy)) for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)) if free[cell[1] + dy, cell[0] + dx])
+    near = next(
+        (int(cell[0] + dx), int(cell[1] + dy))
+        for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1))
+        if free[cell[1] + dy, cell[0] + dx]
+    )
     _, info = env.reset(seed=0, options={"start_pose": (*near, 0)})
     assert info["distance_m"] == pytest.approx(5.0) and info["geodesic_m"] == 0.0
     _, reward, term, trunc, info = env.step(Action.STOP)
@@ -140,7 +144,7 @@ def test_success_and_termination_rules() -> None:
     assert term and not info["success"] and reward == 0.0
 
     env.reset(seed=0, options={"start_pose": far})
-    for i in range(5):
+    for _i in range(5):
         _, _, term, trunc, info = env.step(Action.TURN_LEFT)
     assert trunc and not term and info["success"] is False
 

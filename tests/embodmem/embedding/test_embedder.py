@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.export import export_frame_encoder, frame_graph_path, load_frame_session
 from embodmem.embedding.frames import TEST_WORLDS, render_frames
-from embodmem.embedding.model import CLIP_MEAN, CLIP_STD, DEFAULT_CHECKPOINT, DEFAULT_MODEL, create
+from embodmem.embedding.model import CLIP_MEAN, CLIP_STD, DEFAULT_CHECKPOINT, DEFAULT_MODEL
 from embodmem.embedding.quality import evaluate
 
 

@@ -38,8 +38,6 @@ def make_metas() -> Callable[..., list[FrameMeta]]:
     """``make_metas(n, start=0, task="t0", run="r0", episode=0)``: metas on a diagonal walk."""
 
     def make(n: int, start: int = 0, task: str = "t0", run: str = "r0", episode: int = 0) -> list[FrameMeta]:
-        return [
-            FrameMeta(run, task, episode, start + i, float(start + i), float(start + i)) for i in range(n)
-        ]
+        return [FrameMeta(run, task, episode, start + i, float(start + i), float(start + i)) for i in range(n)]
 
     return make

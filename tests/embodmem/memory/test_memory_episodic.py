@@ -95,9 +95,7 @@ def test_thumbnails_kept_only_when_asked() -> None:
     v = _unit(np.ones(D))
     for keep in (False, True):
         mem = AgentMemory(
-            MemoryConfig(
-                dim=D, short_term_capacity=2, consolidate_to=1, keep_thumbnails=keep, thumbnail_size=16
-            )
+            MemoryConfig(dim=D, short_term_capacity=2, consolidate_to=1, keep_thumbnails=keep, thumbnail_size=16)
         )
         for i in range(3):
             mem.observe(v, FrameMeta("r", "t", 0, i, 0.0, 0.0, thumbnail=img))
@@ -111,9 +109,7 @@ def test_thumbnails_kept_only_when_asked() -> None:
 
 
 def test_sleep_reset_and_least_used_hits() -> None:
-    cfg = MemoryConfig(
-        dim=D, short_term_capacity=4, consolidate_to=2, dedup_threshold=0.9, node_distance=100.0
-    )
+    cfg = MemoryConfig(dim=D, short_term_capacity=4, consolidate_to=2, dedup_threshold=0.9, node_distance=100.0)
     mem = AgentMemory(cfg)
     v = _unit(np.ones(D))
     for i in range(10):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import warnings
 from pathlib import Path
 
 import faiss
-import importlib.util
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -171,9 +171,7 @@ def test_foreign_index_with_valid_checksum_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("crash_on", ["arrays", "map", "manifest"])
-def test_crash_during_save_keeps_previous_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_on: str
-) -> None:
+def test_crash_during_save_keeps_previous_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_on: str) -> None:
     mem, d, _ = _saved(tmp_path)
     before = _answers(mem)
     snapshot = {p.name: p.read_bytes() for p in d.iterdir()}
@@ -223,11 +221,20 @@ def test_edited_manifest_refused_by_digest_and_fields_named(tmp_path: Path) -> N
         ({"state": man["state"] | {"segment": 5}}, "field state.segment"),
         ({"state": man["state"] | {"segment": ["run", "task9", 2]}}, "field state.segment: .*latest frame"),
         ({"files": []}, "field files"),
-        ({"files": {k: {"path": v["path"]} for k, v in man["files"].items()}}, r"field files\.index\.faiss\.bytes: Field required"),
+        (
+            {"files": {k: {"path": v["path"]} for k, v in man["files"].items()}},
+            r"field files\.index\.faiss\.bytes: Field required",
+        ),
         ({"config": man["config"] | {"short_term_capacity": 3}}, "field config: .*consolidate_to"),
         ({"config": man["config"] | {"node_distance": 2.5}}, "field config.node_distance: 2.5, the saved map has 2.0"),
-        ({"config": man["config"] | {"index_factory": "SQ8"}}, "field state.store.trainings: 0 does not fit trained=True"),
-        ({"state": man["state"] | {"store": man["state"]["store"] | {"fixed_bytes": 7}}}, "field state.store.fixed_bytes: 7"),
+        (
+            {"config": man["config"] | {"index_factory": "SQ8"}},
+            "field state.store.trainings: 0 does not fit trained=True",
+        ),
+        (
+            {"state": man["state"] | {"store": man["state"]["store"] | {"fixed_bytes": 7}}},
+            "field state.store.fixed_bytes: 7",
+        ),
         ({"generation": 2}, "field files.index.faiss.path"),
         ({"dim": "16"}, "field dim"),
     ]

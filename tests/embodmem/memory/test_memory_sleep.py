@@ -24,8 +24,7 @@ def _store_with_duplicates(**kw: object) -> tuple[LongTermStore, np.ndarray]:
     x = _unit(np.repeat(base, 3, axis=0) + 0.01 * rng.standard_normal((12, D)))
     nodes = [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 4]
     metas = [
-        FrameMeta("r", "a" if i < 7 else "b", 0, i, float(i), 0.0, node=nodes[i], count=1 + i % 2)
-        for i in range(12)
+        FrameMeta("r", "a" if i < 7 else "b", 0, i, float(i), 0.0, node=nodes[i], count=1 + i % 2) for i in range(12)
     ]
     s = LongTermStore(D, "Flat", **kw)  # type: ignore[arg-type]
     s.add(x, metas, np.arange(12))

@@ -22,9 +22,7 @@ def _vecs(n: int, seed: int) -> np.ndarray:
 
 
 def _metas(ids: np.ndarray, task: str = "t0") -> list[FrameMeta]:
-    return [
-        FrameMeta("r0", task, int(i) // 50, int(i), float(i % 9), float(i % 5), node=int(i) % 7) for i in ids
-    ]
+    return [FrameMeta("r0", task, int(i) // 50, int(i), float(i % 9), float(i % 5), node=int(i) % 7) for i in ids]
 
 
 @pytest.mark.parametrize(
@@ -55,9 +53,7 @@ def test_pq_cold_start_flat_then_trained() -> None:
     assert s.trained and s.stats()["code_bytes_per_frame"] == 2 and s.trainings == 1
     assert np.array_equal(s.faiss_ids(), ids)
     hits = s.search(x[:20], 10)
-    assert (
-        sum(int(i in [h.id for h in row]) for i, row in enumerate(hits)) >= 15
-    )  # PQ recall@10 on own vectors
+    assert sum(int(i in [h.id for h in row]) for i, row in enumerate(hits)) >= 15  # PQ recall@10 on own vectors
     assert s.train_error is not None and s.train_error > 0
 
 
