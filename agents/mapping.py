@@ -78,12 +78,13 @@ class OccupancyGrid:
         self.seen[self.view_cells(pose, angles, look_range)] = True
 
     def view_cells(
-        self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float
+        self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, occlusion: bool = True
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, columns) of the cells a camera at ``pose`` sees up to ``look_range`` cells, by the map."""
+        """(rows, columns) of the cells a camera at ``pose`` sees up to ``look_range`` cells, by the map
+        (``occlusion=False``: the whole view cone, also behind what the map knows to be occupied;
+        a tall target can show over a low rock)."""
         px, py, inside, occ = self._march(pose, angles, look_range)
-        blocked = np.cumsum(occ, axis=1) - occ > 0  # beyond the first occupied cell
-        ok = inside & ~blocked
+        ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0) if occlusion else inside  # beyond the first occupied cell
         return py[ok], px[ok]
 
     @property

@@ -56,6 +56,9 @@ class MemoryAgentConfig(ExplorerConfig):
     min_viewpoints: int = 3
     """Distinct viewpoints at which a remembered place counts as fully confirmed; places seen from
     fewer rank proportionally lower."""
+    support_scale: float = 1.0
+    """Vote mass (about one confident frame per unit) at which a place's confidence reaches 63%
+    (1 - e^-1): confidence saturates, so among well-supported places the nearest wins."""
     place_radius: int = 2
     """Cells within which votes count for one place."""
     confirm_range_cells: float = 4.0
@@ -227,8 +230,11 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def decide(self, observation: Observation) -> int:
         if self.recalled is not None and self.candidate == self.recalled.cell:
             if self.last_probability >= self.config.detect_probability:
-                # The target is in view: what the robot sees beats what it remembers.
-                self.candidate = self.guess_target_cell(observation) or self.candidate
+                # The target is in view: what the robot sees beats what it remembers, unless what it
+                # sees is farther (another instance, glimpsed while turning to face the recalled one).
+                seen = self.guess_target_cell(observation)
+                if seen is not None and self._cells_away(seen) < self._cells_away(self.candidate):
+                    self.candidate = seen
                 self.recalled = None
             elif self._recalled_place_in_plain_view():
                 self._distant_misses += 1
@@ -251,6 +257,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
                 self._distant_misses = 0
         return super().decide(observation)
 
+    def _cells_away(self, cell: tuple[int, int]) -> int:
+        return abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1])
+
     def _recalled_place_in_plain_view(self) -> bool:
         """Is the recalled cell close, inside the camera's view, and not hidden behind anything known?"""
         assert self.recalled is not None and self.grid is not None
@@ -272,9 +281,11 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         mission = self.recognizer.mission or ""
         self.rejected_places.setdefault(mission, set()).add(self.recalled.cell)
         self.discredited_views.setdefault(mission, set()).update(self.recalled.views)
-        # Those frames did show the target somewhere in their view (or were false): what they
-        # looked at counts as unsearched again, so exploration checks it before going far.
-        self._unsearch(self.recalled.views)
+        # Those frames did show the target somewhere in their view (or were false): their whole view
+        # cone, also behind what hid it, and the place's surroundings count as unsearched again, so
+        # exploration checks them before going far.
+        self._unsearch(self.recalled.views, through=True)
+        self._unsearch_near(self.recalled.cell, self.config.place_radius + 2)
         self.rejected.add(self.recalled.cell)
         if self.candidate == self.recalled.cell:
             self.candidate = None
@@ -292,12 +303,22 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             self._unsearch({pose for pose, p in remembered if p < self.config.memory_probability} - self._rechecked)
             return self.rank_places([(pose, p) for pose, p in remembered if p >= self.config.memory_probability])
 
-    def _unsearch(self, views: set[tuple[int, int, int]] | frozenset[tuple[int, int, int]]) -> None:
-        """Mark what remembered frames at ``views`` looked at as not yet searched for this mission."""
-        assert self.grid is not None
+    def _unsearch(
+        self, views: set[tuple[int, int, int]] | frozenset[tuple[int, int, int]], through: bool = False
+    ) -> None:
+        """Mark what remembered frames at ``views`` looked at as not yet searched for this mission
+        (``through``: the whole view cone up to the visibility, behind occupied cells too)."""
+        assert self.grid is not None and self.spec is not None
+        reach = self.spec.view_range_m / self.spec.cell_size_m if through else self.config.look_range_cells * 2
         for view in views:
-            self.grid.seen[self.grid.view_cells(view, self.view_rays, self.config.look_range_cells * 2)] = False
+            self.grid.seen[self.grid.view_cells(view, self.view_rays, reach, occlusion=not through)] = False
         self._rechecked |= set(views)
+
+    def _unsearch_near(self, cell: tuple[int, int], radius: float) -> None:
+        """Cells within ``radius`` of ``cell`` count as not yet searched for this mission."""
+        assert self.grid is not None
+        yy, xx = np.ogrid[: self.grid.size, : self.grid.size]
+        self.grid.seen[(xx - cell[0]) ** 2 + (yy - cell[1]) ** 2 <= radius**2] = False
 
     def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
         """(pose, confidence) of remembered frames that may show the mission's target (at least
@@ -351,6 +372,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
                 voters.setdefault(c, set()).add(pose)
         places: list[RecalledPlace] = []
         r = self.config.place_radius
+        distance = self.grid_distance()
         while votes:
             best = max(votes, key=votes.__getitem__)
             members = [c for c in votes if abs(c[0] - best[0]) <= r and abs(c[1] - best[1]) <= r]
@@ -361,14 +383,16 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
                 del votes[c]
         if not places:
             return None
-        distance = self.grid_distance()
         self.trace.mode = "recall"
         self.scan_turns = 3  # if the guess is wrong, look around there before exploring again
 
         def worth(pl: RecalledPlace) -> float:
-            # Agreement from several viewpoints is what separates a real sighting from a stray frame.
+            # Probability the target is there per step of travel (visit in that order, as in optimal
+            # search). Agreement from several viewpoints separates a real sighting from a stray
+            # frame; more votes than that add little, so a near confirmed place beats a far one.
             agreement = min(pl.viewpoints, self.config.min_viewpoints) / self.config.min_viewpoints
-            return agreement * pl.support / (1.0 + float(distance[pl.cell[1], pl.cell[0]]))
+            confidence = agreement * (1.0 - np.exp(-pl.support / self.config.support_scale))
+            return float(confidence) / (1.0 + float(distance[pl.cell[1], pl.cell[0]]))
 
         return max(places, key=worth)
 

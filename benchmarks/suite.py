@@ -141,7 +141,8 @@ def ablation_table(records: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="test")
-    parser.add_argument("--worlds", type=int, default=100, help="worlds per sequence (the first N of the split)")
+    parser.add_argument("--worlds", type=int, default=100, help="worlds per sequence (N worlds of the split from --first)")
+    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
     parser.add_argument(
         "--agents",
@@ -155,7 +156,7 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
     if args.from_dir is None:
-        worlds = get_split(args.split).worlds(args.worlds)
+        worlds = get_split(args.split).worlds(args.worlds, first=args.first)
         out = args.out or ROOT / "multirun" / f"suite-{args.split}"
         chunks = [worlds[i :: args.jobs * 2] for i in range(min(len(worlds), args.jobs * 2))]
         sweep = ",".join("[" + ",".join(map(str, c)) + "]" for c in chunks)

@@ -35,12 +35,19 @@ class Split:
     def __contains__(self, world_seed: object) -> bool:
         return isinstance(world_seed, int) and self.start <= world_seed < self.stop
 
-    def worlds(self, n: int | None = None) -> list[int]:
-        """The first ``n`` world seeds of the split (all of them when ``n`` is None)."""
-        stop = self.stop if n is None else self.start + n
-        if stop > self.stop:
-            raise ValueError(f"split {self.name!r} holds {self.stop - self.start} worlds; asked for {n}")
-        return list(range(self.start, stop))
+    def worlds(self, n: int | None = None, first: int | None = None) -> list[int]:
+        """``n`` world seeds of the split from ``first`` (default: its first; all when ``n`` is None).
+
+        >>> get_split("dev").worlds(2, first=1500)
+        [1500, 1501]
+        """
+        start = self.start if first is None else first
+        stop = self.stop if n is None else start + n
+        if not (self.start <= start and stop <= self.stop):
+            raise ValueError(
+                f"split {self.name!r} holds worlds {self.range_text}; asked for {n} from {start}"
+            )
+        return list(range(start, stop))
 
     @property
     def range_text(self) -> str:
