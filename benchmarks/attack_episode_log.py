@@ -34,6 +34,7 @@ from embodmem.agents.random_agent import RandomAgent  # noqa: E402
 from embodmem.envs.underwater import UnderwaterEnv  # noqa: E402
 from embodmem.episode_log import seal  # noqa: E402
 from embodmem.replay import main as replay_main  # noqa: E402
+from embodmem.retrieval import Retrieval, RetrievalEvent  # noqa: E402
 from embodmem.runner import RunWriter, run_episode  # noqa: E402
 
 ENV_KW: dict[str, Any] = {"size": 24, "max_steps": 20, "image_size": 32, "odometry_noise": 0.1}
@@ -45,7 +46,8 @@ def write_log(run_dir: Path) -> Path:
     result = run_episode(
         env, RandomAgent(seed=4, stop_probability=0.0), {"task": "barrel", "world_seed": 2, "start": "random"}, 7
     )
-    result.log["retrievals"] = [{"step": 2, "query": "find oil drums", "hits": [[0.9, 3, [4.0, 5.0, 1], "wreck", 11]]}]
+    hit = Retrieval(0.9, 3, (4.0, 5.0, 1), "wreck", 11)
+    result.log["retrievals"] = [RetrievalEvent(2, "find oil drums", [hit]).to_log()]
     result.record.update(sequence="s", world_seed=2, seed=0, task_index=2, agent="random", condition="single")
     result.log.update(task_index=2, condition="single")
     RunWriter(run_dir, env_kwargs=dict(ENV_KW)).write(result)

@@ -93,7 +93,8 @@ def test_replay_draws_logged_retrievals(tmp_path: Path, logged) -> None:
     log_path, _, _ = logged
 
     def add(log: dict) -> None:
-        log["retrievals"] = [{"step": 2, "query": "find oil drums", "hits": [[0.9, 3, [4, 5, 1], "wreck", 11]]}]
+        hit = {"score": 0.9, "node": 3, "pose": [4.0, 5.0, 1], "task": "wreck", "step": 11}
+        log["retrievals"] = [{"step": 2, "query": "find oil drums", "hits": [hit]}]
 
     path = edited(tmp_path, log_path, add)
     sim = simulate(load_log(path), path)
@@ -162,8 +163,8 @@ def test_corrupted_or_truncated_log_is_refused(tmp_path: Path, logged, mangle, m
     ("edit", "message"),
     [
         (
-            lambda log: log.update(format="embodmem-episode/0"),
-            r"field format: 'embodmem-episode/0' is not 'embodmem-episode/2'",
+            lambda log: log.update(format="embodmem-episode/2"),
+            r"field format: 'embodmem-episode/2' is not 'embodmem-episode/3' \(a foreign file, or one written by another",
         ),
         (lambda log: [log.pop(k) for k in ("actions", "env")], r"field actions: Field required"),
         (
@@ -206,7 +207,7 @@ def test_inconsistent_log_is_refused(tmp_path: Path, logged, edit, message: str)
 
 
 def test_log_format_tag_is_the_runners() -> None:
-    assert LOG_FORMAT == "embodmem-episode/2"
+    assert LOG_FORMAT == "embodmem-episode/3"
 
 
 # --------------------------------------------------------------------------- command line
