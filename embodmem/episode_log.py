@@ -82,6 +82,8 @@ class EpisodeRecord(BaseModel):
     final_distance_m: float | None = Field(default=None, ge=0)
     target_seen: bool | None = None
     wall_time_s: float | None = Field(default=None, ge=0)
+    memory_query_ms: float | None = Field(default=None, ge=0)
+    run_id: str | None = Field(default=None, min_length=1)
     task: str | None = None
     task_index: int | None = Field(default=None, ge=1)
     world_seed: int | None = Field(default=None, ge=0)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,7 +146,12 @@ def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
     env = make_env(log, path)
     digests: Sequence[str] = log["obs_digests"]
     actions: Sequence[int] = log["actions"]
-    obs, info = _reset(env, log, path)
+    with warnings.catch_warnings():  # absurd logged settings (1e300 m) overflow in numpy: refuse, one line
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            obs, info = _reset(env, log, path)
+        except RuntimeWarning as err:
+            raise ReplayError(f"{path}: field env: the logged settings break the environment's reset ({err})") from None
     scene = Scene.from_env(env)
     measures = EpisodeMeasures()
     measures.reset(info)

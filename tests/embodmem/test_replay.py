@@ -245,44 +245,6 @@ def test_cli_fails_loudly(tmp_path: Path, logged, capsys) -> None:
     assert exc.value.code == 2
 
 
-# --------------------------------------------------------------------------- tamper sweep
-
-
-def _attack_module():
-    import importlib.util
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("attack_episode_log", root / "benchmarks" / "attack_episode_log.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_every_field_alteration_is_refused_with_one_line(tmp_path: Path) -> None:
-    """Every field of a real log changed in value or type, or removed: refused (exit 1, one line
-    naming the field), never accepted, never a traceback."""
-    counts, examples = _attack_module().attack("fields", tmp_path)
-    assert counts["refused"] == sum(counts.values()) > 500, {k: v[:5] for k, v in examples.items() if k != "refused"}
-    assert all("field " in e for e in examples["refused"])
-
-
-def test_resealed_alterations_refused_unless_not_recomputable(tmp_path: Path) -> None:
-    """With the digest recomputed, everything the replay recomputes or cross-checks is still
-    refused; what is accepted is only what nothing recomputes (retrieval contents, run labels)."""
-    counts, examples = _attack_module().attack("resealed", tmp_path)
-    assert counts["traceback"] == 0 and counts["other"] == 0, examples.get("traceback")
-    free = ("retrievals", "record.", "record ", "start ", "task_index ", "condition ")
-    recomputed = ("record.success", "record.spl ", "record.steps", "record.collisions", "record.path_length")
-    accepted = examples.get("accepted", [])
-    assert all(e.startswith(free) for e in accepted), accepted
-    assert not any(e.startswith(recomputed) and "-0.0" not in e for e in accepted), accepted
-    for must in ("actions", "action_names", "obs_digests", "start_pose", "world_seed", "episode_seed", "env", "task "):
-        assert not any(e.startswith(must) for e in accepted), must
-
-
 # --------------------------------------------------------------------------- agent replay (embodmem.rerun)
 
 SMALL_RUN = ["env.max_steps=25", "logger.progress=false", "logger.plots=false"]
@@ -499,3 +461,67 @@ def test_sleep_poison_and_loaded_memory_replay(tmp_path: Path) -> None:
             assert check is not None and check.episodes == (1 if name == WARM1 else 2)
     saved = json.loads((second / "episodes" / WARM1).read_text())["record"]["memory_frames"]
     assert saved > json.loads((first / "episodes" / WARM1).read_text())["record"]["memory_frames"]
+
+
+# --------------------------------------------------------------------------- tamper sweeps
+
+
+def _attack_module():
+    import importlib.util
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("attack_episode_log", root / "benchmarks" / "attack_episode_log.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NOT_RECOMPUTABLE = ("record.wall_time_s ", "record.memory_query_ms ", "record.run_id ")
+"""What the agent re-run cannot recompute: measured times, and the run label the output directory names."""
+STRIDE = 5
+"""The default run tries every 5th change; ``-m slow`` tries them all."""
+
+
+@pytest.mark.parametrize("stride", [pytest.param(1, marks=pytest.mark.slow), STRIDE], ids=["all", "sample"])
+def test_every_field_alteration_is_refused_with_one_line(tmp_path: Path, run_dir: Path, stride: int) -> None:
+    """Every field of a real log changed in value or type, or removed: refused (exit 1, one line
+    naming the field), never accepted, never a traceback."""
+    counts, examples = _attack_module().attack("fields", tmp_path, stride, run_dir / "episodes" / WARM1)
+    assert counts["refused"] == sum(counts.values()) > 1500 // stride, {
+        k: v[:5] for k, v in examples.items() if k != "refused"
+    }
+    assert all("field " in e for e in examples["refused"])
+
+
+@pytest.mark.parametrize("stride", [pytest.param(1, marks=pytest.mark.slow), STRIDE], ids=["all", "sample"])
+def test_resealed_alterations_pass_the_environment_check_only_where_it_recomputes_nothing(
+    tmp_path: Path, run_dir: Path, stride: int
+) -> None:
+    """With the digest recomputed and --no-agent, everything the environment replay recomputes or
+    cross-checks is refused; what passes is the agent's own output, run labels and settings that do
+    not change the re-simulation (e.g. the deep-water view range in a shallow task)."""
+    counts, examples = _attack_module().attack("resealed-env", tmp_path, stride, run_dir / "episodes" / WARM1)
+    assert counts["traceback"] == 0 and counts["other"] == 0, examples.get("traceback")
+    free = ("retrievals", "record.", "start ", "env")
+    recomputed = ("record.success", "record.spl ", "record.steps", "record.collisions", "record.path_length")
+    accepted = examples.get("accepted", [])
+    assert any(e.startswith("retrievals") for e in accepted), "retrievals are invisible to the environment check"
+    assert all(e.startswith(free) for e in accepted), accepted
+    assert not any(e.startswith(recomputed) and "-0.0" not in e for e in accepted), accepted
+    for must in ("actions", "action_names", "obs_digests", "start_pose", "world_seed", "episode_seed", "task "):
+        assert not any(e.startswith(must) for e in accepted), must
+
+
+@pytest.mark.parametrize("stride", [pytest.param(1, marks=pytest.mark.slow), STRIDE], ids=["all", "sample"])
+def test_resealed_alterations_pass_the_agent_check_only_where_nothing_recomputes(
+    tmp_path: Path, run_dir: Path, stride: int
+) -> None:
+    """With the digest recomputed and the agent re-run, only measured times and the run label pass."""
+    counts, examples = _attack_module().attack("resealed-agent", tmp_path, stride, run_dir / "episodes" / WARM1)
+    assert counts["traceback"] == 0 and counts["other"] == 0, examples.get("traceback")
+    accepted = examples.get("accepted", [])
+    assert all(e.startswith(NOT_RECOMPUTABLE) for e in accepted), accepted
+    assert counts["refused"] > 1400 // stride
