@@ -454,13 +454,19 @@ def test_sleep_poison_and_loaded_memory_replay(tmp_path: Path) -> None:
         tmp_path / "first",
         [*warm_only, "experiment.poison_k=3", "experiment.sleep_between_tasks=true", "experiment.save_memory=true"],
     )
-    second = _run(tmp_path / "second", [*warm_only, f"experiment.load_memory={first / 'memory' / 'world1001'}"])
+    loaded = f"experiment.load_memory={first / 'memory' / 'world1001'}"
+    second = _run(tmp_path / "second", [*warm_only, loaded, "run_id=named"])
     for run in (first, second):
         for name in (WARM1, WARM2):
             check = replay(run / "episodes" / name, video=False).agent_check
             assert check is not None and check.episodes == (1 if name == WARM1 else 2)
     saved = json.loads((second / "episodes" / WARM1).read_text())["record"]["memory_frames"]
     assert saved > json.loads((first / "episodes" / WARM1).read_text())["record"]["memory_frames"]
+    assert replay(first / "episodes" / WARM2, video=False).agent_check.not_recomputed[-1] == "run_id"
+    # a run_id the config sets is recomputed, so a changed one is refused
+    assert "run_id" not in replay(second / "episodes" / WARM2, video=False).agent_check.not_recomputed
+    with pytest.raises(ReplayMismatch, match=r"its outcome: field record\.run_id: the log has 'other'"):
+        replay(in_run(tmp_path, second, WARM2, lambda log: log["record"].update(run_id="other")), video=False)
 
 
 # --------------------------------------------------------------------------- tamper sweeps
@@ -501,11 +507,12 @@ def test_resealed_alterations_pass_the_environment_check_only_where_it_recompute
     tmp_path: Path, run_dir: Path, stride: int
 ) -> None:
     """With the digest recomputed and --no-agent, everything the environment replay recomputes or
-    cross-checks is refused; what passes is the agent's own output, run labels and settings that do
-    not change the re-simulation (e.g. the deep-water view range in a shallow task)."""
+    cross-checks is refused; what passes is the agent's own output, run labels (task_index and
+    condition may be dropped: the record keeps them) and settings that do not change the
+    re-simulation (e.g. the deep-water view range in a shallow task)."""
     counts, examples = _attack_module().attack("resealed-env", tmp_path, stride, run_dir / "episodes" / WARM1)
     assert counts["traceback"] == 0 and counts["other"] == 0, examples.get("traceback")
-    free = ("retrievals", "record.", "start ", "env")
+    free = ("retrievals", "record.", "record ", "start ", "task_index ", "condition ", "env")
     recomputed = ("record.success", "record.spl ", "record.steps", "record.collisions", "record.path_length")
     accepted = examples.get("accepted", [])
     assert any(e.startswith("retrievals") for e in accepted), "retrievals are invisible to the environment check"
