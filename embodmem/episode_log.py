@@ -186,17 +186,19 @@ def _check_consistency(log: EpisodeLog) -> None:
     if not 0 <= log.start_pose[2] <= 3 or min(log.start_pose[:2]) < 0:
         raise EpisodeLogError("start_pose", f"{list(log.start_pose)} is not [x >= 0, y >= 0, heading 0..3]")
     last = 0
-    for i, r in enumerate(log.retrievals):
-        if not last < r.step <= n:
-            raise EpisodeLogError(f"retrievals.{i}.step", f"{r.step} is not after step {last} and within the {n} steps")
-        last = r.step
-    last = -1
-    for i, r in enumerate(log.reports):
-        if not last < r.step < n:
+    for i, event in enumerate(log.retrievals):
+        if not last < event.step <= n:
             raise EpisodeLogError(
-                f"reports.{i}.step", f"{r.step} is not after step {last} and before the last of {n} steps"
+                f"retrievals.{i}.step", f"{event.step} is not after step {last} and within the {n} steps"
             )
-        last = r.step
+        last = event.step
+    last = -1
+    for i, report in enumerate(log.reports):
+        if not last < report.step < n:
+            raise EpisodeLogError(
+                f"reports.{i}.step", f"{report.step} is not after step {last} and before the last of {n} steps"
+            )
+        last = report.step
     rec = log.record
     for name, want in (("success", int(log.success)), ("steps", n), ("task", log.task), ("task_index", log.task_index),
                        ("world_seed", log.world_seed), ("condition", log.condition)):  # fmt: skip

@@ -207,6 +207,44 @@ def test_inconsistent_log_is_refused(tmp_path: Path, logged, edit, message: str)
         replay(path, tmp_path / "x.mp4")
 
 
+def test_one_retrieval_type_from_memory_hit_to_log_and_back() -> None:
+    """A real memory hit becomes a Retrieval in one place; the log form reads back equal (no thumbnail)."""
+    from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+    from embodmem.retrieval import Retrieval, RetrievalEvent
+    from embodmem.video import retrievals_from_log
+
+    mem = AgentMemory(MemoryConfig(dim=8, keep_thumbnails=True, thumbnail_size=4))
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(6, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    image = np.full((16, 16, 3), 90, np.uint8)
+    for i, v in enumerate(vecs):
+        mem.observe(v, FrameMeta("r", "wreck", 0, i, float(i), 2.0, heading=i % 4, thumbnail=image))
+    hits = mem.query(vecs[3], k=3)
+    found = [Retrieval.from_hit(h) for h in hits]
+    assert found[0].pose == (3.0, 2.0, 3) and found[0].step == 3 and found[0].task == "wreck"
+    assert found[0].score == pytest.approx(1.0) and found[0].thumbnail is not None
+    assert Retrieval.from_hit(hits[0], score=0.25).score == 0.25  # e.g. the memory agent's P(target)
+    event = RetrievalEvent(4, "find a sunken ship", found)
+    written = json.loads(json.dumps(event.to_log()))
+    assert set(written["hits"][0]) == {"score", "node", "pose", "task", "step"}
+    back = RetrievalEvent.from_log(written)
+    assert back == event and all(r.thumbnail is None for r in back.hits)
+    assert retrievals_from_log([written]) == {4: ("find a sunken ship", list(back.hits))}
+
+
+def test_doctests() -> None:
+    import doctest
+
+    import embodmem.agents.vlm.memory as vlm_memory
+    import embodmem.episode_log as episode_log
+    import embodmem.rerun as rerun
+    import embodmem.retrieval as retrieval
+
+    for module in (retrieval, episode_log, rerun, vlm_memory):
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module.__name__
+
+
 def test_log_format_tag_is_the_runners() -> None:
     assert LOG_FORMAT == "embodmem-episode/3"
 
