@@ -10,7 +10,7 @@ the task, the episode seed, the start pose, every action, a digest of every obse
 the agent retrieved from memory. Two checks, each failing at the first difference with a message
 that names the file and the field:
 
-* **Environment** (always; milliseconds): the environment is deterministic given the log, so stepping a
+* **Environment** (always; about a tenth of a second per log once imported): the environment is deterministic given the log, so stepping a
   fresh one through the logged actions must reproduce every observation bit for bit (the digests
   prove it); then every measure of the metrics record is recomputed and compared.
 * **Agent** (:mod:`embodmem.rerun`; by default when the run's ``config.yaml`` is beside
@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="embodmem-replay",
         description="Re-simulate a logged episode and re-run its agent, check both against the log, render its video.",
-        epilog="Checks. Environment (always, milliseconds): the logged actions are stepped through a fresh "
+        epilog="Checks. Environment (always; a tenth of a second or so per log once imported): the logged actions are stepped through a fresh "
         "environment; every observation digest and every measure of the metrics record must match. Agent "
         "(default when the run's config.yaml is beside episodes/ and the agent runs offline): the agent is "
         "rebuilt from that config and the sequence re-run up to the logged episode (one episode per task "
