@@ -10,9 +10,10 @@ the task, the episode seed, the start pose, every action, a digest of every obse
 the agent retrieved from memory. Two checks, each failing at the first difference with a message
 that names the file and the field:
 
-* **Environment** (always; about a tenth of a second per log once imported): the environment is deterministic given the log, so stepping a
-  fresh one through the logged actions must reproduce every observation bit for bit (the digests
-  prove it); then every measure of the metrics record is recomputed and compared.
+* **Environment** (always; about a tenth of a second per log once imported): the environment is
+  deterministic given the log, so stepping a fresh one through the logged actions must reproduce
+  every observation bit for bit (the digests prove it); then every measure of the metrics record is
+  recomputed and compared.
 * **Agent** (:mod:`embodmem.rerun`; by default when the run's ``config.yaml`` is beside
   ``episodes/``): the agent is rebuilt from the run's config and the sequence re-run up to the logged
   episode, so its actions, every retrieval (query, score, node, pose, task, step of every hit), the
