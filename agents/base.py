@@ -22,6 +22,7 @@ import numpy as np
 
 from embodmem.envs.spec import SensorSpec
 from embodmem.profiling import Profiler
+from embodmem.retrieval import Retrieval
 
 if TYPE_CHECKING:
     from embodmem.memory import AgentMemory
@@ -33,23 +34,12 @@ Observation = dict[str, Any]
 
 
 @dataclass
-class Retrieval:
-    """One memory hit an agent looked at, kept for logs, videos and VLM prompts."""
-
-    score: float
-    node: int | None
-    pose: tuple[float, float, float]
-    task: str
-    step: int
-    thumbnail: np.ndarray | None = None
-
-
-@dataclass
 class AgentTrace:
     """What the agent did and why at the last step (read by the recorder, never by the env)."""
 
     query: str | None = None
     retrievals: list[Retrieval] = field(default_factory=list)
+    """What the last memory query returned (:mod:`embodmem.retrieval`; the runner logs the best 5)."""
     goal_cell: tuple[int, int] | None = None
     mode: str = ""
     reported: bool = False

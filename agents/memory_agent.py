@@ -329,12 +329,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             return []
         probs = self.recognizer.probability(self.memory.hit_vectors(hits))
         self.trace.query = self.recognizer.mission
-        self.trace.retrievals = [
-            Retrieval(
-                float(p), h.meta.node, (h.meta.x, h.meta.y, h.meta.heading), h.meta.task, h.meta.step, h.meta.thumbnail
-            )
-            for h, p in zip(hits, probs)
-        ]
+        self.trace.retrievals = [Retrieval.from_hit(h, float(p)) for h, p in zip(hits, probs)]
         poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
         discredited = self.discredited_views.get(self.recognizer.mission or "", set())
         return [

@@ -2,11 +2,11 @@
 
 A log (``episodes/*.json`` in a run directory) holds what is needed to re-simulate an episode
 exactly (world seed and digest, task, episode seed, start pose, environment settings, actions) and
-what the episode produced (a digest of every observation, the agent's retrievals, the metrics
-record). :func:`write_log` validates a log against :class:`EpisodeLog` and seals it with
-``digest``, the sha256 of its canonical JSON; :func:`read_log` checks the digest, then every field's
-type and range, then the fields against each other. Anything wrong is an :class:`EpisodeLogError`
-naming the field.
+what the episode produced (a digest of every observation, the agent's memory queries as
+:class:`embodmem.retrieval.RetrievalEvent`, the metrics record). :func:`write_log` validates a log
+against :class:`EpisodeLog` and seals it with ``digest``, the sha256 of its canonical JSON;
+:func:`read_log` checks the digest, then every field's type and range, then the fields against each
+other. Anything wrong is an :class:`EpisodeLogError` naming the field.
 
 Keys this schema does not know (added by later features, e.g. the record's ``split``) are kept and
 covered by the digest; the record's known measures are typed, its other keys are free.
@@ -15,7 +15,7 @@ Example:
     >>> log = {"format": LOG_FORMAT, "world_seed": 1, "world_digest": "ab12", "task": "wreck",
     ...        "episode_seed": 7, "start_pose": [1, 2, 0], "start": "fixed0", "actions": [2],
     ...        "action_names": ["forward"], "obs_digests": ["0" * 16, "1" * 16], "retrievals": [],
-    ...        "success": False, "env": {}, "record": {"success": 0, "steps": 1}}
+    ...        "reports": [], "success": False, "env": {}, "record": {"success": 0, "steps": 1}}
     >>> sealed = seal(log)
     >>> check_log(sealed).actions
     [2]
@@ -37,8 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embodmem.atomic import atomic_write_text
 from embodmem.envs.spec import ACTION_NAMES
+from embodmem.retrieval import RetrievalEvent
 
-LOG_FORMAT = "embodmem-episode/2"
+LOG_FORMAT = "embodmem-episode/3"
+"""Version 3: retrieval hits are objects with named fields (:class:`embodmem.retrieval.Retrieval`)."""
 _HEX16 = r"^[0-9a-f]{16}$"
 
 
@@ -52,24 +54,6 @@ class EpisodeLogError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
-
-
-class Retrieval(_Strict):
-    """What the agent retrieved at one step: its query and the top hits."""
-
-    step: int = Field(ge=1)
-    """Step (1-based action count) at which the agent looked."""
-    query: str
-    hits: list[
-        tuple[
-            Annotated[float, Field(ge=-2, le=2)],
-            Annotated[int, Field(ge=0)] | None,
-            tuple[Annotated[float, Field(ge=0)], Annotated[float, Field(ge=0)], Annotated[int, Field(ge=0, le=3)]],
-            str,
-            Annotated[int, Field(ge=0)],
-        ]
-    ] = Field(max_length=64)
-    """``[score, node, [x, y, heading], task, step]`` per hit, best first."""
 
 
 class Report(_Strict):
@@ -98,6 +82,8 @@ class EpisodeRecord(BaseModel):
     final_distance_m: float | None = Field(default=None, ge=0)
     target_seen: bool | None = None
     wall_time_s: float | None = Field(default=None, ge=0)
+    memory_query_ms: float | None = Field(default=None, ge=0)
+    run_id: str | None = Field(default=None, min_length=1)
     task: str | None = None
     task_index: int | None = Field(default=None, ge=1)
     world_seed: int | None = Field(default=None, ge=0)
@@ -109,7 +95,7 @@ class EpisodeLog(_Strict):
 
     model_config = ConfigDict(extra="allow")
 
-    format: Literal["embodmem-episode/2"]
+    format: Literal["embodmem-episode/3"]
     world_seed: int = Field(ge=0, lt=2**32)
     world_digest: str = Field(pattern=r"^[0-9a-f]{1,64}$")
     task: str
@@ -119,7 +105,8 @@ class EpisodeLog(_Strict):
     actions: list[int]
     action_names: list[str]
     obs_digests: list[str] = Field(min_length=1)
-    retrievals: list[Retrieval]
+    retrievals: list[RetrievalEvent]
+    """Every memory query of the episode, in step order (:class:`embodmem.retrieval.RetrievalEvent`)."""
     reports: list[Report]
     """Steps at which the agent reported the target (replay re-measures each)."""
     success: bool
@@ -199,17 +186,19 @@ def _check_consistency(log: EpisodeLog) -> None:
     if not 0 <= log.start_pose[2] <= 3 or min(log.start_pose[:2]) < 0:
         raise EpisodeLogError("start_pose", f"{list(log.start_pose)} is not [x >= 0, y >= 0, heading 0..3]")
     last = 0
-    for i, r in enumerate(log.retrievals):
-        if not last < r.step <= n:
-            raise EpisodeLogError(f"retrievals.{i}.step", f"{r.step} is not after step {last} and within the {n} steps")
-        last = r.step
-    last = -1
-    for i, r in enumerate(log.reports):
-        if not last < r.step < n:
+    for i, event in enumerate(log.retrievals):
+        if not last < event.step <= n:
             raise EpisodeLogError(
-                f"reports.{i}.step", f"{r.step} is not after step {last} and before the last of {n} steps"
+                f"retrievals.{i}.step", f"{event.step} is not after step {last} and within the {n} steps"
             )
-        last = r.step
+        last = event.step
+    last = -1
+    for i, report in enumerate(log.reports):
+        if not last < report.step < n:
+            raise EpisodeLogError(
+                f"reports.{i}.step", f"{report.step} is not after step {last} and before the last of {n} steps"
+            )
+        last = report.step
     rec = log.record
     for name, want in (("success", int(log.success)), ("steps", n), ("task", log.task), ("task_index", log.task_index),
                        ("world_seed", log.world_seed), ("condition", log.condition)):  # fmt: skip

@@ -1,25 +1,35 @@
-"""Exact replay of a logged episode: re-simulate it, prove it matches, and render its video.
+"""Exact replay of a logged episode: re-simulate it, re-run its agent, prove both match, render its video.
 
     embodmem-replay outputs/.../episodes/seq=wreck_then_barrel-...-cond=warm.json
     embodmem-replay LOG --out episode.mp4 --size 320 --fps 15
     embodmem-replay LOG --check            # verify only, no video
+    embodmem-replay LOG --check --no-agent # the environment only (no agent re-run)
 
 An episode log (written by :class:`embodmem.runner.RunWriter`) holds the world seed and its digest,
 the task, the episode seed, the start pose, every action, a digest of every observation and what
-the agent retrieved from memory. The environment is deterministic given those, so stepping a fresh
-one through the logged actions must reproduce every observation bit for bit; the digests prove it.
-Then every measure of the metrics record is recomputed and compared with the logged one. The log's
-schema, its digest (over the whole log) and the checks of its fields against each other live in
-:mod:`embodmem.episode_log`. A log that is corrupted, truncated, foreign, edited, or that no longer
-replays (the environment code or its settings changed) is refused with a message that names the
-file and the first field that is wrong. Retrievals are not recomputed (that would need the agent
-and its memory): they are covered by the digest and checked for type and step range.
+the agent retrieved from memory. Two checks, each failing at the first difference with a message
+that names the file and the field:
+
+* **Environment** (always; about a tenth of a second per log once imported): the environment is
+  deterministic given the log, so stepping a fresh one through the logged actions must reproduce
+  every observation bit for bit (the digests prove it); then every measure of the metrics record is
+  recomputed and compared.
+* **Agent** (:mod:`embodmem.rerun`; by default when the run's ``config.yaml`` is beside
+  ``episodes/``): the agent is rebuilt from the run's config and the sequence re-run up to the logged
+  episode, so its actions, every retrieval (query, score, node, pose, task, step of every hit), the
+  reports and the whole metrics record are recomputed and compared; only measured times, video paths
+  and a run label set by the output directory's name are not. Costs one episode per task up to the
+  logged one, plus loading the embedder.
+
+The log's schema, its digest (over the whole log) and the checks of its fields against each other
+live in :mod:`embodmem.episode_log`. A log that is corrupted, truncated, foreign, edited, or that no
+longer replays (the environment or agent code or their settings changed) is refused.
 
 Example:
     >>> from embodmem.replay import replay
     >>> result = replay("episode.json", out="episode.mp4")  # doctest: +SKIP
-    >>> result.steps, result.video  # doctest: +SKIP
-    (57, PosixPath('episode.mp4'))
+    >>> result.steps, result.video, result.agent_check.retrievals  # doctest: +SKIP
+    (57, PosixPath('episode.mp4'), 3)
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +47,7 @@ from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLogError, read_log
 from embodmem.metrics import EpisodeMeasures
+from embodmem.rerun import OFFLINE_ONLY, AgentCheck, RerunError, RerunMismatch, find_config, verify_agent
 from embodmem.runner import TIMING_FIELDS, observation_digest
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
 
@@ -75,6 +87,10 @@ class ReplayResult:
     video: Path | None = None
     frames: int = 0
     """Frames in the video (steps plus the held summary frame)."""
+    agent_check: AgentCheck | None = None
+    """What the agent re-run verified (None: the environment only, see ``agent_skipped``)."""
+    agent_skipped: str | None = None
+    """Why the agent was not re-run."""
 
 
 @dataclass
@@ -131,7 +147,12 @@ def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
     env = make_env(log, path)
     digests: Sequence[str] = log["obs_digests"]
     actions: Sequence[int] = log["actions"]
-    obs, info = _reset(env, log, path)
+    with warnings.catch_warnings():  # absurd logged settings (1e300 m) overflow in numpy: refuse, one line
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            obs, info = _reset(env, log, path)
+        except RuntimeWarning as err:
+            raise ReplayError(f"{path}: field env: the logged settings break the environment's reset ({err})") from None
     scene = Scene.from_env(env)
     measures = EpisodeMeasures()
     measures.reset(info)
@@ -232,8 +253,10 @@ def replay(
     size: int = 256,
     fps: int = 10,
     video: bool = True,
+    agent: bool | None = None,
+    config: str | Path | None = None,
 ) -> ReplayResult:
-    """Replay an episode log exactly and render its video.
+    """Replay an episode log exactly (environment, then agent) and render its video.
 
     Args:
         log_path: an episode log written by :class:`embodmem.runner.RunWriter`.
@@ -241,10 +264,13 @@ def replay(
         size: panel side in pixels.
         fps: frames per second (the summary is held for one second).
         video: False: verify only.
+        agent: True: re-run the agent (refused without a run config); False: the environment only;
+            None: re-run it when the run's config is found and the agent runs offline.
+        config: the run's ``config.yaml`` (default: the one beside ``episodes/``); implies ``agent``.
 
     Raises:
-        ReplayError: the log is unreadable, incomplete or foreign, or it does not replay
-            (:class:`ReplayMismatch` names the first diverging step).
+        ReplayError: the log is unreadable, incomplete or foreign, does not belong to its run config,
+            or does not replay (:class:`ReplayMismatch` names the first diverging step).
     """
     log_path = Path(log_path)
     out_path = Path(out) if out is not None else default_output(log_path)
@@ -256,8 +282,18 @@ def replay(
     if size < 32 or fps < 1:
         raise ReplayError(f"size={size} must be >= 32 and fps={fps} >= 1")
     log = load_log(log_path)
+    config_path, skipped = _agent_config(log, log_path, agent, config)
+    check = None
+    if config_path is not None:
+        try:
+            check = verify_agent(log, config_path)
+        except RerunMismatch as err:
+            raise ReplayMismatch(f"{log_path}: {err}", -1 if err.step is None else err.step) from None
+        except RerunError as err:
+            raise ReplayError(f"{log_path}: {err}") from None
     sim = simulate(log, log_path)
     result = ReplayResult(log_path, len(sim.steps), bool(sim.summary.get("success")), sim.summary)
+    result.agent_check, result.agent_skipped = check, skipped
     if video and sim.steps:
         try:
             scene = sim.scene.placed(log.get("record", log))  # its place in the run's sequence, for the caption
@@ -268,11 +304,46 @@ def replay(
     return result
 
 
+def _agent_config(
+    log: Mapping[str, Any], log_path: Path, agent: bool | None, config: str | Path | None
+) -> tuple[Path | None, str | None]:
+    """The run config to re-run the agent from, or None and why not."""
+    if agent is False:
+        return None, "not asked (--no-agent)"
+    if config is not None:
+        path = Path(config)
+        if not path.is_file():
+            raise ReplayError(f"{log_path}: no run config at {path}")
+        return path, None
+    found = find_config(log_path)
+    if agent:
+        if found is None:
+            raise ReplayError(
+                f"{log_path}: agent replay needs the run's config.yaml beside episodes/ "
+                f"({log_path.parent.parent / 'config.yaml'} is not there); give --config FILE, or --no-agent"
+            )
+        return found, None
+    if found is None:
+        return None, "no config.yaml beside episodes/"
+    name = log["record"].get("agent")
+    if name in OFFLINE_ONLY:
+        return None, f"agent {name} takes its actions from a server"
+    return found, None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point (``embodmem-replay``): 0 on success, 1 when the log is refused."""
     parser = argparse.ArgumentParser(
         prog="embodmem-replay",
-        description="Re-simulate a logged episode, check every observation against the log, render its video.",
+        description="Re-simulate a logged episode and re-run its agent, check both against the log, render its video.",
+        epilog="Checks. Environment (always; a tenth of a second or so per log once imported): the logged actions are stepped through a fresh "
+        "environment; every observation digest and every measure of the metrics record must match. Agent "
+        "(default when the run's config.yaml is beside episodes/ and the agent runs offline): the agent is "
+        "rebuilt from that config and the sequence re-run up to the logged episode (one episode per task "
+        "up to it, plus loading the embedder); its actions, every retrieval (query; score, node, pose, task "
+        "and step of each hit), the reports and the whole metrics record must match. Not recomputed in "
+        "either: measured times (wall_time_s, memory_query_ms), video paths, and run_id when the config "
+        "leaves it to the output directory's name.",
     )
     parser.add_argument("log", type=Path, help="episode log (episodes/*.json in a run directory)")
     parser.add_argument(
@@ -281,21 +352,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=256, help="panel side in pixels (>= 32; default 256)")
     parser.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
     parser.add_argument("--check", action="store_true", help="verify the replay only; write no video")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--agent",
+        action="store_true",
+        default=None,
+        help="re-run the agent; refuse the log when its run config is missing or does not match",
+    )
+    mode.add_argument(
+        "--no-agent",
+        dest="agent",
+        action="store_false",
+        help="check the environment only (actions and retrievals are then covered by the digest, not recomputed)",
+    )
+    parser.add_argument(
+        "--config", type=Path, default=None, help="the run's config.yaml, if not beside episodes/ (implies --agent)"
+    )
     args = parser.parse_args(argv)
     if args.size < 32:
         parser.error(f"--size={args.size} must be >= 32")
     if args.fps < 1:
         parser.error(f"--fps={args.fps} must be >= 1")
+    if args.config is not None and args.agent is False:
+        parser.error("--config re-runs the agent; it cannot go with --no-agent")
     try:
-        result = replay(args.log, args.out, args.size, args.fps, video=not args.check)
+        result = replay(
+            args.log, args.out, args.size, args.fps, video=not args.check, agent=args.agent, config=args.config
+        )
     except ReplayError as err:
         print(f"embodmem-replay: error: {err}", file=sys.stderr)
         return 1
     if args.check:
-        print(f"{args.log}: {result.steps} steps replay exactly (success={int(result.success)})")
+        print(f"{args.log}: {result.steps} steps replay exactly (success={int(result.success)}); {_verified(result)}")
     else:
         print(result.video)
     return 0
+
+
+def _verified(result: ReplayResult) -> str:
+    """What the agent check covered, in words."""
+    check = result.agent_check
+    if check is None:
+        return f"environment only ({result.agent_skipped}): actions and retrievals not recomputed"
+    return (
+        f"agent {check.agent}/{check.condition} re-run from {check.config} ({check.episodes} episodes): "
+        f"{check.actions} actions, {check.retrievals} retrievals and the record match"
+    )
 
 
 if __name__ == "__main__":

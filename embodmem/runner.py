@@ -30,6 +30,7 @@ from embodmem.episode_log import LOG_FORMAT, write_log
 from embodmem.metrics import EpisodeMeasures, spl
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
+from embodmem.retrieval import RetrievalEvent
 
 
 def observation_digest(obs: dict[str, Any]) -> str:
@@ -95,16 +96,7 @@ def run_episode(
         if on_step is not None:
             on_step({"obs": obs, "info": info, "action": action, "agent": agent})
         if agent.trace.retrievals and agent.trace.query:
-            retrievals.append(
-                {
-                    "step": len(actions),
-                    "query": agent.trace.query,
-                    "hits": [
-                        [r.score, r.node, [float(r.pose[0]), float(r.pose[1]), int(r.pose[2])], r.task, r.step]
-                        for r in agent.trace.retrievals[:5]
-                    ],
-                }
-            )
+            retrievals.append(RetrievalEvent(len(actions), agent.trace.query, agent.trace.retrievals[:5]).to_log())
             agent.trace.retrievals = []
         done = terminated or truncated
     agent.end_task(bool(info["success"]))

@@ -47,7 +47,7 @@ from embodmem.agents.vlm.backend import (
 )
 from embodmem.agents.vlm.cache import ResponseCache
 from embodmem.agents.vlm.config import HIGH_LEVEL_ACTIONS, VLMConfig
-from embodmem.agents.vlm.memory import Embedder, MemoryItem, QueryableMemory, retrieve
+from embodmem.agents.vlm.memory import Embedder, QueryableMemory, retrieve
 from embodmem.agents.vlm.parsing import Choice, is_json_object, parse_reply
 from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext
 from embodmem.envs.spec import Action, SensorSpec
@@ -88,7 +88,7 @@ class VLMPolicy(Agent):
         backend: the model transport; default a :class:`embodmem.agents.vlm.client.ChatClient` for ``config``.
         navigator: runs the skills in high mode (required there); in low mode only its map summary
             is used.
-        memory: object with ``query(vec, k) -> hits`` (``hit.score``, ``hit.meta.x/.y/.node/.thumbnail``).
+        memory: object with ``query(vec, k) -> list[embodmem.memory.Hit]`` (e.g. ``AgentMemory``).
         embedder: object with ``embed_texts(list[str]) -> (N, D)``; turns the mission into the query.
         memory_writer: called with every observation, e.g. to write frames into ``memory``; the
             policy itself only reads memory.
@@ -219,7 +219,7 @@ class VLMPolicy(Agent):
 
     def _decide(self, observation: Observation, legal: tuple[str, ...] | list[str]) -> Choice:
         """Ask the model (or the cache) for a choice among ``legal``; fall back on failure."""
-        items = self._retrieve(observation)
+        items = self._retrieve()
         nodes = sorted({item.node for item in items if item.node is not None})
         legal = [a for a in legal if a != "goto_node" or nodes]  # goto_node only with nodes to name
         map_summary = None
@@ -322,22 +322,15 @@ class VLMPolicy(Agent):
                     "(or a gateway with drop_params) does not honour structured output; counted as vlm_format_misses"
                 )
 
-    def _retrieve(self, observation: Observation) -> list[MemoryItem]:
-        """Memory frames for the mission, placed around the agent; also recorded in the trace."""
+    def _retrieve(self) -> list[Retrieval]:
+        """Memory frames for the mission, best first; also recorded in the trace."""
         if self.memory is None or self.embedder is None or self.config.memory_k == 0:
             return []
         if self._query_vec is None:
             self._query_vec = np.asarray(self.embedder.embed_texts([self._mission]), dtype=np.float32)[0]
-        pose = np.asarray(observation.get("pose", (0.0, 0.0, 0.0)), dtype=np.float32).reshape(-1)
-        items = retrieve(self.memory, self._query_vec, self.config.memory_k, pose, self.cell_size_m)
         self.trace.query = self._mission
-        self.trace.retrievals = [
-            Retrieval(
-                score=i.score, node=i.node, pose=(i.x, i.y, i.heading), task=i.task, step=i.step, thumbnail=i.thumbnail
-            )
-            for i in items
-        ]
-        return items
+        self.trace.retrievals = retrieve(self.memory, self._query_vec, self.config.memory_k)
+        return self.trace.retrievals
 
     # -- bookkeeping -------------------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ import numpy as np
 from embodmem.agents.vlm.backend import Messages
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import encode_image, image_part
-from embodmem.agents.vlm.memory import HEADING_NAMES, MemoryItem
+from embodmem.agents.vlm.memory import HEADING_NAMES, placement
+from embodmem.retrieval import Retrieval
 
 ACTION_HELP: dict[str, str] = {
     "turn_left": "rotate 90 degrees to the left in place",
@@ -69,7 +70,7 @@ class PromptContext:
         legal: canonical action names allowed now.
         step: steps taken in this task.
         cell_size_m: metres per grid cell (for positions and the forward step).
-        memory: retrieved frames, best first.
+        memory: retrieved frames, best first (placed around ``observation["pose"]``).
         map_summary: ``Navigator.map_summary()`` text, if any.
         history: the previous decisions, oldest first (e.g. ``"step 4: explore (ran 12 steps)"``).
         previous_error: why the last reply was unusable, if it was.
@@ -80,7 +81,7 @@ class PromptContext:
     legal: Sequence[str]
     step: int = 0
     cell_size_m: float = 1.0
-    memory: list[MemoryItem] = field(default_factory=list)
+    memory: list[Retrieval] = field(default_factory=list)
     map_summary: str | None = None
     history: list[str] = field(default_factory=list)
     previous_error: str | None = None
@@ -168,16 +169,18 @@ class PromptBuilder:
 
         if ctx.memory:
             text("Memory: frames retrieved for the mission, best match first:")
+            here = np.zeros(3) if pose is None else np.asarray(pose, dtype=np.float32).reshape(-1)
             for item in ctx.memory:
                 node = f"node {item.node}" if item.node is not None else "no node"
+                distance_m, bearing_deg = placement(item, here, ctx.cell_size_m)
                 side = (
                     "ahead"
-                    if abs(item.bearing_deg) < 1
-                    else (f"{abs(item.bearing_deg):.0f} deg to your {'right' if item.bearing_deg > 0 else 'left'}")
+                    if abs(bearing_deg) < 1
+                    else (f"{abs(bearing_deg):.0f} deg to your {'right' if bearing_deg > 0 else 'left'}")
                 )
                 text(
-                    f"- {node}: similarity {item.score:.2f}, seen at x={item.x:.1f}, y={item.y:.1f}, "
-                    f"{item.distance_m:.1f} m away, {side}"
+                    f"- {node}: similarity {item.score:.2f}, seen at x={item.pose[0]:.1f}, y={item.pose[1]:.1f}, "
+                    f"{distance_m:.1f} m away, {side}"
                 )
                 if self.config.memory_thumbnails and item.thumbnail is not None:
                     parts.append(self._image(np.asarray(item.thumbnail)))

@@ -17,6 +17,7 @@ import numpy as np
 from embodmem.agents.base import AgentTrace, Retrieval
 from embodmem.envs.tasks import SEQUENCES
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.retrieval import RetrievalEvent
 
 if TYPE_CHECKING:  # the memory package (FAISS) is not needed to draw a replay
     from embodmem.memory import TopologicalMap
@@ -166,17 +167,5 @@ def sequence_length(sequence: str | None) -> int | None:
 
 def retrievals_from_log(entries: Iterable[Mapping[str, Any]]) -> dict[int, tuple[str | None, list[Retrieval]]]:
     """Step -> (query, hits) from an episode log's ``retrievals`` (no thumbnails: logs keep none)."""
-    out: dict[int, tuple[str | None, list[Retrieval]]] = {}
-    for e in entries:
-        hits = [
-            Retrieval(
-                float(h[0]),
-                None if h[1] is None else int(h[1]),
-                (float(h[2][0]), float(h[2][1]), float(h[2][2])),
-                str(h[3]),
-                int(h[4]),
-            )
-            for h in e["hits"]
-        ]
-        out[int(e["step"])] = (e.get("query"), hits)
-    return out
+    events = [RetrievalEvent.from_log(e) for e in entries]
+    return {e.step: (e.query, list(e.hits)) for e in events}

@@ -8,9 +8,10 @@ import pytest
 from embodmem.agents.vlm.cache import ResponseCache
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import decode_data_url, encode_image, message_images
-from embodmem.agents.vlm.memory import MemoryItem, place_hit
+from embodmem.agents.vlm.memory import placement
 from embodmem.agents.vlm.parsing import Choice, parse_reply
 from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext
+from embodmem.retrieval import Retrieval
 
 LOW = ["turn_left", "turn_right", "forward", "stop"]
 HIGH = ["goto_node", "explore", "stop"]
@@ -129,18 +130,17 @@ def test_image_round_trip(fmt: str) -> None:
         encode_image(image.astype(np.float32))
 
 
-def test_place_hit_bearing_and_distance() -> None:
-    from types import SimpleNamespace as NS
+def test_placement_bearing_and_distance() -> None:
+    def seen_at(x: float, y: float) -> Retrieval:
+        return Retrieval(0.5, 1, (x, y, 0), "wreck", 3)
 
-    def hit(x: float, y: float) -> NS:
-        return NS(score=0.5, meta=NS(x=x, y=y, node=1, thumbnail=None))
-
-    facing_east = (0.0, 0.0, 0.0)
-    assert place_hit(hit(0, 3), facing_east, 2.0).bearing_deg == pytest.approx(90.0)  # south = right
-    assert place_hit(hit(0, -3), facing_east, 2.0).bearing_deg == pytest.approx(-90.0)
-    facing_north = (0.0, 0.0, 3.0)
-    assert place_hit(hit(3, 0), facing_north, 2.0).bearing_deg == pytest.approx(90.0)  # east = right
-    assert place_hit(hit(3, 4), facing_east, 2.0).distance_m == pytest.approx(10.0)
+    facing_east = (5.0, 5.0, 0.0)
+    assert placement(seen_at(5, 8), facing_east, 2.0)[1] == pytest.approx(90.0)  # south = right
+    assert placement(seen_at(5, 2), facing_east, 2.0)[1] == pytest.approx(-90.0)
+    facing_north = (5.0, 5.0, 3.0)
+    assert placement(seen_at(8, 5), facing_north, 2.0)[1] == pytest.approx(90.0)  # east = right
+    assert placement(seen_at(8, 9), facing_east, 2.0)[0] == pytest.approx(10.0)
+    assert placement(seen_at(5, 5), facing_north, 2.0) == (0.0, 0.0)
 
 
 def test_prompt_contents() -> None:
@@ -158,7 +158,7 @@ def test_prompt_contents() -> None:
         legal=HIGH,
         step=4,
         cell_size_m=5.0,
-        memory=[MemoryItem(node=7, score=0.9, x=2, y=9, distance_m=30.0, bearing_deg=0.0, thumbnail=thumb)],
+        memory=[Retrieval(0.9, 7, (2.0, 9.0, 0), "wreck", 12, thumb)],
         map_summary="3 nodes, 40 cells explored",
         history=["step 0: explore (ran 4 steps, done)"],
         previous_error="no JSON object",

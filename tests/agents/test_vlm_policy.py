@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import decode_data_url, message_images
 from embodmem.agents.vlm.policy import CallablePolicy, VLMPolicy
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
+from embodmem.memory import FrameMeta, Hit
 
 try:
     from tests.agents.chat_server import ChatServer, Reply
@@ -123,15 +123,12 @@ class FakeMemory:
         thumb = np.zeros((16, 16, 3), np.uint8)
         thumb[4:12, 4:12] = (200, 120, 40)
         self.hits = [
-            SimpleNamespace(
-                score=0.91,
-                meta=SimpleNamespace(x=float(TARGET_X), y=0.0, node=3, thumbnail=thumb, task="barrel", step=40),
-            ),
-            SimpleNamespace(score=0.35, meta=SimpleNamespace(x=6.0, y=2.0, node=1, thumbnail=None)),
+            Hit(0.91, 40, FrameMeta("run", "barrel", 0, 40, float(TARGET_X), 0.0, node=3, thumbnail=thumb)),
+            Hit(0.35, 7, FrameMeta("run", "barrel", 0, 7, 6.0, 2.0, node=1)),
         ]
         self.queries: list[tuple[np.ndarray, int]] = []
 
-    def query(self, vec: np.ndarray, k: int) -> list[SimpleNamespace]:
+    def query(self, vec: np.ndarray, k: int) -> list[Hit]:
         self.queries.append((vec, k))
         return self.hits[:k]
 
