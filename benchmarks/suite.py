@@ -141,7 +141,9 @@ def ablation_table(records: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="test")
-    parser.add_argument("--worlds", type=int, default=100, help="worlds per sequence (N worlds of the split from --first)")
+    parser.add_argument(
+        "--worlds", type=int, default=100, help="worlds per sequence (N worlds of the split from --first)"
+    )
     parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
     parser.add_argument(

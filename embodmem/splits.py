@@ -44,9 +44,7 @@ class Split:
         start = self.start if first is None else first
         stop = self.stop if n is None else start + n
         if not (self.start <= start and stop <= self.stop):
-            raise ValueError(
-                f"split {self.name!r} holds worlds {self.range_text}; asked for {n} from {start}"
-            )
+            raise ValueError(f"split {self.name!r} holds worlds {self.range_text}; asked for {n} from {start}")
         return list(range(start, stop))
 
     @property
