@@ -163,10 +163,14 @@ class OccupancyGrid:
         What a camera at ``pose`` could have seen, according to the map: used to ask which cells a
         remembered frame was looking at.
         """
+        return sorted(set(self.ray_hits(pose, angles, max_range)))
+
+    def ray_hits(self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float) -> list[tuple[int, int]]:
+        """:meth:`first_hits` ray by ray: one cell per ray that hits something (repeats kept)."""
         px, py, _, occ = self._march(pose, angles, max_range)
         first = np.argmax(occ, axis=1)
         rows = np.nonzero(occ[np.arange(len(first)), first])[0]
-        return sorted({(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows})
+        return [(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows]
 
 
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:

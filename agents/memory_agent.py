@@ -361,9 +361,12 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         votes: dict[tuple[int, int], float] = {}
         voters: dict[tuple[int, int], set[tuple[int, int, int]]] = {}
         for pose, p in sightings:
-            cells = [c for c in self.grid.first_hits(pose, self._recall_rays, reach) if not _near(c, rejected, 1)]
-            for c in cells:
-                votes[c] = votes.get(c, 0.0) + p / len(cells)
+            # One vote per ray, the nearer hits weighing more (a target close by fills more of the
+            # frame that recognised it); each frame's votes sum to its confidence.
+            hits = [c for c in self.grid.ray_hits(pose, self._recall_rays, reach) if not _near(c, rejected, 1)]
+            weights = [1.0 / (1.0 + float(np.hypot(c[0] - pose[0], c[1] - pose[1]))) for c in hits]
+            for c, w in zip(hits, weights):
+                votes[c] = votes.get(c, 0.0) + p * w / sum(weights)
                 voters.setdefault(c, set()).add(pose)
         places: list[RecalledPlace] = []
         r = self.config.place_radius
