@@ -26,6 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="test")
     parser.add_argument("--worlds", type=int, default=50)
+    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument("--k", default="0,1,5,20,100")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -44,6 +45,7 @@ def main() -> None:
                 args.split,
                 "--worlds",
                 str(args.worlds),
+                *(["--first", str(args.first)] if args.first is not None else []),
                 "--agents",
                 "quick",
                 "--sequences",
