@@ -159,6 +159,7 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
         save_memory_dir=out_dir / "memory" if exp.save_memory else None,
         load_memory=Path(exp.load_memory) if exp.load_memory else None,
         poison_k=int(exp.poison_k),
+        poison_place=str(exp.poison_place),
     )
 
 

@@ -26,6 +26,7 @@ from embodmem.agents.memory_agent import MemoryAgentConfig
 from embodmem.agents.variants import VARIANTS
 from embodmem.envs.tasks import SEQUENCES, TASKS
 from embodmem.memory import MemoryConfig
+from embodmem.poison import POISON_PLACES
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
 
@@ -186,6 +187,9 @@ class ExperimentConfig:
     """Run the memory's offline consolidation between tasks (warm only)."""
     poison_k: int = 0
     """False memories implanted before each task after the first, warm only (embodmem.poison)."""
+    poison_place: str = "far"
+    """Where false memories claim to have been seen: "far" (random free cells far from the target)
+    or "trail" (cells the robot really passed in earlier tasks, far from the target: the harder case)."""
     gem_eval: bool = False
     """Also evaluate every task after every task (fills the GEM matrix; n^2 extra episodes)."""
     save_memory: bool = False
@@ -388,6 +392,7 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequences": lambda: SEQUENCES,
     "experiment.variants": lambda: VARIANTS,
     "experiment.split": lambda: SPLIT_NAMES,
+    "experiment.poison_place": lambda: POISON_PLACES,
     "agent.variant": lambda: VARIANTS,
 }
 """String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""

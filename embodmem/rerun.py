@@ -209,7 +209,7 @@ def _rerun(cfg: DictConfig, plan: Any, episode: _Episode) -> list[dict[str, Any]
     from embodmem.agents.base import MemoryCarrier
     from embodmem.app import build_agent, build_embedder, build_env, env_kwargs
     from embodmem.profiling import Profiler
-    from embodmem.runner import SequenceSpec, run_sequence
+    from embodmem.runner import run_sequence
 
     env = build_env(cfg, episode.tasks, episode.world_seed)
     embedder = build_embedder(cfg) if episode.agent not in ("oracle", "random") else None
@@ -217,16 +217,8 @@ def _rerun(cfg: DictConfig, plan: Any, episode: _Episode) -> list[dict[str, Any]
     agent.profiler = Profiler()
     if isinstance(agent, MemoryCarrier) and episode.condition == "warm" and plan.load_memory is not None:
         agent.load_state(plan.load_memory)
-    spec = SequenceSpec(
-        episode.sequence,
-        episode.tasks[: episode.task_index],  # the episodes after the logged one cannot change it
-        episode.world_seed,
-        plan.seed,
-        episode.condition,
-        plan.start,
-        split=plan.split,
-        poison_k=plan.poison_k,
-    )
+    # The episodes after the logged one cannot change it: run up to it.
+    spec = plan.sequence_spec(episode.sequence, episode.tasks[: episode.task_index], episode.world_seed, episode.condition)
     sleep = plan.sleep_between_tasks and episode.condition == "warm"
     results = run_sequence(env, agent, spec, episode.run_id, agent.profiler, sleep)
     kwargs = env_kwargs(cfg)

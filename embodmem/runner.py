@@ -52,6 +52,8 @@ class EpisodeResult:
     seen_kinds: set[str] = field(default_factory=set)
     seen_target_cells: set[tuple[str, int, int]] = field(default_factory=set)
     """(kind, x, y) of every target cell the camera clearly showed during the episode."""
+    visited_cells: set[tuple[int, int]] = field(default_factory=set)
+    """(x, y) of every cell the robot stood on (for false memories placed on its trail)."""
 
 
 TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms")
@@ -78,6 +80,7 @@ def run_episode(
     retrievals: list[dict[str, Any]] = []
     seen = {k for k, _ in info["visible_instances"]}
     seen_cells = env.visible_target_cells()
+    visited = {(int(env.agent_pos[0]), int(env.agent_pos[1]))}
     start = time.perf_counter()
     done = False
     while not done:
@@ -88,6 +91,7 @@ def run_episode(
         with profiler.section("env"):
             obs, _, terminated, truncated, info = env.step(action)
         measures.update(action, info)
+        visited.add((int(env.agent_pos[0]), int(env.agent_pos[1])))
         actions.append(action)
         digests.append(observation_digest(obs))
         if info["visible_instances"]:
@@ -118,7 +122,7 @@ def run_episode(
         "reports": measures.reports.steps,
         "success": bool(info["success"]),
     }
-    return EpisodeResult(record, log, seen, seen_cells)
+    return EpisodeResult(record, log, seen, seen_cells, visited)
 
 
 @dataclass
@@ -140,6 +144,8 @@ class SequenceSpec:
     """World split the world seed belongs to (embodmem.splits), written into every record."""
     poison_k: int = 0
     """False memories implanted before each task after the first (warm only; embodmem.poison)."""
+    poison_place: str = "far"
+    """Where they claim to have been seen: far (random free cells) or trail (cells the robot passed)."""
 
 
 class EpisodeAborted(RuntimeError):
@@ -192,6 +198,7 @@ def sequence_record(spec: SequenceSpec, run_id: str, agent: Agent, task_index: i
         "task_index": task_index + 1,
         "task": spec.tasks[task_index],
         "poison_k": spec.poison_k,
+        "poison_place": spec.poison_place,
     }
 
 
@@ -209,6 +216,7 @@ def run_sequence(
     results: list[EpisodeResult] = []
     seen_before: set[str] = set()
     seen_cells_before: set[tuple[str, int, int]] = set()
+    trail: set[tuple[int, int]] = set()
     carrier = agent if isinstance(agent, MemoryCarrier) else None
     for i, task in enumerate(spec.tasks):
         if carrier is not None:
@@ -217,7 +225,11 @@ def run_sequence(
             carrier.set_context(run_id, task, i)
             if spec.poison_k and spec.condition == "warm" and i > 0:
                 images, poses = false_memories(
-                    env, task, spec.poison_k, episode_seed(spec.world_seed, spec.seed, 1000 + i)
+                    env,
+                    task,
+                    spec.poison_k,
+                    episode_seed(spec.world_seed, spec.seed, 1000 + i),
+                    trail if spec.poison_place == "trail" else None,
                 )
                 carrier.implant(images, poses)
         try:
@@ -251,6 +263,7 @@ def run_sequence(
         result.log["condition"] = spec.condition
         seen_before |= result.seen_kinds
         seen_cells_before |= result.seen_target_cells
+        trail |= result.visited_cells
         results.append(result)
         if on_episode is not None:
             on_episode(result)
@@ -413,6 +426,21 @@ class ExperimentPlan:
     save_memory_dir: Path | None = None
     load_memory: Path | None = None
     poison_k: int = 0
+    poison_place: str = "far"
+
+    def sequence_spec(self, sequence: str, tasks: tuple[str, ...], world_seed: int, condition: str) -> SequenceSpec:
+        """How one (sequence, world, condition) of the plan runs (the runner and replay both use it)."""
+        return SequenceSpec(
+            sequence,
+            tasks,
+            world_seed,
+            self.seed,
+            condition,
+            self.start,
+            split=self.split,
+            poison_k=self.poison_k,
+            poison_place=self.poison_place,
+        )
 
 
 def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tuple[str, ...], world_seed: int) -> bool:
@@ -470,16 +498,7 @@ def run_experiment(
             for name, condition in plan.runs:
                 agent = make_agent(name, env)
                 agent.profiler = profiler
-                spec = SequenceSpec(
-                    sequence,
-                    tasks,
-                    world_seed,
-                    plan.seed,
-                    condition,
-                    plan.start,
-                    split=plan.split,
-                    poison_k=plan.poison_k,
-                )
+                spec = plan.sequence_spec(sequence, tasks, world_seed, condition)
                 carrier = agent if isinstance(agent, MemoryCarrier) else None
                 if carrier is not None and condition == "warm" and plan.load_memory is not None:
                     carrier.load_state(plan.load_memory)
