@@ -190,6 +190,14 @@ class ShortTermFIFO:
         self.clear()
         return Consolidated(vecs, metas, ids)
 
+    def restore(self, vectors: np.ndarray, metas: list[FrameMeta], ids: list[int]) -> None:
+        """Replace the held frames by saved ones (oldest first; fewer than ``capacity``)."""
+        if not len(vectors) == len(metas) == len(ids) < self.capacity:
+            raise ValueError(f"restore needs as many vectors, metas and ids, fewer than {self.capacity}")
+        self._vecs[: len(vectors)] = vectors
+        self.metas = list(metas)
+        self.ids = [int(i) for i in ids]
+
     def clear(self) -> None:
         """Drop all held frames."""
         self.metas = []
