@@ -10,36 +10,18 @@ if the second look agrees; otherwise it rules that cell out and explores on.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from embodmem.agents.base import Agent, Navigator, Observation
+from embodmem.agents.config import ExplorerConfig
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
 from embodmem.agents.recognizer import TargetRecognizer
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.BACKWARD): 2, int(Action.STRAFE_LEFT): 3}
 """Move actions -> quarter turns clockwise from the heading of the cell they try to enter."""
-
-
-@dataclass
-class ExplorerConfig:
-    """Thresholds of the explorer (calibrated on calibration worlds, see benchmarks/calibrate.py)."""
-
-    detect_probability: float = 0.5
-    """P(target) of a frame above which the explorer goes to look closer."""
-    confirm_probability: float = 0.5
-    """P(target) when facing the candidate from next to it, above which it stops."""
-    max_candidate_range_m: float = 40.0
-    """Ignore sonar echoes farther than this when guessing the target's cell."""
-    look_range_cells: float = 4.0
-    """A cell counts as searched once the camera has looked at it from this close."""
-    reuse_below: float = 0.0
-    """Reuse the last frame's embedding when the new frame differs from it by less than this
-    (mean absolute difference of 16x16 thumbnails, 0-255): open water seen while swimming
-    straight changes only by drifting particles. 0 embeds every frame."""
 
 
 class FrontierExplorer(Agent, Navigator):

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from embodmem.agents.base import MemoryCarrier, Observation, Retrieval
-from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
+from embodmem.agents.config import MemoryAgentConfig
+from embodmem.agents.explorer import FrontierExplorer
 from embodmem.atomic import atomic_write_json
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.world import bfs_distance
@@ -37,40 +38,6 @@ class RecalledPlace:
 
 def _near(cell: tuple[int, int], cells: set[tuple[int, int]], radius: int) -> bool:
     return any(abs(cell[0] - c[0]) <= radius and abs(cell[1] - c[1]) <= radius for c in cells)
-
-
-@dataclass
-class MemoryAgentConfig(ExplorerConfig):
-    """Explorer thresholds plus when to trust memory."""
-
-    memory_probability: float = 0.7
-    """P(target) of a remembered frame above which the agent goes there instead of exploring."""
-    memory_k: int = 48
-    """Frames retrieved per query."""
-    requery_every: int = 20
-    """Steps between memory queries while exploring."""
-    recheck_probability: float = 0.3
-    """Remembered frames that show the target only weakly (P(target) between this and
-    ``memory_probability``) are not trusted enough to travel for, but what they looked at counts
-    as unsearched again, so exploration looks there with the current mission in mind."""
-    min_viewpoints: int = 3
-    """Distinct viewpoints at which a remembered place counts as fully confirmed; places seen from
-    fewer rank proportionally lower."""
-    place_radius: int = 2
-    """Cells within which votes count for one place."""
-    confirm_range_cells: float = 4.0
-    """A recalled place this close, in view and unoccluded, must show the target, or it is rejected."""
-    max_recall_rejections: int = 2
-    """Recalled places rejected in one task after which the robot only explores (bounds the cost of
-    false memories)."""
-    recall: bool = True
-    """Query memory for the target (False: the ``memory_no_recall`` ablation stores frames only)."""
-    carry_map: bool = True
-    """Keep the occupancy grid and camera coverage between tasks (False: ``memory_no_map``)."""
-    own_trail_only: bool = True
-    """Trust only remembered frames taken where the robot's own trail (the cells it has stood on,
-    kept beside the map) passed: a frame claiming a pose the robot never reached is not its own
-    memory (an implanted or corrupted one) and is ignored."""
 
 
 class MemoryAgent(FrontierExplorer, MemoryCarrier):

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
 
 from embodmem.agents.base import MemoryCarrier, Observation
 from embodmem.agents.memory_agent import MemoryAgent
@@ -60,20 +59,12 @@ class VLMAgent(VLMPolicy, MemoryCarrier):
         return self.navigator.grid
 
 
-def vlm_config(cfg: DictConfig) -> VLMConfig:
-    """The :class:`VLMConfig` of ``agent.vlm`` (every field checked; ValueError naming a bad one)."""
-    values = OmegaConf.to_container(cfg.agent.vlm, resolve=True) if cfg.agent.vlm is not None else {}
-    assert isinstance(values, dict)
-    return VLMConfig.from_dict(values)
-
-
-def check_vlm_endpoint(cfg: DictConfig) -> None:
+def check_vlm_endpoint(config: VLMConfig) -> None:
     """Before any work: the server answers its models list, accepts the key and serves the model.
 
     Raises:
         VLMError: one line saying what is wrong (unreachable, refused key, unknown model).
     """
-    config = vlm_config(cfg)
     if not config.check_endpoint:
         return
     from embodmem.agents.vlm.client import ChatClient
@@ -83,8 +74,3 @@ def check_vlm_endpoint(cfg: DictConfig) -> None:
         client.check_endpoint()
     finally:
         client.close()
-
-
-def build_vlm_agent(cfg: DictConfig, embedder, navigator: MemoryAgent) -> VLMAgent:
-    """From the Hydra config: ``agent.vlm`` holds the VLMConfig fields; ``navigator`` runs its plans."""
-    return VLMAgent(vlm_config(cfg), navigator, embedder)

@@ -8,7 +8,7 @@ Example:
     >>> cfg = VLMConfig(mode="high", model="Qwen/Qwen2.5-VL-7B-Instruct")
     >>> cfg.resolved_default_action()
     'explore'
-    >>> VLMConfig.from_dict({"name": "vlm", "mode": "low", "timeout_s": 5}).timeout_s
+    >>> VLMConfig.from_dict({"mode": "low", "timeout_s": 5}).timeout_s
     5.0
 """
 
@@ -30,10 +30,7 @@ VIEW_KEYS = ("image", "image_left", "image_right", "image_back")
 
 @dataclass
 class VLMConfig:
-    """Configuration of :class:`embodmem.agents.vlm.policy.VLMPolicy` (Hydra group ``agent``, ``name: vlm``)."""
-
-    name: str = "vlm"
-    """Agent name, the key the agent factory dispatches on; kept so the YAML maps 1:1 onto this class."""
+    """Configuration of :class:`embodmem.agents.vlm.policy.VLMPolicy` (Hydra: ``agent.vlm``, used when ``agent.name=vlm``)."""
 
     mode: str = "low"
     """``low``: the VLM picks one primitive action per step. ``high``: it picks a skill (go to memory

@@ -175,7 +175,7 @@ def test_corrupted_or_truncated_log_is_refused(tmp_path: Path, logged, mangle, m
         (lambda log: log.update(actions="2,2,1"), r"field actions: Input should be a valid (list|array)"),
         (
             lambda log: log["env"].update(size=3),
-            r"field env: cannot build the environment from the log's settings: size=3",
+            r"field env: cannot build the environment from the log's settings: EnvConfig.size: 3 is not allowed",
         ),
         (lambda log: log.update(start_pose=[0, 0, 0]), r"cannot reset to the logged start \[0, 0, 0\]"),
         (
