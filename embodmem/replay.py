@@ -36,7 +36,8 @@ from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLogError, read_log
 from embodmem.metrics import EpisodeMeasures
-from embodmem.runner import TIMING_FIELDS, observation_digest
+from embodmem.metrics_record import TIMING_FIELDS
+from embodmem.runner import observation_digest
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
 
 _NOT_ENV_KWARGS = ("task", "tasks", "world_seed", "render_mode")
