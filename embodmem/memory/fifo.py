@@ -9,11 +9,11 @@ stretch of time, so its step span and pose stay meaningful.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from embodmem.memory.records import FrameMeta, Hit, merge_metas
+from embodmem.memory.records import FrameMeta, Hit, MetaTable, merge_metas
 
 
 def merge_adjacent(
@@ -108,29 +108,6 @@ def _segment(meta: FrameMeta) -> tuple[str, str, int]:
     return (meta.run_id, meta.task, meta.episode)
 
 
-def meta_matches(
-    meta: FrameMeta,
-    task: str | Sequence[str] | None = None,
-    run_id: str | Sequence[str] | None = None,
-    episode: int | Sequence[int] | None = None,
-    step_range: tuple[int, int] | None = None,
-) -> bool:
-    """Whether ``meta`` passes the filters (same rules as ``MetaTable.filter_mask``)."""
-    if task is not None and meta.task not in ([task] if isinstance(task, str) else task):
-        return False
-    if run_id is not None and meta.run_id not in ([run_id] if isinstance(run_id, str) else run_id):
-        return False
-    if episode is not None:
-        eps = [episode] if isinstance(episode, (int, np.integer)) else list(episode)
-        if meta.episode not in eps:
-            return False
-    if step_range is not None:
-        lo, hi = step_range
-        if meta.step_max < lo or meta.step_min > hi:  # type: ignore[operator]
-            return False
-    return True
-
-
 class ShortTermFIFO:
     """Raw recent frames; consolidates itself into long-term records when full.
 
@@ -203,12 +180,22 @@ class ShortTermFIFO:
         self.metas = []
         self.ids = []
 
-    def search(self, queries: np.ndarray, k: int, **filters: object) -> list[list[Hit]]:
+    def _matching(self, filters: dict[str, Any]) -> list[int]:
+        """Positions of the held frames passing the metadata ``filters`` (the long-term store's rules:
+        :meth:`~embodmem.memory.records.MetaTable.filter_mask` over the held frames' columns)."""
+        if all(v is None for v in filters.values()):
+            return list(range(len(self.metas)))
+        table = MetaTable(None)
+        table.append(table.columns_from_metas(np.asarray(self.ids, np.int64), self.metas))
+        mask = table.filter_mask(**filters)
+        return list(range(len(self.metas))) if mask is None else np.flatnonzero(mask).tolist()
+
+    def search(self, queries: np.ndarray, k: int, **filters: Any) -> list[list[Hit]]:
         """Exact top-``k`` over the held frames for each query row, with metadata filters."""
         out: list[list[Hit]] = [[] for _ in range(len(queries))]
         if not self.metas:
             return out
-        keep = [i for i, m in enumerate(self.metas) if meta_matches(m, **filters)]  # type: ignore[arg-type]
+        keep = self._matching(filters)
         if not keep:
             return out
         sims = queries @ self.vectors[keep].T
