@@ -19,7 +19,7 @@ import numpy as np
 from embodmem.agents.base import MemoryCarrier, Observation, Retrieval
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
-from embodmem.atomic import atomic_write_json
+from embodmem.atomic import atomic_write_json, atomic_write_with
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.world import bfs_distance
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
@@ -117,7 +117,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         directory.mkdir(parents=True, exist_ok=True)
         if self.grid is not None:
             arrays = {name: getattr(self.grid, name) for name in self._GRID_ARRAYS}
-            np.savez(directory / "grid.npz", trail=self.trail, **arrays)
+            atomic_write_with(directory / "grid.npz", lambda fh: np.savez(fh, trail=self.trail, **arrays))
         rejected = {
             "places": {mission: sorted(cells) for mission, cells in self.rejected_places.items()},
             "views": {mission: sorted(poses) for mission, poses in self.discredited_views.items()},
