@@ -9,12 +9,12 @@ if the second look agrees; otherwise it rules that cell out and explores on.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 
 import cv2
 import numpy as np
 
-from embodmem.agents.base import Agent, Navigator, Observation
+from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
 from embodmem.agents.recognizer import TargetRecognizer
@@ -29,7 +29,7 @@ class FrontierExplorer(Agent, Navigator):
 
     name = "explorer"
 
-    def __init__(self, embedder, config: ExplorerConfig | None = None):
+    def __init__(self, embedder: RecognitionEmbedder, config: ExplorerConfig | None = None):
         super().__init__()
         self.embedder = embedder
         self.config = config or ExplorerConfig()
@@ -49,7 +49,7 @@ class FrontierExplorer(Agent, Navigator):
         self._last_small: np.ndarray | None = None
         self.frames_embedded = 0
 
-    def timed(self, name: str):
+    def timed(self, name: str) -> AbstractContextManager[object]:
         """Context manager timing ``agent/<name>`` when a profiler is attached."""
         return self.profiler.section(f"agent/{name}") if self.profiler is not None else nullcontext()
 
@@ -152,7 +152,7 @@ class FrontierExplorer(Agent, Navigator):
                 continue
             cell = self.grid.echo_cell(self.pose, float(angle), float(r))
             usable = cell is not None and cell not in self.rejected and self.grid.occupied[cell[1], cell[0]]
-            if usable and (best is None or r < best[0]):
+            if usable and cell is not None and (best is None or r < best[0]):
                 best = (float(r), cell)
         return None if best is None else best[1]
 

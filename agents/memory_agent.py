@@ -13,16 +13,17 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
-from embodmem.agents.base import MemoryCarrier, Observation, Retrieval
+from embodmem.agents.base import MemoryCarrier, Observation, RecognitionEmbedder, Retrieval
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
 from embodmem.atomic import atomic_write_json, atomic_write_with
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.world import bfs_distance
-from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,13 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     name = "memory"
 
-    def __init__(self, embedder, memory: AgentMemory | None = None, config: MemoryAgentConfig | None = None):
+    def __init__(
+        self, embedder: RecognitionEmbedder, memory: AgentMemory | None = None, config: MemoryAgentConfig | None = None
+    ):
         super().__init__(embedder, config or MemoryAgentConfig())
         self.config: MemoryAgentConfig
         self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
-        self.context = {"run_id": "run", "task": "", "episode": 0}
+        self.context: dict[str, Any] = {"run_id": "run", "task": "", "episode": 0}
         self._last_query_step = -(10**9)
         self.scan_turns = 0
         self.current_node: int | None = None
@@ -73,6 +76,12 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         """Labels written with every frame (the runner calls this before each task)."""
         self.context = {"run_id": run_id, "task": task, "episode": episode}
 
+    @property
+    def frame_memory(self) -> AgentMemory:
+        """The frame memory (a TextLogAgent keeps none and overrides every method that uses it)."""
+        assert self.memory is not None, f"{type(self).__name__} keeps no frame memory"
+        return self.memory
+
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         super().reset(observation, spec)
         self._last_query_step = -(10**9)
@@ -82,8 +91,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._distant_misses = 0
         self._rejections_this_task = 0
         self._retry_recall = False
-        self._rechecked: set[tuple[int, int, int]] = set()
-        self._query_seconds: list[float] = []
+        self._rechecked = set()
+        self._query_seconds = []
 
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
@@ -105,19 +114,21 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def save_state(self, directory: Path) -> None:
         """Memory (through its own persistence), the occupancy grid and the rejected places."""
         directory = Path(directory)
-        self.memory.save(directory / "memory")
+        self.frame_memory.save(directory / "memory")
         self._save_map(directory)
 
     def load_state(self, directory: Path) -> None:
         directory = Path(directory)
-        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.memory.config.dim)
+        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.frame_memory.config.dim)
         self._load_map(directory)
 
     def _save_map(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         if self.grid is not None:
             arrays = {name: getattr(self.grid, name) for name in self._GRID_ARRAYS}
-            atomic_write_with(directory / "grid.npz", lambda fh: np.savez(fh, trail=self.trail, **arrays))
+            trail = self.trail
+            assert trail is not None  # set with the grid, at the first task
+            atomic_write_with(directory / "grid.npz", lambda fh: np.savez(fh, trail=trail, **arrays))
         rejected = {
             "places": {mission: sorted(cells) for mission, cells in self.rejected_places.items()},
             "views": {mission: sorted(poses) for mission, poses in self.discredited_views.items()},
@@ -144,7 +155,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def reset_memory(self) -> None:
         """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
-        self.memory.reset()
+        self.frame_memory.reset()
         self._forget_map()
 
     def _forget_map(self) -> None:
@@ -157,7 +168,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             self.trail[:] = False
 
     def end_task(self, success: bool) -> None:
-        self.memory.flush()
+        self.frame_memory.flush()
 
     # ---------------------------------------------------------------- perception + writing
 
@@ -166,7 +177,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         assert self.last_vector is not None and self.trail is not None
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
-            self.current_node = self.memory.observe(
+            self.current_node = self.frame_memory.observe(
                 self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"])
             )
 
@@ -180,14 +191,14 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             x=float(x),
             y=float(y),
             heading=int(h),
-            thumbnail=image if self.memory.config.keep_thumbnails else None,
+            thumbnail=image if self.frame_memory.config.keep_thumbnails else None,
         )
 
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
         vectors = self.embedder.embed_images(images)
         for vector, image, pose in zip(vectors, images, poses):
-            self.memory.observe(vector, self._frame_meta(pose, 0, image))
-        self.memory.flush()
+            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image))
+        self.frame_memory.flush()
 
     # ---------------------------------------------------------------- decisions
 
@@ -269,11 +280,11 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
         """(pose, confidence) of remembered frames that may show the mission's target (at least
         ``recheck_probability``; own frames only, none discredited)."""
-        hits = self.memory.query(self.recognizer.query, self.config.memory_k)
+        hits = cast(list[Hit], self.frame_memory.query(self.recognizer.query, self.config.memory_k))
         self.queries += 1
         if not hits:
             return []
-        probs = self.recognizer.probability(self.memory.hit_vectors(hits))
+        probs = self.recognizer.probability(self.frame_memory.hit_vectors(hits))
         self.trace.query = self.recognizer.mission
         self.trace.retrievals = [
             Retrieval(
@@ -354,7 +365,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def goto_node_action(self, node: int) -> int | None:
         """Navigator skill: next action toward the place of topological-map node ``node``."""
-        positions = self.memory.map.positions
+        positions = self.frame_memory.map.positions
         if not 0 <= node < len(positions):
             return None
         assert self.grid is not None
@@ -366,7 +377,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         return self.goto_cell_action(goal, f"node{node}")
 
     def episode_stats(self) -> dict[str, float]:
-        stats = self.memory.stats()
+        stats = self.frame_memory.stats()
         query_ms = 1000 * float(np.median(self._query_seconds)) if self._query_seconds else 0.0
         return {
             "memory_queries": self.queries,

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from embodmem.agents.base import MemoryCarrier, Observation
+from embodmem.agents.base import Embedder, MemoryCarrier, Observation
+from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.policy import VLMPolicy
@@ -23,9 +24,10 @@ class VLMAgent(VLMPolicy, MemoryCarrier):
 
     name = "vlm"
 
-    def __init__(self, config: Any, navigator: MemoryAgent, embedder, **kwargs: Any):
+    def __init__(self, config: VLMConfig, navigator: MemoryAgent, embedder: Embedder, **kwargs: Any):
         super().__init__(config, navigator=navigator, memory=navigator.memory, embedder=embedder, **kwargs)
         self.navigator: MemoryAgent
+        self.memory = navigator.memory
 
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         self.navigator.reset(observation, spec)
@@ -46,7 +48,7 @@ class VLMAgent(VLMPolicy, MemoryCarrier):
 
     def load_state(self, directory: Path) -> None:
         self.navigator.load_state(directory)
-        self.memory = self.navigator.memory
+        self.memory = self.recall = self.navigator.memory
 
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
         self.navigator.implant(images, poses)
@@ -55,7 +57,8 @@ class VLMAgent(VLMPolicy, MemoryCarrier):
         self.navigator.end_task(success)
 
     @property
-    def grid(self):
+    def grid(self) -> OccupancyGrid | None:
+        """The navigator's occupancy grid."""
         return self.navigator.grid
 
 

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import embodmem.configs
-from embodmem.agents.base import Agent
+from embodmem.agents.base import Agent, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig, MemoryAgentConfig
 from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
@@ -39,10 +39,12 @@ from embodmem.profiling import Profiler
 from embodmem.runner import EpisodeAborted, ExperimentPlan, RunWriter, run_experiment
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from embodmem.embedding.embedder import ClipEmbedder
     from embodmem.memory import AgentMemory
 
-S = TypeVar("S")
+S = TypeVar("S", bound="DataclassInstance")
 CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
 """The shipped config groups (package data, also reachable as ``pkg://embodmem.configs``)."""
 log = logging.getLogger("embodmem")
@@ -85,12 +87,14 @@ def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> AgentMemory:
 
 def agent_settings(config_class: type[S], cfg: DictConfig, changes: dict[str, Any] | None = None) -> S:
     """An agent's own config filled from the ``agent`` group (the fields ``config_class`` has), then ``changes``."""
-    values = dataclasses.asdict(part_config("agent", config_class, cfg))
-    return config_class(**{**values, **(changes or {})})
+    return dataclasses.replace(part_config("agent", config_class, cfg), **(changes or {}))
 
 
-def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: int) -> Agent:
-    """One agent from its name (an agent or a memory-agent variant) and the config; fresh memory."""
+def build_agent(
+    name: str, cfg: DictConfig, embedder: RecognitionEmbedder | None, env: UnderwaterEnv, seed: int
+) -> Agent:
+    """One agent from its name (an agent or a memory-agent variant) and the config; fresh memory.
+    Every agent but the oracle and the random one needs the ``embedder``."""
     if name == "random":
         from embodmem.agents.random_agent import RandomAgent
 
@@ -99,6 +103,8 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
         from embodmem.agents.oracle import OracleAgent
 
         return OracleAgent(env)
+    if embedder is None:
+        raise ValueError(f"agent {name!r} needs an embedder")
     if name == "explorer":
         from embodmem.agents.explorer import FrontierExplorer
 

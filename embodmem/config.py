@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import (
@@ -37,7 +37,10 @@ from embodmem.envs.tasks import SEQUENCES, TASKS
 from embodmem.memory.config import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 __all__ = [
     "AgentConfig",
@@ -322,7 +325,7 @@ def check_known_keys(node: DictConfig, schema: type, prefix: str = "") -> None:
     """Refuse keys the schema lacks (``+key=value`` additions bypass OmegaConf's own check)."""
     names = [f.name for f in dataclasses.fields(schema)]
     for key in node:
-        full = f"{prefix}{key}"
+        full = f"{prefix}{key!s}"
         if full == "hydra":
             continue
         if key not in names:
@@ -341,7 +344,7 @@ def part_config(key: str, schema: type[T], cfg: DictConfig) -> T:
     checks run, and their message names the config key (``EnvConfig.size`` -> ``env.size``)."""
     values = OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True)
     assert isinstance(values, dict)
-    names = {f.name for f in dataclasses.fields(schema)}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(schema)}
     try:
         return schema(**{str(k): v for k, v in values.items() if k in names})
     except ValueError as err:

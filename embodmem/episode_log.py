@@ -190,12 +190,12 @@ def _check_consistency(log: EpisodeLog) -> None:
             raise EpisodeLogError(f"retrievals.{i}.step", f"{r.step} is not after step {last} and within the {n} steps")
         last = r.step
     last = -1
-    for i, r in enumerate(log.reports):
-        if not last < r.step < n:
+    for i, report in enumerate(log.reports):
+        if not last < report.step < n:
             raise EpisodeLogError(
-                f"reports.{i}.step", f"{r.step} is not after step {last} and before the last of {n} steps"
+                f"reports.{i}.step", f"{report.step} is not after step {last} and before the last of {n} steps"
             )
-        last = r.step
+        last = report.step
     rec = log.record
     for name, want in (("success", int(log.success)), ("steps", n), ("task", log.task), ("task_index", log.task_index),
                        ("world_seed", log.world_seed), ("condition", log.condition)):  # fmt: skip

@@ -112,7 +112,7 @@ def make_env(log: Mapping[str, Any], path: str | Path = "<log>") -> UnderwaterEn
         env = UnderwaterEnv(tasks=(log["task"],), world_seed=int(log["world_seed"]), **kwargs)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, MemoryError) as err:
         raise ReplayError(f"{path}: field env: cannot build the environment from the log's settings: {err}") from None
-    digest = env.world.digest()  # type: ignore[union-attr]
+    digest = env.world.digest()
     if digest != log["world_digest"]:
         raise ReplayError(
             f"{path}: world digest mismatch for world_seed={log['world_seed']}: the log has {log['world_digest']}, "

@@ -446,9 +446,9 @@ def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tu
 class EpisodeRecorder(Protocol):
     """What the runner needs of a video recorder (embodmem.video)."""
 
-    def bind(self, env: UnderwaterEnv, agent: Agent) -> None: ...
-    def step(self, event: dict[str, Any]) -> None: ...
-    def finish(self, result: EpisodeResult) -> None: ...
+    def bind(self, env: UnderwaterEnv, agent: Agent, /) -> None: ...
+    def step(self, event: dict[str, Any], /) -> None: ...
+    def finish(self, result: EpisodeResult, /) -> object: ...
 
 
 def run_experiment(
@@ -458,7 +458,7 @@ def run_experiment(
     writer: RunWriter,
     profiler: Profiler | None = None,
     recorder: EpisodeRecorder | None = None,
-    on_progress: Callable[[], None] | None = None,
+    on_progress: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
     """Every (sequence, world, agent, condition) of ``plan``; records are written as episodes end.
 
@@ -491,13 +491,23 @@ def run_experiment(
                     carrier.load_state(plan.load_memory)
                 evaluate = carrier is not None and eval_env is not None and condition == "warm"
 
-                def write_eval_row(after: int, carrier=carrier, spec=spec, name=name, eval_env=eval_env) -> None:
+                def write_eval_row(
+                    after: int,
+                    carrier: MemoryCarrier | None = carrier,
+                    spec: SequenceSpec = spec,
+                    name: str = name,
+                    eval_env: UnderwaterEnv | None = eval_env,
+                ) -> None:
                     assert carrier is not None and eval_env is not None
                     writer.write_records(
                         evaluation_row(carrier, lambda: make_agent(name, eval_env), eval_env, spec, plan.run_id, after)
                     )
 
-                def on_episode(result: EpisodeResult, write_eval_row=write_eval_row, evaluate=evaluate) -> None:
+                def on_episode(
+                    result: EpisodeResult,
+                    write_eval_row: Callable[[int], None] = write_eval_row,
+                    evaluate: bool = evaluate,
+                ) -> None:
                     if recorder is not None:
                         recorder.finish(result)
                     writer.write(result)

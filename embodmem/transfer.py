@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -419,14 +419,14 @@ def sort_value(key: str, value: Any) -> tuple[int, float, str]:
     return order_key(value)
 
 
-def group_records(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Hashable, ...], list[Record]]:
+def group_records(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Record]]:
     """Records grouped by their values of ``keys`` (missing: None), groups in table order.
 
     >>> recs = [{"agent": "b", "condition": "cold"}, {"agent": "a", "condition": "warm"}, {"agent": "a"}]
     >>> list(group_records(recs, ("agent", "condition")))
     [('a', 'warm'), ('a', None), ('b', 'cold')]
     """
-    groups: dict[tuple[Hashable, ...], list[Record]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[Record]] = defaultdict(list)
     for r in records:
         groups[tuple(r.get(k) for k in keys)].append(r)
     return dict(sorted(groups.items(), key=lambda kv: tuple(sort_value(k, v) for k, v in zip(keys, kv[0]))))

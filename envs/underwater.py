@@ -150,7 +150,10 @@ class UnderwaterEnv(MiniGridEnv):
 
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}
+    observation_space: spaces.Dict
+    world: World
+    """The seabed of ``world_seed`` (built in ``__init__``, replaced by ``reset(options={"world_seed": ...})``)."""
 
     def __init__(
         self,
@@ -226,7 +229,6 @@ class UnderwaterEnv(MiniGridEnv):
             obs_spaces["topdown"] = spaces.Box(0, 255, (56, 56, 3), np.uint8)
         self.observation_space = spaces.Dict(obs_spaces)
 
-        self.world: World | None = None
         self.task_index = 0
         self.task: Task = get_task(self.tasks[0])
         self.mission = self.task.mission
@@ -290,7 +292,9 @@ class UnderwaterEnv(MiniGridEnv):
 
     # ------------------------------------------------------------------ gymnasium API
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start a task. ``options`` may hold:
 
         - ``task`` (a task name) or ``task_index`` (position in ``tasks``) or ``next_task`` (bool);
@@ -359,7 +363,7 @@ class UnderwaterEnv(MiniGridEnv):
         obs = self.gen_obs()
         return obs, self._info(success=False)
 
-    def step(self, action: int):
+    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         if not self.action_space.contains(action):
             raise ValueError(f"action={action!r} is not one of {ACTION_NAMES}")
         action = int(action)

@@ -21,6 +21,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from embodmem.agents.base import Embedder
+
+__all__ = ["Embedder", "MemoryItem", "QueryableMemory", "retrieve"]
+
 HEADING_NAMES = ("east", "south", "west", "north")
 """Heading index -> compass name (MiniGrid convention, ``embodmem.envs.spec.DIR_TO_VEC``)."""
 
@@ -44,15 +48,6 @@ class QueryableMemory(Protocol):
     """Anything that answers ``query(vec, k)`` with hits, best first (e.g. ``AgentMemory``)."""
 
     def query(self, vec: np.ndarray, k: int) -> Sequence[Any]: ...
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Text and image embedding into one space (e.g. the project's CLIP embedder)."""
-
-    def embed_texts(self, texts: list[str]) -> np.ndarray: ...
-
-    def embed_images(self, images: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass
@@ -81,7 +76,7 @@ class MemoryItem:
     step: int = -1
 
 
-def place_hit(hit: Any, pose: Sequence[float], cell_size_m: float) -> MemoryItem:
+def place_hit(hit: Any, pose: Sequence[float] | np.ndarray, cell_size_m: float) -> MemoryItem:
     """Turn a memory hit into a :class:`MemoryItem` relative to ``pose`` = (x, y, heading index)."""
     meta = hit.meta
     x, y = float(meta.x), float(meta.y)
@@ -105,7 +100,7 @@ def place_hit(hit: Any, pose: Sequence[float], cell_size_m: float) -> MemoryItem
 
 
 def retrieve(
-    memory: QueryableMemory, query_vec: np.ndarray, k: int, pose: Sequence[float], cell_size_m: float
+    memory: QueryableMemory, query_vec: np.ndarray, k: int, pose: Sequence[float] | np.ndarray, cell_size_m: float
 ) -> list[MemoryItem]:
     """Top-``k`` memory frames for ``query_vec`` (the mission's text embedding), placed around the agent."""
     if k <= 0:

@@ -211,7 +211,7 @@ class AgentMemory:
         if q.shape[1] != self.config.dim or not np.all(norms > 0):
             raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
         q = np.ascontiguousarray(q / norms)
-        filters = {"task": task, "step_range": step_range, "run_id": run_id, "episode": episode}
+        filters: dict[str, Any] = {"task": task, "step_range": step_range, "run_id": run_id, "episode": episode}
         lt = self.store.search(q, k, **filters)
         st = self.fifo.search(q, k, **filters) if include_short_term else [[] for _ in q]
         results = []
@@ -237,7 +237,7 @@ class AgentMemory:
         if not hits:
             return np.zeros((0, self.config.dim), np.float32)
         short = {rid: i for i, rid in enumerate(self.fifo.ids)}
-        vecs = self.fifo.vectors if short else None
+        vecs = self.fifo.vectors
         long_ids = [h.id for h in hits if h.source != "short_term"]
         long = dict(zip(long_ids, self.store.reconstruct(long_ids))) if long_ids else {}
         return np.stack([vecs[short[h.id]] if h.source == "short_term" else long[h.id] for h in hits]).astype(

@@ -78,7 +78,9 @@ def merge_adjacent(
         norm = float(np.sqrt(merged @ merged))
         v[i] = merged / norm if norm > 1e-12 else v[j]
         c[i] += c[j]
-        groups[i].extend(groups[j])  # type: ignore[union-attr]
+        gi, gj = groups[i], groups[j]
+        assert gi is not None and gj is not None  # both alive: linked-list neighbours
+        gi.extend(gj)
         groups[j] = None
         nxt[i] = nxt[j]
         if nxt[j] < n:

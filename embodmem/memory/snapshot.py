@@ -52,7 +52,7 @@ def save_memory(memory: AgentMemory, directory: str | os.PathLike[str]) -> Path:
     arrays.update(fifo_meta.to_arrays("fifo_"))
     arrays["fifo_vecs"] = np.ascontiguousarray(memory.fifo.vectors)
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, allow_pickle=False, **arrays)
     state = {
         "store": store_js,
         "frames_written": memory.frames_written,

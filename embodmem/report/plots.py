@@ -38,9 +38,12 @@ def _error_bars(rows: Sequence[Mapping[str, Any]], value: str, lo: str, hi: str)
     below, above = [], []
     for r in rows:
         v, a, b = r.get(value), r.get(lo), r.get(hi)
-        missing = any(is_missing(x) for x in (v, a, b))
-        below.append(0.0 if missing else max(0.0, float(v) - float(a)))
-        above.append(0.0 if missing else max(0.0, float(b) - float(v)))
+        if v is None or a is None or b is None or any(is_missing(x) for x in (v, a, b)):
+            below.append(0.0)
+            above.append(0.0)
+        else:
+            below.append(max(0.0, float(v) - float(a)))
+            above.append(max(0.0, float(b) - float(v)))
     return [below, above]
 
 

@@ -258,7 +258,7 @@ def transfer_print_rows(
     for r in rows:
         d = {
             "task": _task_label(r),
-            "seen": _SEEN_WORDS.get(r.get("seen"), "all"),
+            "seen": _SEEN_WORDS.get(str(r.get("seen")), "all"),
             "n": str(r.get("n_seeds")),
         }
         for header, stem, signed in columns:
