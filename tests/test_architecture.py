@@ -62,7 +62,11 @@ def _probes(path: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "path",
-    [ROOT / "embodmem" / "runner.py", ROOT / "embodmem" / "app.py", *sorted((ROOT / "embodmem" / "video").glob("*.py"))],
+    [
+        ROOT / "embodmem" / "runner.py",
+        ROOT / "embodmem" / "app.py",
+        *sorted((ROOT / "embodmem" / "video").glob("*.py")),
+    ],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_the_runner_and_the_recorder_use_the_agent_contract_not_probes(path: Path) -> None:
