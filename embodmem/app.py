@@ -133,6 +133,11 @@ def build_agent(
     )
 
 
+def build_writer(cfg: DictConfig, out_dir: Path) -> RunWriter:
+    """The run's writer: metrics.jsonl and episode logs (with the env settings) in ``out_dir``."""
+    return RunWriter(out_dir, cfg.logger.episode_logs, env_kwargs(cfg), resume=cfg.experiment.resume)
+
+
 def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
     """What the config asks to run (validated by :func:`embodmem.config.validate`)."""
     exp = cfg.experiment
@@ -176,7 +181,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
         check_vlm_endpoint(part_config("agent.vlm", VLMConfig, cfg))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     kwargs = env_kwargs(cfg)
-    writer = RunWriter(out_dir, cfg.logger.episode_logs, kwargs, resume=cfg.experiment.resume)
+    writer = build_writer(cfg, out_dir)
     profiler = Profiler()
     needs_embedder = any(name not in ("oracle", "random") for name, _ in plan.runs)
     embedder = build_embedder(cfg) if needs_embedder else None

@@ -377,6 +377,7 @@ class RunWriter:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.episode_logs = episode_logs
+        self.resume = resume
         self.records: list[dict[str, Any]] = read_metrics(self.metrics_path, repair=True) if resume else []
         self.done = {episode_key(r) for r in self.records}
 
