@@ -10,7 +10,7 @@ Example:
     >>> EnvConfig(success_distance_m=2.0)
     Traceback (most recent call last):
     ...
-    ValueError: EnvConfig.success_distance_m: 2.0 is not allowed; allowed: a number >= cell_size_m (5)
+    ValueError: EnvConfig.success_distance_m: 2.0 is not allowed; allowed: a number >= EnvConfig.cell_size_m (5)
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class EnvConfig:
                 not_allowed(
                     f"{type(self).__name__}.success_distance_m",
                     self.success_distance_m,
-                    f"a number >= cell_size_m ({self.cell_size_m:g})",
+                    f"a number >= {type(self).__name__}.cell_size_m ({self.cell_size_m:g})",
                 )
             )
         for view in self.extra_views:
