@@ -72,7 +72,7 @@ class EpisodeRecord(BaseModel):
     memory_query_ms: float | None = Field(default=None, ge=0)
     """Median milliseconds of one memory query (a timing)."""
     # -- who ran it where (embodmem.runner.sequence_record) ---------------------------------------
-    run_id: str | None = None
+    run_id: str | None = Field(default=None, min_length=1)
     agent: str | None = None
     """The agent or memory-agent variant (memory, memory_no_recall, ..., textlog, explorer, vlm, ...)."""
     condition: Condition | None = None

@@ -28,6 +28,7 @@ from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import LOG_FORMAT, write_log
 from embodmem.metrics import EpisodeMeasures, spl
+from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
 from embodmem.metrics_record import EpisodeRecord, episode_key, episode_name
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
