@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,6 +31,26 @@ Observation = dict[str, Any]
 """``image`` (H, W, 3) uint8 camera, ``sonar`` (beams,) float32 metres, ``pose`` (3,) float32
 [x, y, heading] in cells, ``mission`` str; optionally ``image_left`` / ``image_right`` /
 ``image_back`` and ``topdown``."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Text and image embedding into one space (:class:`embodmem.embedding.embedder.ClipEmbedder` is one)."""
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_images(self, images: np.ndarray) -> np.ndarray: ...
+
+
+class RecognitionEmbedder(Embedder, Protocol):
+    """An embedder a recogniser can score frames with: its vector size and the softmax temperature its
+    model was trained with (CLIP's learnt logit scale)."""
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def logit_scale(self) -> float: ...
 
 
 @dataclass

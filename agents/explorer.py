@@ -9,13 +9,13 @@ if the second look agrees; otherwise it rules that cell out and explores on.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
 
 import cv2
 import numpy as np
 
-from embodmem.agents.base import Agent, Navigator, Observation
+from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
+from embodmem.agents.config import ExplorerConfig
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
 from embodmem.agents.recognizer import TargetRecognizer
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
@@ -24,30 +24,12 @@ _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.B
 """Move actions -> quarter turns clockwise from the heading of the cell they try to enter."""
 
 
-@dataclass
-class ExplorerConfig:
-    """Thresholds of the explorer (calibrated on calibration worlds, see benchmarks/calibrate.py)."""
-
-    detect_probability: float = 0.5
-    """P(target) of a frame above which the explorer goes to look closer."""
-    confirm_probability: float = 0.5
-    """P(target) when facing the candidate from next to it, above which it stops."""
-    max_candidate_range_m: float = 40.0
-    """Ignore sonar echoes farther than this when guessing the target's cell."""
-    look_range_cells: float = 4.0
-    """A cell counts as searched once the camera has looked at it from this close."""
-    reuse_below: float = 0.0
-    """Reuse the last frame's embedding when the new frame differs from it by less than this
-    (mean absolute difference of 16x16 thumbnails, 0-255): open water seen while swimming
-    straight changes only by drifting particles. 0 embeds every frame."""
-
-
 class FrontierExplorer(Agent, Navigator):
     """Frontier exploration plus CLIP recognition of the mission's target; no memory across tasks."""
 
     name = "explorer"
 
-    def __init__(self, embedder, config: ExplorerConfig | None = None):
+    def __init__(self, embedder: RecognitionEmbedder, config: ExplorerConfig | None = None):
         super().__init__()
         self.embedder = embedder
         self.config = config or ExplorerConfig()
@@ -67,7 +49,7 @@ class FrontierExplorer(Agent, Navigator):
         self._last_small: np.ndarray | None = None
         self.frames_embedded = 0
 
-    def timed(self, name: str):
+    def timed(self, name: str) -> AbstractContextManager[object]:
         """Context manager timing ``agent/<name>`` when a profiler is attached."""
         return self.profiler.section(f"agent/{name}") if self.profiler is not None else nullcontext()
 
@@ -170,7 +152,7 @@ class FrontierExplorer(Agent, Navigator):
                 continue
             cell = self.grid.echo_cell(self.pose, float(angle), float(r))
             usable = cell is not None and cell not in self.rejected and self.grid.occupied[cell[1], cell[0]]
-            if usable and (best is None or r < best[0]):
+            if usable and cell is not None and (best is None or r < best[0]):
                 best = (float(r), cell)
         return None if best is None else best[1]
 

@@ -25,9 +25,9 @@ class OccupancyGrid:
         >>> from embodmem.envs.spec import SensorSpec
         >>> spec = SensorSpec(5.0, 64, 75.0, 40.0, 3, 60.0, 40.0, 16)
         >>> grid = OccupancyGrid(spec)
-        >>> grid.update((4, 4, 0), np.array([10.0, 10.0, 10.0], np.float32))  # echoes 2 cells east
-        >>> bool(grid.free[4, 5]), bool(grid.occupied[4, 6])
-        (True, True)
+        >>> grid.update((4, 4, 0), np.array([12.5, 12.5, 12.5], np.float32))  # echoes 2.5 cells east
+        >>> bool(grid.free[4, 5]), bool(grid.free[4, 6]), bool(grid.occupied[4, 7])
+        (True, True, True)
     """
 
     def __init__(self, spec: SensorSpec):

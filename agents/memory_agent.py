@@ -13,15 +13,17 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
-from embodmem.agents.base import MemoryCarrier, Observation, Retrieval
-from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
-from embodmem.atomic import atomic_write_json
+from embodmem.agents.base import MemoryCarrier, Observation, RecognitionEmbedder, Retrieval
+from embodmem.agents.config import MemoryAgentConfig
+from embodmem.agents.explorer import FrontierExplorer
+from embodmem.atomic import atomic_write_json, atomic_write_with
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.world import bfs_distance
-from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
 
 
 @dataclass(frozen=True)
@@ -39,53 +41,18 @@ def _near(cell: tuple[int, int], cells: set[tuple[int, int]], radius: int) -> bo
     return any(abs(cell[0] - c[0]) <= radius and abs(cell[1] - c[1]) <= radius for c in cells)
 
 
-@dataclass
-class MemoryAgentConfig(ExplorerConfig):
-    """Explorer thresholds plus when to trust memory."""
-
-    memory_probability: float = 0.7
-    """P(target) of a remembered frame above which the agent goes there instead of exploring."""
-    memory_k: int = 48
-    """Frames retrieved per query."""
-    requery_every: int = 20
-    """Steps between memory queries while exploring."""
-    recheck_probability: float = 0.3
-    """Remembered frames that show the target only weakly (P(target) between this and
-    ``memory_probability``) are not trusted enough to travel for, but what they looked at counts
-    as unsearched again, so exploration looks there with the current mission in mind."""
-    min_viewpoints: int = 3
-    """Distinct viewpoints at which a remembered place counts as fully confirmed; places seen from
-    fewer rank proportionally lower."""
-    support_scale: float = 1.0
-    """Vote mass (about one confident frame per unit) at which a place's confidence reaches 63%
-    (1 - e^-1): confidence saturates, so among well-supported places the nearest wins."""
-    place_radius: int = 2
-    """Cells within which votes count for one place."""
-    confirm_range_cells: float = 4.0
-    """A recalled place this close, in view and unoccluded, must show the target, or it is rejected."""
-    max_recall_rejections: int = 2
-    """Recalled places rejected in one task after which the robot only explores (bounds the cost of
-    false memories)."""
-    recall: bool = True
-    """Query memory for the target (False: the ``memory_no_recall`` ablation stores frames only)."""
-    carry_map: bool = True
-    """Keep the occupancy grid and camera coverage between tasks (False: ``memory_no_map``)."""
-    own_trail_only: bool = True
-    """Trust only remembered frames taken where the robot's own trail (the cells it has stood on,
-    kept beside the map) passed: a frame claiming a pose the robot never reached is not its own
-    memory (an implanted or corrupted one) and is ignored."""
-
-
 class MemoryAgent(FrontierExplorer, MemoryCarrier):
     """Frontier explorer whose memory (frames, map, occupancy) carries over between tasks."""
 
     name = "memory"
 
-    def __init__(self, embedder, memory: AgentMemory | None = None, config: MemoryAgentConfig | None = None):
+    def __init__(
+        self, embedder: RecognitionEmbedder, memory: AgentMemory | None = None, config: MemoryAgentConfig | None = None
+    ):
         super().__init__(embedder, config or MemoryAgentConfig())
         self.config: MemoryAgentConfig
         self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
-        self.context = {"run_id": "run", "task": "", "episode": 0}
+        self.context: dict[str, Any] = {"run_id": "run", "task": "", "episode": 0}
         self._last_query_step = -(10**9)
         self.scan_turns = 0
         self.current_node: int | None = None
@@ -109,6 +76,12 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         """Labels written with every frame (the runner calls this before each task)."""
         self.context = {"run_id": run_id, "task": task, "episode": episode}
 
+    @property
+    def frame_memory(self) -> AgentMemory:
+        """The frame memory (a TextLogAgent keeps none and overrides every method that uses it)."""
+        assert self.memory is not None, f"{type(self).__name__} keeps no frame memory"
+        return self.memory
+
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         super().reset(observation, spec)
         self._last_query_step = -(10**9)
@@ -118,8 +91,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._distant_misses = 0
         self._rejections_this_task = 0
         self._retry_recall = False
-        self._rechecked: set[tuple[int, int, int]] = set()
-        self._query_seconds: list[float] = []
+        self._rechecked = set()
+        self._query_seconds = []
 
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
@@ -141,19 +114,21 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def save_state(self, directory: Path) -> None:
         """Memory (through its own persistence), the occupancy grid and the rejected places."""
         directory = Path(directory)
-        self.memory.save(directory / "memory")
+        self.frame_memory.save(directory / "memory")
         self._save_map(directory)
 
     def load_state(self, directory: Path) -> None:
         directory = Path(directory)
-        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.memory.config.dim)
+        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.frame_memory.config.dim)
         self._load_map(directory)
 
     def _save_map(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         if self.grid is not None:
             arrays = {name: getattr(self.grid, name) for name in self._GRID_ARRAYS}
-            np.savez(directory / "grid.npz", trail=self.trail, **arrays)
+            trail = self.trail
+            assert trail is not None  # set with the grid, at the first task
+            atomic_write_with(directory / "grid.npz", lambda fh: np.savez(fh, trail=trail, **arrays))
         rejected = {
             "places": {mission: sorted(cells) for mission, cells in self.rejected_places.items()},
             "views": {mission: sorted(poses) for mission, poses in self.discredited_views.items()},
@@ -180,7 +155,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def reset_memory(self) -> None:
         """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
-        self.memory.reset()
+        self.frame_memory.reset()
         self._forget_map()
 
     def _forget_map(self) -> None:
@@ -193,7 +168,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             self.trail[:] = False
 
     def end_task(self, success: bool) -> None:
-        self.memory.flush()
+        self.frame_memory.flush()
 
     # ---------------------------------------------------------------- perception + writing
 
@@ -202,7 +177,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         assert self.last_vector is not None and self.trail is not None
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
-            self.current_node = self.memory.observe(
+            self.current_node = self.frame_memory.observe(
                 self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"])
             )
 
@@ -216,14 +191,14 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             x=float(x),
             y=float(y),
             heading=int(h),
-            thumbnail=image if self.memory.config.keep_thumbnails else None,
+            thumbnail=image if self.frame_memory.config.keep_thumbnails else None,
         )
 
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
         vectors = self.embedder.embed_images(images)
         for vector, image, pose in zip(vectors, images, poses):
-            self.memory.observe(vector, self._frame_meta(pose, 0, image))
-        self.memory.flush()
+            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image))
+        self.frame_memory.flush()
 
     # ---------------------------------------------------------------- decisions
 
@@ -323,11 +298,11 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
         """(pose, confidence) of remembered frames that may show the mission's target (at least
         ``recheck_probability``; own frames only, none discredited)."""
-        hits = self.memory.query(self.recognizer.query, self.config.memory_k)
+        hits = cast(list[Hit], self.frame_memory.query(self.recognizer.query, self.config.memory_k))
         self.queries += 1
         if not hits:
             return []
-        probs = self.recognizer.probability(self.memory.hit_vectors(hits))
+        probs = self.recognizer.probability(self.frame_memory.hit_vectors(hits))
         self.trace.query = self.recognizer.mission
         self.trace.retrievals = [Retrieval.from_hit(h, float(p)) for h, p in zip(hits, probs)]
         poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
@@ -409,7 +384,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     def goto_node_action(self, node: int) -> int | None:
         """Navigator skill: next action toward the place of topological-map node ``node``."""
-        positions = self.memory.map.positions
+        positions = self.frame_memory.map.positions
         if not 0 <= node < len(positions):
             return None
         assert self.grid is not None
@@ -421,7 +396,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         return self.goto_cell_action(goal, f"node{node}")
 
     def episode_stats(self) -> dict[str, float]:
-        stats = self.memory.stats()
+        stats = self.frame_memory.stats()
         query_ms = 1000 * float(np.median(self._query_seconds)) if self._query_seconds else 0.0
         return {
             "memory_queries": self.queries,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from embodmem.agents.base import RecognitionEmbedder
 from embodmem.envs.objects import KINDS
 
 
@@ -25,16 +26,9 @@ def negative_prompts(mission: str) -> list[str]:
 class TargetRecognizer:
     """Scores frames (unit vectors) by the probability that they show the mission's target."""
 
-    def __init__(self, embedder, logit_scale: float | None = None):
+    def __init__(self, embedder: RecognitionEmbedder, logit_scale: float | None = None):
         self.embedder = embedder
-        if logit_scale is None:
-            model = getattr(embedder, "model", None)
-            logit_scale = (
-                float(model.logit_scale.detach().exp())
-                if model is not None and hasattr(model, "logit_scale")
-                else 100.0
-            )
-        self.logit_scale = logit_scale
+        self.logit_scale = embedder.logit_scale if logit_scale is None else logit_scale
         self.mission: str | None = None
         self.prompts = np.zeros((0, 1), np.float32)
 

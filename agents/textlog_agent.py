@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from embodmem.agents.base import Observation
+from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
 from embodmem.atomic import atomic_write_json
 from embodmem.envs.objects import KINDS, TARGET_KINDS
+from embodmem.envs.spec import SensorSpec
 
 LOG_ENTRIES = 1000
 IMPORTANT_ENTRIES = 500
@@ -46,7 +47,7 @@ class TextLogAgent(MemoryAgent):
 
     name = "textlog"
 
-    def __init__(self, embedder, config: MemoryAgentConfig | None = None):
+    def __init__(self, embedder: RecognitionEmbedder, config: MemoryAgentConfig | None = None):
         super().__init__(embedder, None, config)
         self.memory = None  # no frames: only the log below
         self.log: deque[LogEntry] = deque(maxlen=LOG_ENTRIES)
@@ -57,7 +58,7 @@ class TextLogAgent(MemoryAgent):
         self._kind_prompts = embedder.embed_texts(texts)
         self._mission_kind = ""
 
-    def reset(self, observation: Observation, spec) -> None:
+    def reset(self, observation: Observation, spec: SensorSpec) -> None:
         super().reset(observation, spec)
         self._mission_kind = next((k.name for k in KINDS if k.is_target and k.phrase in observation["mission"]), "")
 

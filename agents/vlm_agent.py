@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
 
-from embodmem.agents.base import MemoryCarrier, Observation
+from embodmem.agents.base import Embedder, MemoryCarrier, Observation
+from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.policy import VLMPolicy
@@ -24,9 +24,10 @@ class VLMAgent(VLMPolicy, MemoryCarrier):
 
     name = "vlm"
 
-    def __init__(self, config: Any, navigator: MemoryAgent, embedder, **kwargs: Any):
+    def __init__(self, config: VLMConfig, navigator: MemoryAgent, embedder: Embedder, **kwargs: Any):
         super().__init__(config, navigator=navigator, memory=navigator.memory, embedder=embedder, **kwargs)
         self.navigator: MemoryAgent
+        self.memory = navigator.memory
 
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         self.navigator.reset(observation, spec)
@@ -47,7 +48,7 @@ class VLMAgent(VLMPolicy, MemoryCarrier):
 
     def load_state(self, directory: Path) -> None:
         self.navigator.load_state(directory)
-        self.memory = self.navigator.memory
+        self.memory = self.recall = self.navigator.memory
 
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
         self.navigator.implant(images, poses)
@@ -56,24 +57,17 @@ class VLMAgent(VLMPolicy, MemoryCarrier):
         self.navigator.end_task(success)
 
     @property
-    def grid(self):
+    def grid(self) -> OccupancyGrid | None:
+        """The navigator's occupancy grid."""
         return self.navigator.grid
 
 
-def vlm_config(cfg: DictConfig) -> VLMConfig:
-    """The :class:`VLMConfig` of ``agent.vlm`` (every field checked; ValueError naming a bad one)."""
-    values = OmegaConf.to_container(cfg.agent.vlm, resolve=True) if cfg.agent.vlm is not None else {}
-    assert isinstance(values, dict)
-    return VLMConfig.from_dict(values)
-
-
-def check_vlm_endpoint(cfg: DictConfig) -> None:
+def check_vlm_endpoint(config: VLMConfig) -> None:
     """Before any work: the server answers its models list, accepts the key and serves the model.
 
     Raises:
         VLMError: one line saying what is wrong (unreachable, refused key, unknown model).
     """
-    config = vlm_config(cfg)
     if not config.check_endpoint:
         return
     from embodmem.agents.vlm.client import ChatClient
@@ -83,8 +77,3 @@ def check_vlm_endpoint(cfg: DictConfig) -> None:
         client.check_endpoint()
     finally:
         client.close()
-
-
-def build_vlm_agent(cfg: DictConfig, embedder, navigator: MemoryAgent) -> VLMAgent:
-    """From the Hydra config: ``agent.vlm`` holds the VLMConfig fields; ``navigator`` runs its plans."""
-    return VLMAgent(vlm_config(cfg), navigator, embedder)

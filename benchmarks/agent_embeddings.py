@@ -15,6 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
+from embodmem.atomic import atomic_write_with
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.underwater import UnderwaterEnv
 
@@ -41,7 +42,7 @@ def main() -> None:
             bar.update(1)
             done = terminated or truncated
         world += 1
-    np.save(args.out, np.stack(vectors).astype(np.float32))
+    atomic_write_with(args.out, lambda fh: np.save(fh, np.stack(vectors).astype(np.float32)))
     print(f"{len(vectors)} frames from worlds 2000-{world - 1} -> {args.out}")
 
 

@@ -32,7 +32,6 @@ from omegaconf import DictConfig
 
 import embodmem.app as app
 from embodmem.atomic import atomic_write_text
-from embodmem.config import VideoFormat
 
 
 def compose_job(overrides: list[str]) -> DictConfig:
@@ -81,7 +80,7 @@ def main() -> None:
     ratio = on / off
     pairs = [b / a for a, b in zip(times["video off"], times["video=on"])]
     v = variants["video=on"].video
-    settings = f"format {VideoFormat(v.format).value}, size {v.size}, fps {v.fps}"
+    settings = f"format {v.format}, size {v.size}, fps {v.fps}"
     lines = [
         f"Default job (wreck_then_barrel, world {list(variants['video off'].experiment.world_seeds)}), "
         f"{args.repeats} interleaved repeats after one warm-up each; video: {settings}; "

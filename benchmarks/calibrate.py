@@ -3,7 +3,7 @@
 Calibration worlds are 500-529 (the `calibration` split, embodmem/splits.py); reported figures come from the test split (benchmarks/suite.py). For each
 threshold setting the memory agent runs wreck_then_barrel warm; the score is mean task-2
 success x SPL plus mean task-1 success. The best setting is printed; it is the default in
-embodmem/config.py (AgentConfig) and agents/explorer.py.
+agents/config.py (ExplorerConfig, MemoryAgentConfig; the Hydra agent group extends them).
 
     python benchmarks/calibrate.py
 """

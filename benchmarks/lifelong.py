@@ -27,6 +27,7 @@ import numpy as np
 import yaml
 from suite import ROOT
 
+from embodmem.atomic import atomic_write_with
 from embodmem.splits import get_split
 from embodmem.stats import mean_ci, ratio_of_means
 
@@ -133,7 +134,7 @@ def plot_tour(records: list[dict], path: Path) -> None:
     axes.flat[-1].axis("off")
     fig.suptitle("Lifelong tour (lifelong50): means over worlds, 95% CIs")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    atomic_write_with(path, lambda fh: fig.savefig(fh, format="png", dpi=90))
     plt.close(fig)
 
 
@@ -181,7 +182,7 @@ def budget_report(records: list[dict], path: Path | None) -> str:
         ax.legend()
         ax.set_title("What a robot with N bytes can still reuse")
         fig.tight_layout()
-        fig.savefig(path, dpi=90)
+        atomic_write_with(path, lambda fh: fig.savefig(fh, format="png", dpi=90))
         plt.close(fig)
     return "\n".join(lines)
 

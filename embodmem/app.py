@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from enum import Enum
 
 # One BLAS/OpenMP thread unless the user says otherwise: the agent's work is many small calls, and
 # on a busy 2-core machine OpenMP spin-waiting made them tens of times slower (must precede numpy).
@@ -21,7 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -29,15 +28,23 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import embodmem.configs
-from embodmem.agents.base import Agent
+from embodmem.agents.base import Agent, RecognitionEmbedder
+from embodmem.agents.config import ExplorerConfig, MemoryAgentConfig
 from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
-from embodmem.config import register_configs, validate
+from embodmem.config import AgentName, EnvConfig, MemoryConfig, VLMConfig, part_config, register_configs, validate
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.profiling import Profiler
 from embodmem.runner import EpisodeAborted, ExperimentPlan, RunWriter, run_experiment
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from embodmem.embedding.embedder import ClipEmbedder
+    from embodmem.memory import AgentMemory
+
+S = TypeVar("S", bound="DataclassInstance")
 CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
 """The shipped config groups (package data, also reachable as ``pkg://embodmem.configs``)."""
 log = logging.getLogger("embodmem")
@@ -49,52 +56,45 @@ def build_env(cfg: DictConfig, tasks: tuple[str, ...], world_seed: int) -> Under
     return UnderwaterEnv(tasks=tasks, world_seed=world_seed, **env_kwargs(cfg))
 
 
-def enum_value(value: Any) -> str:
-    """A config choice as a plain string (OmegaConf gives Enum members for Enum-typed fields)."""
-    return str(value.value if isinstance(value, Enum) else value)
-
-
 def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
-    """Constructor arguments of the environment (also written into every episode log)."""
-    kwargs = OmegaConf.to_container(cfg.env, resolve=True)
-    assert isinstance(kwargs, dict)
-    kwargs["extra_views"] = tuple(kwargs["extra_views"])
-    return kwargs
+    """Constructor arguments of the environment: the ``env`` group's EnvConfig fields (also written
+    into every episode log, so a replay builds the same world)."""
+    return dataclasses.asdict(part_config("env", EnvConfig, cfg))
 
 
-def build_embedder(cfg: DictConfig):
+def build_embedder(cfg: DictConfig) -> ClipEmbedder:
     from embodmem.embedding.embedder import ClipEmbedder
     from embodmem.embedding.model import DEFAULT_CHECKPOINT
 
     e = cfg.embedder
     pretrained = DEFAULT_CHECKPOINT if e.pretrained == "default" else e.pretrained
     return ClipEmbedder(
-        e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads, runtime=enum_value(e.runtime)
+        e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads, runtime=str(e.runtime)
     )
 
 
-def build_memory(cfg: DictConfig, dim: int, variant: Variant):
-    from embodmem.memory import AgentMemory, MemoryConfig
+def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> AgentMemory:
+    """The ``memory`` group's AgentMemory at the embedder's ``dim``, with ``variant``'s changes."""
+    from embodmem.memory import AgentMemory
 
-    fields = OmegaConf.to_container(cfg.memory, resolve=True)
-    assert isinstance(fields, dict)
+    fields = dataclasses.asdict(part_config("memory", MemoryConfig, cfg))
     fields["dim"] = dim
-    if cfg.video.enabled or cfg.agent.name == "vlm":
+    if cfg.video.enabled or cfg.agent.name == AgentName.vlm:
         fields["keep_thumbnails"] = True
     fields = memory_settings(variant, fields, MemoryConfig(**fields).bytes_hint)
     return AgentMemory(MemoryConfig(**fields))
 
 
-def agent_settings(config_class: type, agent_cfg: DictConfig, changes: dict[str, Any] | None = None) -> Any:
-    """An agent's own config filled from the ``agent`` group (the fields both share), then ``changes``."""
-    names = {f.name for f in dataclasses.fields(config_class)}
-    values = {k: agent_cfg[k] for k in names if k in agent_cfg}
-    return config_class(**{**values, **(changes or {})})
+def agent_settings(config_class: type[S], cfg: DictConfig, changes: dict[str, Any] | None = None) -> S:
+    """An agent's own config filled from the ``agent`` group (the fields ``config_class`` has), then ``changes``."""
+    return dataclasses.replace(part_config("agent", config_class, cfg), **(changes or {}))
 
 
-def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: int) -> Agent:
-    """One agent from its name (an agent or a memory-agent variant) and the config; fresh memory."""
-    a = cfg.agent
+def build_agent(
+    name: str, cfg: DictConfig, embedder: RecognitionEmbedder | None, env: UnderwaterEnv, seed: int
+) -> Agent:
+    """One agent from its name (an agent or a memory-agent variant) and the config; fresh memory.
+    Every agent but the oracle and the random one needs the ``embedder``."""
     if name == "random":
         from embodmem.agents.random_agent import RandomAgent
 
@@ -103,31 +103,39 @@ def build_agent(name: str, cfg: DictConfig, embedder, env: UnderwaterEnv, seed: 
         from embodmem.agents.oracle import OracleAgent
 
         return OracleAgent(env)
+    if embedder is None:
+        raise ValueError(f"agent {name!r} needs an embedder")
     if name == "explorer":
-        from embodmem.agents.explorer import ExplorerConfig, FrontierExplorer
+        from embodmem.agents.explorer import FrontierExplorer
 
-        return FrontierExplorer(embedder, agent_settings(ExplorerConfig, a))
+        return FrontierExplorer(embedder, agent_settings(ExplorerConfig, cfg))
     if name == "vlm":
-        from embodmem.agents.vlm_agent import build_vlm_agent
+        from embodmem.agents.memory_agent import MemoryAgent
+        from embodmem.agents.vlm_agent import VLMAgent
 
-        return build_vlm_agent(
-            cfg, embedder, build_agent("memory", cfg, embedder, env, seed)
-        )  # it executes the VLM's plans
+        navigator = build_agent("memory", cfg, embedder, env, seed)  # it executes the VLM's plans
+        assert isinstance(navigator, MemoryAgent)
+        return VLMAgent(part_config("agent.vlm", VLMConfig, cfg), navigator, embedder)
     if name in VARIANTS:
-        from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
-
         variant = get_variant(name)
-        settings = agent_settings(MemoryAgentConfig, a, variant.agent)
+        settings = agent_settings(MemoryAgentConfig, cfg, variant.agent)
         if variant.textlog:
             from embodmem.agents.textlog_agent import TextLogAgent
 
             return TextLogAgent(embedder, settings)
+        from embodmem.agents.memory_agent import MemoryAgent
+
         agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim, variant), settings)
         agent.name = name
         return agent
     raise ValueError(
         f"agent {name!r} is unknown; allowed: {', '.join(('explorer', 'oracle', 'random', 'vlm', *VARIANTS))}"
     )
+
+
+def build_writer(cfg: DictConfig, out_dir: Path) -> RunWriter:
+    """The run's writer: metrics.jsonl and episode logs (with the env settings) in ``out_dir``."""
+    return RunWriter(out_dir, cfg.logger.episode_logs, env_kwargs(cfg), resume=cfg.experiment.resume)
 
 
 def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
@@ -139,7 +147,7 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
         sequences = [("+".join(exp.tasks), tuple(exp.tasks))]
     else:
         sequences = [(exp.sequence, get_sequence(exp.sequence))]
-    main_name = enum_value(cfg.agent.name)
+    main_name = str(cfg.agent.name)
     if main_name == "memory":
         main_name = cfg.agent.variant
     carriers = [main_name, *[v for v in exp.variants if v != main_name]]
@@ -152,7 +160,7 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
         world_seeds=[int(w) for w in exp.world_seeds],
         seed=int(cfg.seed),
         split=exp.split,
-        start=enum_value(exp.start),
+        start=str(exp.start),
         runs=runs,
         sleep_between_tasks=exp.sleep_between_tasks,
         gem_eval=exp.gem_eval,
@@ -168,13 +176,13 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     validate(cfg)
     out_dir = Path(out_dir)
     plan = experiment_plan(cfg, out_dir)
-    if enum_value(cfg.agent.name) == "vlm":  # the endpoint answers, the key and the model are accepted, before any work
+    if cfg.agent.name == AgentName.vlm:  # the endpoint answers, the key and the model are accepted, before any work
         from embodmem.agents.vlm_agent import check_vlm_endpoint
 
-        check_vlm_endpoint(cfg)
+        check_vlm_endpoint(part_config("agent.vlm", VLMConfig, cfg))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     kwargs = env_kwargs(cfg)
-    writer = RunWriter(out_dir, cfg.logger.episode_logs, kwargs, resume=cfg.experiment.resume)
+    writer = build_writer(cfg, out_dir)
     profiler = Profiler()
     needs_embedder = any(name not in ("oracle", "random") for name, _ in plan.runs)
     embedder = build_embedder(cfg) if needs_embedder else None

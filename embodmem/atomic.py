@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 
-def atomic_write_with(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+def atomic_write_with(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> Path:
     """Call ``write(fh)`` on a temporary file, then atomically move it to ``path``.
 
     If ``write`` raises, the temporary file is removed and ``path`` is left untouched.

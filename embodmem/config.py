@@ -1,7 +1,14 @@
 """Structured configs for the Hydra app: one dataclass per config group, registered in the ConfigStore.
 
-Choices are Enums, so OmegaConf itself refuses a bad value and names the key and the allowed values;
-:func:`validate` adds the checks types cannot express (ranges, names of tasks and sequences).
+The groups are the parts' own settings classes, registered directly (as Habitat-lab does): ``env`` is
+:class:`~embodmem.envs.config.EnvConfig`, ``memory`` :class:`~embodmem.memory.config.MemoryConfig`,
+``agent`` extends :class:`~embodmem.agents.config.MemoryAgentConfig` with the agent's name, variant and
+the VLM's :class:`~embodmem.agents.vlm.config.VLMConfig`. Every field is settable from the command line
+and documented once, where it is defined; the YAML files in ``configs/`` hold only what differs.
+
+Choices are Enums (:class:`Choice`), so OmegaConf itself refuses a bad value and names the key and the
+allowed values; :func:`validate` adds the checks types cannot express (ranges, names of tasks and
+sequences), mostly by building each part's config, which checks itself.
 """
 
 from __future__ import annotations
@@ -12,25 +19,61 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import (
     MISSING,  # noqa: F401
     DictConfig,
-    ListConfig,
     OmegaConf,
 )
 
-from embodmem.agents.memory_agent import MemoryAgentConfig
+from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.variants import VARIANTS
+from embodmem.agents.vlm.config import VLMConfig
+from embodmem.checks import Range, items
+from embodmem.envs.config import EnvConfig
 from embodmem.envs.tasks import SEQUENCES, TASKS
-from embodmem.memory import MemoryConfig
-from embodmem.poison import POISON_PLACES
+from embodmem.memory.config import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
-class AgentName(str, Enum):
+T = TypeVar("T", bound="DataclassInstance")
+
+__all__ = [
+    "AgentConfig",
+    "Config",
+    "ConfigError",
+    "EmbedderConfig",
+    "EnvConfig",
+    "ExperimentConfig",
+    "LoggerConfig",
+    "MemoryConfig",
+    "Range",
+    "VLMConfig",
+    "VideoConfig",
+    "register_configs",
+    "validate",
+]
+
+
+class Choice(str, Enum):
+    """A config choice: compares, prints and serialises as its plain string value.
+
+    >>> str(Start.continue_), f"{Start.continue_}", Start.continue_ == "continue"
+    ('continue', 'continue', True)
+    """
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class AgentName(Choice):
     memory = "memory"
     explorer = "explorer"
     oracle = "oracle"
@@ -38,71 +81,34 @@ class AgentName(str, Enum):
     vlm = "vlm"
 
 
-class Start(str, Enum):
+class PoisonPlace(Choice):
+    far = "far"
+    trail = "trail"
+
+
+class Start(Choice):
     fixed0 = "fixed0"
     fixed1 = "fixed1"
     random = "random"
     continue_ = "continue"
 
 
-class EmbedderRuntime(str, Enum):
+class EmbedderRuntime(Choice):
     auto = "auto"
     onnx = "onnx"
     torch = "torch"
 
 
-class VideoFormat(str, Enum):
+class VideoFormat(Choice):
     mp4 = "mp4"
     webm = "webm"
 
 
-class VideoEpisodes(str, Enum):
+class VideoEpisodes(Choice):
     all = "all"
     failures = "failures"
     first = "first"
     none = "none"
-
-
-@dataclass
-class EnvConfig:
-    """The underwater world (see ``embodmem.envs.underwater.UnderwaterEnv``)."""
-
-    size: int = 32
-    """World side in cells (>= 24)."""
-    cell_size_m: float = 5.0
-    """Metres per cell."""
-    success_distance_m: float = 10.0
-    """Stop within this distance of a target instance to succeed (>= cell_size_m)."""
-    max_steps: int = 400
-    """Step budget per task."""
-    image_size: int = 64
-    """First-person camera side in pixels."""
-    fov_deg: float = 75.0
-    """Camera field of view."""
-    extra_views: list[str] = field(default_factory=list)
-    """Extra cameras: image_left, image_right, image_back."""
-    topdown: bool = False
-    """Add MiniGrid's egocentric top-down view to observations."""
-    sonar_beams: int = 24
-    """Beams in the sonar fan."""
-    sonar_fov_deg: float = 120.0
-    """Sonar fan width."""
-    sonar_range_m: float = 40.0
-    """Sonar maximum range."""
-    sonar_noise_m: float = 0.0
-    """Gaussian noise on sonar ranges."""
-    odometry_noise: float = 0.0
-    """Per-move drift of the reported pose, in cells."""
-    view_range_m: float = 40.0
-    """Visibility in shallow water."""
-    deep_view_range_m: float = 25.0
-    """Visibility in deep water."""
-    n_fish: Optional[int] = None
-    """Fish in the world (None: size^2 / 80)."""
-    obstacle_density: float = 0.08
-    """Share of cells covered by rock outcrops and reefs."""
-    start_min_distance_m: float = 50.0
-    """Random starts lie at least this far (shortest path) from the nearest success cell."""
 
 
 @dataclass
@@ -126,38 +132,19 @@ class EmbedderConfig:
 
 
 @dataclass
-class AgentConfig:
-    """Which policy runs, and its thresholds."""
+class AgentConfig(MemoryAgentConfig):
+    """Which policy runs; the memory agent's and the explorer's settings (inherited from
+    :class:`~embodmem.agents.config.MemoryAgentConfig`, documented there) configure every agent built
+    from them: the memory agent and its variants, the explorer baseline, the VLM agent's navigator."""
 
     name: AgentName = AgentName.memory
     """memory, explorer, oracle, random or vlm."""
-    # Defaults come from the agents' own configs: the calibrated values live in one place.
-    detect_probability: float = MemoryAgentConfig.detect_probability
-    """P(target) of the current frame above which the agent approaches (calibrated: benchmarks/calibrate.py)."""
-    confirm_probability: float = MemoryAgentConfig.confirm_probability
-    """P(target) next to the candidate above which the agent stops."""
-    memory_probability: float = MemoryAgentConfig.memory_probability
-    """P(target) of a remembered frame above which the memory agent goes there (calibrated)."""
-    memory_k: int = MemoryAgentConfig.memory_k
-    """Frames retrieved per memory query."""
-    requery_every: int = MemoryAgentConfig.requery_every
-    """Steps between memory queries while exploring."""
     variant: str = "memory"
     """Memory-agent variant when name=memory (embodmem.agents.variants): memory, memory_no_recall,
-    memory_no_map, memory_no_consolidation, memory_fifo_only, textlog."""
-    min_viewpoints: int = MemoryAgentConfig.min_viewpoints
-    """Viewpoints at which a remembered place counts as fully confirmed (fewer rank lower)."""
-    place_radius: int = MemoryAgentConfig.place_radius
-    """Cells within which recalled votes count for one place."""
-    confirm_range_cells: float = MemoryAgentConfig.confirm_range_cells
-    """A recalled place this close, in view and unoccluded, must show the target, or it is rejected."""
-    max_recall_rejections: int = MemoryAgentConfig.max_recall_rejections
-    """Recalled places rejected in one task after which the robot only explores."""
-    reuse_below: float = MemoryAgentConfig.reuse_below
-    """Reuse the last frame's embedding when the new frame differs by less than this (mean abs
-    difference of 16x16 thumbnails, 0-255); 0 embeds every frame."""
-    vlm: Optional[Any] = None
-    """VLM policy settings (embodmem.agents.vlm.VLMConfig fields) when name=vlm."""
+    memory_no_map, memory_no_consolidation, memory_fifo_only, textlog. A variant's own settings
+    (e.g. ``recall=False``) take precedence over the fields above."""
+    vlm: VLMConfig = field(default_factory=VLMConfig)
+    """The VLM policy (embodmem.agents.vlm.config.VLMConfig) when name=vlm."""
 
 
 @dataclass
@@ -187,7 +174,7 @@ class ExperimentConfig:
     """Run the memory's offline consolidation between tasks (warm only)."""
     poison_k: int = 0
     """False memories implanted before each task after the first, warm only (embodmem.poison)."""
-    poison_place: str = "far"
+    poison_place: PoisonPlace = PoisonPlace.far
     """Where false memories claim to have been seen: "far" (random free cells far from the target)
     or "trail" (cells the robot really passed in earlier tasks, far from the target: the harder case)."""
     gem_eval: bool = False
@@ -305,94 +292,27 @@ ENV_VAR_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 """What ``agent.vlm.api_key_env`` may hold: the NAME of a variable, upper case (a key never is)."""
 
 
-@dataclass(frozen=True)
-class Range:
-    """Allowed numbers: ``low``/``high`` inclusive unless ``low_open``; ``integer`` refuses floats.
-
-    >>> Range(24, 512, integer=True).describe()
-    'an integer in [24, 512]'
-    >>> Range(0, low_open=True).allows(0.0)
-    False
-    """
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    integer: bool = False
-
-    def allows(self, value: Any) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return False
-        if self.integer and not isinstance(value, int):
-            return False
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-            return False
-        return self.high is None or value <= self.high
-
-    def describe(self) -> str:
-        kind = "an integer" if self.integer else "a number"
-        if self.low is not None and self.high is not None:
-            return f"{kind} in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
-        if self.low is not None:
-            return f"{kind} {'>' if self.low_open else '>='} {self.low:g}"
-        return f"{kind} <= {self.high:g}" if self.high is not None else kind
-
-
 RANGES: dict[str, Range] = {
     "seed": Range(0, integer=True),
     "experiment.world_seeds": Range(0, integer=True),  # lists: every item
-    "env.size": Range(24, 512, integer=True),
-    "env.cell_size_m": Range(0, low_open=True),
-    "env.success_distance_m": Range(0, low_open=True),
-    "env.max_steps": Range(1, integer=True),
-    "env.image_size": Range(16, 512, integer=True),
-    "env.fov_deg": Range(10, 170),
-    "env.sonar_beams": Range(0, 512, integer=True),
-    "env.sonar_fov_deg": Range(0, 360, low_open=True),
-    "env.sonar_range_m": Range(0, low_open=True),
-    "env.sonar_noise_m": Range(0),
-    "env.odometry_noise": Range(0),
-    "env.view_range_m": Range(0, low_open=True),
-    "env.deep_view_range_m": Range(0, low_open=True),
-    "env.n_fish": Range(0, integer=True),
-    "env.obstacle_density": Range(0, 0.3),
+    "experiment.poison_k": Range(0, integer=True),
     "embedder.batch_size": Range(1, integer=True),
     "embedder.cache_size": Range(0, integer=True),
     "embedder.threads": Range(1, integer=True),
-    "agent.detect_probability": Range(0, 1),
-    "agent.confirm_probability": Range(0, 1),
-    "agent.memory_probability": Range(0, 1),
-    "agent.memory_k": Range(1, integer=True),
-    "agent.requery_every": Range(1, integer=True),
-    "agent.reuse_below": Range(0, 255),
-    "experiment.poison_k": Range(0, integer=True),
-    "env.start_min_distance_m": Range(0),
-    "agent.min_viewpoints": Range(1, integer=True),
-    "agent.place_radius": Range(0, integer=True),
-    "agent.confirm_range_cells": Range(0),
-    "agent.max_recall_rejections": Range(0, integer=True),
     "video.fps": Range(1, 120, integer=True),
     "video.size": Range(32, 2048, integer=True),
 }
-"""Numeric keys and their allowed ranges (None values of optional keys are not checked)."""
-
-
-def _extra_views() -> tuple[str, ...]:
-    from embodmem.envs.underwater import EXTRA_VIEWS
-
-    return tuple(EXTRA_VIEWS)
-
+"""Numeric keys of this module's own groups and their allowed ranges (None values of optional keys are
+not checked); ``env``, ``agent`` and ``memory`` check their own fields (:data:`PART_CONFIGS`)."""
 
 CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequence": lambda: SEQUENCES,
     "experiment.tasks": lambda: TASKS,
     "experiment.conditions": lambda: ("warm", "cold"),
     "experiment.baselines": lambda: ("explorer", "oracle", "random"),
-    "env.extra_views": _extra_views,
     "experiment.sequences": lambda: SEQUENCES,
     "experiment.variants": lambda: VARIANTS,
     "experiment.split": lambda: SPLIT_NAMES,
-    "experiment.poison_place": lambda: POISON_PLACES,
     "agent.variant": lambda: VARIANTS,
 }
 """String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""
@@ -400,16 +320,20 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
 NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions")
 """Lists that must name at least one item when set (``experiment.tasks=null`` means: use the sequence)."""
 
-
-def _items(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, ListConfig | list | tuple) else [value]
+PART_CONFIGS: tuple[tuple[str, type], ...] = (
+    ("env", EnvConfig),
+    ("agent", MemoryAgentConfig),
+    ("agent.vlm", VLMConfig),
+    ("memory", MemoryConfig),
+)
+"""Groups whose dataclass checks its own fields when built: (key, the class built from the group)."""
 
 
 def check_known_keys(node: DictConfig, schema: type, prefix: str = "") -> None:
     """Refuse keys the schema lacks (``+key=value`` additions bypass OmegaConf's own check)."""
     names = [f.name for f in dataclasses.fields(schema)]
     for key in node:
-        full = f"{prefix}{key}"
+        full = f"{prefix}{key!s}"
         if full == "hydra":
             continue
         if key not in names:
@@ -423,43 +347,39 @@ def check_known_keys(node: DictConfig, schema: type, prefix: str = "") -> None:
             check_known_keys(node[key], child_type, f"{full}.")
 
 
-def _check_vlm(cfg: Any) -> None:
-    """``agent.vlm``: no key put where its NAME belongs; known fields; VLMConfig's own checks for vlm runs."""
-    from embodmem.agents.vlm.config import VLMConfig
+def part_config(key: str, schema: type[T], cfg: DictConfig) -> T:
+    """The part's config built from the group at ``key`` (the fields ``schema`` has): the part's own
+    checks run, and their message names the config key (``EnvConfig.size`` -> ``env.size``)."""
+    values = OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True)
+    assert isinstance(values, dict)
+    names = {f.name for f in dataclasses.fields(schema)}
+    try:
+        return schema(**{str(k): v for k, v in values.items() if k in names})
+    except ValueError as err:
+        message = str(err).replace(f"{schema.__name__}.", f"{key}.").split(": Error in ")[0]  # drop FAISS's C++ trace
+        raise ConfigError(hide_secrets(message)) from None
 
-    vlm = cfg.agent.vlm
-    if vlm is None:
-        return
-    key_env = vlm.get("api_key_env")
+
+def _check_key_env(cfg: DictConfig) -> None:
+    """``agent.vlm.api_key_env``: the NAME of a variable, never a key put where its name belongs."""
+    key_env = cfg.agent.vlm.api_key_env
     if key_env is not None and not (isinstance(key_env, str) and ENV_VAR_NAME.fullmatch(key_env)):
         raise ConfigError.bad_value(
             "agent.vlm.api_key_env",
             key_env,
             "null or the NAME of an environment variable holding the key (A-Z, 0-9, _), never the key itself",
         )
-    names = [f.name for f in dataclasses.fields(VLMConfig)]
-    for key in vlm:
-        if key not in names:
-            raise ConfigError(f"agent.vlm.{key}: no such key; keys of agent.vlm: {', '.join(names)}")
-    if cfg.agent.name == AgentName.vlm:
-        try:
-            VLMConfig.from_dict(vlm)
-        except ValueError as err:
-            raise ConfigError(hide_secrets(str(err).replace("VLMConfig.", "agent.vlm."))) from None
 
 
-def _check_memory(cfg: Any) -> None:
-    """MemoryConfig's own checks (at the default dimension; the embedder's is known only once it loads)."""
-    fields = OmegaConf.to_container(cfg.memory, resolve=True)
-    assert isinstance(fields, dict)
-    try:
-        MemoryConfig(**fields)
-    except ValueError as err:
-        message = str(err).replace("MemoryConfig.", "memory.").split(": Error in ")[0]  # drop FAISS's C++ trace
-        raise ConfigError(message) from None
+def _check_memory_dim(cfg: DictConfig) -> None:
+    """``memory.dim`` is the embedder's output size, which the app sets: an override would be ignored."""
+    if cfg.memory.dim != MemoryConfig.dim:
+        raise ConfigError.bad_value(
+            "memory.dim", cfg.memory.dim, f"{MemoryConfig.dim}, the default (the app sets the embedder's output size)"
+        )
 
 
-def validate(cfg: Any) -> None:
+def validate(cfg: DictConfig) -> None:
     """Every check types cannot express; raises :class:`ConfigError` (one line) at the first bad value."""
     check_known_keys(cfg, Config)
     for key in NON_EMPTY:
@@ -468,18 +388,17 @@ def validate(cfg: Any) -> None:
             raise ConfigError.bad_value(key, [], "a non-empty list")
     for key, allowed in CHOICES.items():
         names = tuple(allowed())
-        for item in _items(OmegaConf.select(cfg, key)):
+        for item in items(OmegaConf.select(cfg, key)):
             if item is not None and item not in names:
                 raise ConfigError.bad_value(key, item, ", ".join(names))
     for key, rng in RANGES.items():
-        for item in _items(OmegaConf.select(cfg, key)):
+        for item in items(OmegaConf.select(cfg, key)):
             if item is not None and not rng.allows(item):
                 raise ConfigError.bad_value(key, item, rng.describe())
-    env = cfg.env
-    if env.success_distance_m < env.cell_size_m:
-        raise ConfigError.bad_value(
-            "env.success_distance_m", env.success_distance_m, f"a number >= env.cell_size_m ({env.cell_size_m:g})"
-        )
+    _check_key_env(cfg)
+    _check_memory_dim(cfg)
+    for key, schema in PART_CONFIGS:
+        part_config(key, schema, cfg)
     load = cfg.experiment.load_memory
     if load is not None and not Path(load).is_dir():
         raise ConfigError.bad_value(
@@ -495,5 +414,3 @@ def validate(cfg: Any) -> None:
         check_worlds(exp.split, [int(w) for w in exp.world_seeds])
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    _check_memory(cfg)
-    _check_vlm(cfg)

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embodmem.atomic import atomic_write_text
 from embodmem.envs.spec import ACTION_NAMES
+from embodmem.metrics_record import EpisodeRecord
 from embodmem.retrieval import RetrievalEvent
 
 LOG_FORMAT = "embodmem-episode/3"
@@ -65,29 +66,12 @@ class Report(_Strict):
     instance_distances_m: list[Annotated[float, Field(ge=0)]]
 
 
-class EpisodeRecord(BaseModel):
-    """The metrics record (one line of ``metrics.jsonl``). The measures an environment replay
-    recomputes are typed; other keys (agent statistics, run labels) are free."""
-
-    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+class LoggedRecord(EpisodeRecord):
+    """The metrics record of a logged episode (:class:`embodmem.metrics_record.EpisodeRecord`): an
+    episode that ran to its end, so its success and steps are there."""
 
     success: int = Field(ge=0, le=1)
     steps: int = Field(ge=0)
-    spl: float | None = Field(default=None, ge=0, le=1)
-    soft_spl: float | None = Field(default=None, ge=0, le=1)
-    distance_score: float | None = None
-    path_length: float | None = Field(default=None, ge=0)
-    shortest_path: float | None = Field(default=None, ge=0)
-    collisions: int | None = Field(default=None, ge=0)
-    final_distance_m: float | None = Field(default=None, ge=0)
-    target_seen: bool | None = None
-    wall_time_s: float | None = Field(default=None, ge=0)
-    memory_query_ms: float | None = Field(default=None, ge=0)
-    run_id: str | None = Field(default=None, min_length=1)
-    task: str | None = None
-    task_index: int | None = Field(default=None, ge=1)
-    world_seed: int | None = Field(default=None, ge=0)
-    condition: str | None = None
 
 
 class EpisodeLog(_Strict):
@@ -113,7 +97,7 @@ class EpisodeLog(_Strict):
     task_index: int | None = Field(default=None, ge=1)
     condition: str | None = None
     env: dict[str, Any]
-    record: EpisodeRecord
+    record: LoggedRecord
     digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 

@@ -23,8 +23,6 @@ SOURCE_WORLDS = 8
 """Worlds of the memory_bench split the false frames are rendered in."""
 MIN_DISTANCE_CELLS = 8.0
 """False memories are placed at least this far from every instance of the target."""
-POISON_PLACES = ("far", "trail")
-"""Where false memories claim to have been seen (see the module docstring)."""
 
 
 @lru_cache(maxsize=4)

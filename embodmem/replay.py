@@ -47,8 +47,9 @@ from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLogError, read_log
 from embodmem.metrics import EpisodeMeasures
+from embodmem.metrics_record import TIMING_FIELDS
 from embodmem.rerun import OFFLINE_ONLY, AgentCheck, RerunError, RerunMismatch, find_config, verify_agent
-from embodmem.runner import TIMING_FIELDS, observation_digest
+from embodmem.runner import observation_digest
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
 
 _NOT_ENV_KWARGS = ("task", "tasks", "world_seed", "render_mode")
@@ -127,7 +128,7 @@ def make_env(log: Mapping[str, Any], path: str | Path = "<log>") -> UnderwaterEn
         env = UnderwaterEnv(tasks=(log["task"],), world_seed=int(log["world_seed"]), **kwargs)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, MemoryError) as err:
         raise ReplayError(f"{path}: field env: cannot build the environment from the log's settings: {err}") from None
-    digest = env.world.digest()  # type: ignore[union-attr]
+    digest = env.world.digest()
     if digest != log["world_digest"]:
         raise ReplayError(
             f"{path}: world digest mismatch for world_seed={log['world_seed']}: the log has {log['world_digest']}, "

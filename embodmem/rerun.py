@@ -102,6 +102,7 @@ def load_run_config(path: str | Path) -> DictConfig:
     path = Path(path)
     try:
         cfg = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.load(path))
+        assert isinstance(cfg, DictConfig)
         validate(cfg)
     except FileNotFoundError:
         raise RerunError(f"{path}: no such run config") from None
@@ -218,7 +219,9 @@ def _rerun(cfg: DictConfig, plan: Any, episode: _Episode) -> list[dict[str, Any]
     if isinstance(agent, MemoryCarrier) and episode.condition == "warm" and plan.load_memory is not None:
         agent.load_state(plan.load_memory)
     # The episodes after the logged one cannot change it: run up to it.
-    spec = plan.sequence_spec(episode.sequence, episode.tasks[: episode.task_index], episode.world_seed, episode.condition)
+    spec = plan.sequence_spec(
+        episode.sequence, episode.tasks[: episode.task_index], episode.world_seed, episode.condition
+    )
     sleep = plan.sleep_between_tasks and episode.condition == "warm"
     results = run_sequence(env, agent, spec, episode.run_id, agent.profiler, sleep)
     kwargs = env_kwargs(cfg)

@@ -28,6 +28,8 @@ from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import LOG_FORMAT, write_log
 from embodmem.metrics import EpisodeMeasures, spl
+from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
+from embodmem.metrics_record import EpisodeRecord, episode_key, episode_name
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
 from embodmem.retrieval import RetrievalEvent
@@ -54,11 +56,6 @@ class EpisodeResult:
     """(kind, x, y) of every target cell the camera clearly showed during the episode."""
     visited_cells: set[tuple[int, int]] = field(default_factory=set)
     """(x, y) of every cell the robot stood on (for false memories placed on its trail)."""
-
-
-TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms")
-"""Record fields that are measured times: they differ from run to run (everything else repeats
-bit for bit for the same seeds), so resume, replay and tests leave them out of comparisons."""
 
 
 def run_episode(
@@ -202,6 +199,32 @@ def sequence_record(spec: SequenceSpec, run_id: str, agent: Agent, task_index: i
     }
 
 
+def finish_record(
+    result: EpisodeResult,
+    identity: dict[str, Any],
+    *,
+    target_seen_before: bool | None = None,
+    seen_place_spl_bound: float | None = None,
+    eval_after: int | None = None,
+    memory_frames: int = 0,
+    memory_bytes: int = 0,
+) -> None:
+    """Complete an episode's record (its measures are in already) with who ran it where and what the
+    sequence knew before it: the one place the fields after the measures are written
+    (:class:`embodmem.metrics_record.EpisodeRecord` documents each)."""
+    result.record.update(
+        {
+            **identity,
+            "start_pose": list(result.log["start_pose"]),
+            "target_seen_before": target_seen_before,
+            "seen_place_spl_bound": seen_place_spl_bound,
+            "eval_after": eval_after,
+            "memory_frames": memory_frames,
+            "memory_bytes": memory_bytes,
+        }
+    )
+
+
 def run_sequence(
     env: UnderwaterEnv,
     agent: Agent,
@@ -248,16 +271,13 @@ def run_sequence(
             }
             raise EpisodeAborted(aborted) from err
         mem_stats = agent.memory.stats() if agent.memory is not None else {}
-        result.record.update(
-            {
-                **sequence_record(spec, run_id, agent, i),
-                "start_pose": list(result.log["start_pose"]),
-                "target_seen_before": env.task.target in seen_before,
-                "seen_place_spl_bound": seen_place_spl_bound(env, result, seen_cells_before),
-                "eval_after": None,
-                "memory_frames": int(mem_stats.get("frames_kept", 0)),
-                "memory_bytes": int(mem_stats.get("code_bytes", 0)),
-            }
+        finish_record(
+            result,
+            sequence_record(spec, run_id, agent, i),
+            target_seen_before=env.task.target in seen_before,
+            seen_place_spl_bound=seen_place_spl_bound(env, result, seen_cells_before),
+            memory_frames=int(mem_stats.get("frames_kept", 0)),
+            memory_bytes=int(mem_stats.get("code_bytes", 0)),
         )
         result.log["task_index"] = i + 1
         result.log["condition"] = spec.condition
@@ -315,27 +335,9 @@ def evaluation_row(
             if options.get("start") == "continue":
                 options["start"] = "fixed0"  # no previous episode to continue from
             result = run_episode(env, evaluator, options, episode_seed(spec.world_seed, spec.seed, j))
-            result.record.update(
-                {
-                    **sequence_record(eval_spec, run_id, evaluator, j),
-                    "start_pose": list(result.log["start_pose"]),
-                    "target_seen_before": None,
-                    "seen_place_spl_bound": None,
-                    "eval_after": after,
-                    "memory_frames": 0,
-                    "memory_bytes": 0,
-                }
-            )
+            finish_record(result, sequence_record(eval_spec, run_id, evaluator, j), eval_after=after)
             records.append(result.record)
     return records
-
-
-def episode_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    """Stable identity of an episode in a run directory (what ``resume`` matches on)."""
-    return tuple(
-        record.get(k)
-        for k in ("sequence", "world_seed", "seed", "split", "agent", "condition", "task_index", "eval_after")
-    )
 
 
 def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
@@ -381,21 +383,17 @@ class RunWriter:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.episode_logs = episode_logs
+        self.resume = resume
         self.records: list[dict[str, Any]] = read_metrics(self.metrics_path, repair=True) if resume else []
         self.done = {episode_key(r) for r in self.records}
-
-    def episode_name(self, record: dict[str, Any]) -> str:
-        return (
-            f"seq={record['sequence']}-world={record['world_seed']}-seed={record['seed']}-"
-            f"task={record['task_index']}-agent={record['agent']}-cond={record['condition']}"
-        )
 
     def write(self, result: EpisodeResult) -> None:
         record = result.record
         if episode_key(record) in self.done:
             return
+        EpisodeRecord.model_validate(record)  # a record the schema refuses is a bug: fail before writing
         if self.episode_logs:
-            name = self.episode_name(record)
+            name = episode_name(record)
             path = self.out_dir / "episodes" / f"{name}.json"
             write_log(path, {**result.log, "env": self.env_kwargs, "record": record})
             record["episode_log"] = str(path.relative_to(self.out_dir))
@@ -404,6 +402,8 @@ class RunWriter:
 
     def write_records(self, records: list[dict[str, Any]]) -> None:
         records = [r for r in records if episode_key(r) not in self.done]
+        for record in records:
+            EpisodeRecord.model_validate(record)
         atomic_append_jsonl(self.metrics_path, records)
         self.records.extend(records)
 
@@ -468,9 +468,9 @@ def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tu
 class EpisodeRecorder(Protocol):
     """What the runner needs of a video recorder (embodmem.video)."""
 
-    def bind(self, env: UnderwaterEnv, agent: Agent) -> None: ...
-    def step(self, event: dict[str, Any]) -> None: ...
-    def finish(self, result: EpisodeResult) -> None: ...
+    def bind(self, env: UnderwaterEnv, agent: Agent, /) -> None: ...
+    def step(self, event: dict[str, Any], /) -> None: ...
+    def finish(self, result: EpisodeResult, /) -> object: ...
 
 
 def run_experiment(
@@ -480,7 +480,7 @@ def run_experiment(
     writer: RunWriter,
     profiler: Profiler | None = None,
     recorder: EpisodeRecorder | None = None,
-    on_progress: Callable[[], None] | None = None,
+    on_progress: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
     """Every (sequence, world, agent, condition) of ``plan``; records are written as episodes end.
 
@@ -504,13 +504,23 @@ def run_experiment(
                     carrier.load_state(plan.load_memory)
                 evaluate = carrier is not None and eval_env is not None and condition == "warm"
 
-                def write_eval_row(after: int, carrier=carrier, spec=spec, name=name, eval_env=eval_env) -> None:
+                def write_eval_row(
+                    after: int,
+                    carrier: MemoryCarrier | None = carrier,
+                    spec: SequenceSpec = spec,
+                    name: str = name,
+                    eval_env: UnderwaterEnv | None = eval_env,
+                ) -> None:
                     assert carrier is not None and eval_env is not None
                     writer.write_records(
                         evaluation_row(carrier, lambda: make_agent(name, eval_env), eval_env, spec, plan.run_id, after)
                     )
 
-                def on_episode(result: EpisodeResult, write_eval_row=write_eval_row, evaluate=evaluate) -> None:
+                def on_episode(
+                    result: EpisodeResult,
+                    write_eval_row: Callable[[int], None] = write_eval_row,
+                    evaluate: bool = evaluate,
+                ) -> None:
                     if recorder is not None:
                         recorder.finish(result)
                     writer.write(result)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -407,11 +407,29 @@ TRANSFER_KEYS = ("agent", "sequence", "task_index", "task", "seen")
 SEEN, NOT_SEEN, ALL = "seen", "not seen", "all"
 
 
-def _group(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Hashable, ...], list[Record]]:
-    groups: dict[tuple[Hashable, ...], list[Record]] = defaultdict(list)
+CONDITION_ORDER = {"warm": 0, "cold": 1, "single": 2, "eval": 3}
+"""Table order of the conditions: the memory agents' two, then the baselines', then evaluations."""
+
+
+def sort_value(key: str, value: Any) -> tuple[int, float, str]:
+    """Table order of one grouping value: conditions as :data:`CONDITION_ORDER`, everything else by
+    :func:`order_key`."""
+    if key == "condition" and value in CONDITION_ORDER:
+        return (0, float(CONDITION_ORDER[value]), "")
+    return order_key(value)
+
+
+def group_records(records: Iterable[Record], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Record]]:
+    """Records grouped by their values of ``keys`` (missing: None), groups in table order.
+
+    >>> recs = [{"agent": "b", "condition": "cold"}, {"agent": "a", "condition": "warm"}, {"agent": "a"}]
+    >>> list(group_records(recs, ("agent", "condition")))
+    [('a', 'warm'), ('a', None), ('b', 'cold')]
+    """
+    groups: dict[tuple[Any, ...], list[Record]] = defaultdict(list)
     for r in records:
         groups[tuple(r.get(k) for k in keys)].append(r)
-    return dict(sorted(groups.items(), key=lambda kv: tuple(order_key(v) for v in kv[0])))
+    return dict(sorted(groups.items(), key=lambda kv: tuple(sort_value(k, v) for k, v in zip(keys, kv[0]))))
 
 
 def paired_seed_means(warm: Iterable[Record], cold: Iterable[Record], metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -485,7 +503,7 @@ def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success
     """
     rows = []
     relevant = [r for r in records if r.get("condition") in ("warm", "cold")]
-    for key, recs in _group(relevant, TRANSFER_KEYS[:-1]).items():
+    for key, recs in group_records(relevant, TRANSFER_KEYS[:-1]).items():
         groups = seen_groups(recs)
         present = [g for g in (SEEN, NOT_SEEN) if g in groups.values()]
         for group in ([ALL] if len(present) > 1 else []) + present:
@@ -524,11 +542,11 @@ def chain_table(records: Iterable[Record]) -> list[dict[str, Any]]:
     """
     relevant = [r for r in records if r.get("condition") in ("warm", "cold", "single")]
     chains: dict[tuple[Any, ...], dict[int, float]] = defaultdict(dict)
-    for (agent, condition, sequence, task_index), recs in _group(relevant, CHAIN_KEYS[:-1]).items():
+    for (agent, condition, sequence, task_index), recs in group_records(relevant, CHAIN_KEYS[:-1]).items():
         for s, value in seed_means(recs, "success").items():
             chains[(agent, condition, sequence, s)][int(task_index)] = value
     rows = []
-    for key, recs in _group(relevant, CHAIN_KEYS).items():
+    for key, recs in group_records(relevant, CHAIN_KEYS).items():
         agent, condition, sequence, task_index, _ = key
         per_seed = seed_means(recs, "success")
         unbroken = [

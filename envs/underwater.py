@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -23,6 +24,7 @@ from minigrid.core.mission import MissionSpace
 from minigrid.minigrid_env import MiniGridEnv
 
 from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
+from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.tasks import MISSIONS, Task, get_task
@@ -31,8 +33,6 @@ from embodmem.envs.world import World, bfs_distance, generate_world
 VISIBLE_FRACTION = 0.01
 """A target counts as "in view" when its fog-weighted pixels cover this fraction of the image."""
 START_MODES = ("fixed0", "fixed1", "random", "continue")
-EXTRA_VIEWS = {"image_left": 3, "image_right": 1, "image_back": 2}
-"""Extra camera views: name -> quarter turns clockwise from the heading."""
 
 
 _FISH_MOVES = np.array([(1, 0), (-1, 0), (0, 1), (0, -1), (0, 0)], dtype=np.float64)
@@ -77,6 +77,12 @@ class UnderwaterEnv(MiniGridEnv):
     robot saw in one task is still there in the next. The reference benchmark's depth axis
     (ascend/descend) is left out: the world is 2-D. This environment is useful for studying memory
     that transfers between tasks.
+
+    ## Arguments
+
+    `task` (or `tasks`, a sequence run in one world), `world_seed`, and every field of
+    `embodmem.envs.config.EnvConfig` as a keyword (`size`, `max_steps`, `image_size`, ...; or a whole
+    `config=EnvConfig(...)`); `render_size` and `render_mode` for `render()`.
 
     ## Mission Space
 
@@ -144,108 +150,61 @@ class UnderwaterEnv(MiniGridEnv):
 
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}
+    observation_space: spaces.Dict
+    world: World
+    """The seabed of ``world_seed`` (built in ``__init__``, replaced by ``reset(options={"world_seed": ...})``)."""
 
     def __init__(
         self,
         task: str = "wreck",
         tasks: tuple[str, ...] | list[str] | None = None,
         world_seed: int = 0,
-        size: int = 32,
-        cell_size_m: float = 5.0,
-        success_distance_m: float = 10.0,
-        max_steps: int | None = None,
-        image_size: int = 64,
-        fov_deg: float = 75.0,
-        extra_views: tuple[str, ...] | list[str] = (),
-        topdown: bool = False,
-        sonar_beams: int = 24,
-        sonar_fov_deg: float = 120.0,
-        sonar_range_m: float = 40.0,
-        sonar_noise_m: float = 0.0,
-        odometry_noise: float = 0.0,
-        view_range_m: float = 40.0,
-        deep_view_range_m: float = 25.0,
-        n_fish: int | None = None,
-        obstacle_density: float = 0.08,
-        start_min_distance_m: float = 50.0,
+        config: EnvConfig | None = None,
         render_size: int = 256,
         render_mode: str | None = None,
+        **settings: Any,
     ):
+        """``settings`` are :class:`~embodmem.envs.config.EnvConfig` fields (over ``config``, if given)."""
+        c = dataclasses.replace(config or EnvConfig(), **settings)  # an unknown setting is a TypeError naming it
+        self.config = c
+        """The world's settings (checked by EnvConfig)."""
         self.tasks: tuple[str, ...] = tuple(tasks) if tasks else (task,)
         for name in self.tasks:
             get_task(name)
-        _check(isinstance(size, int) and size >= 24, "size", size, "must be an int >= 24")
-        _check(cell_size_m > 0, "cell_size_m", cell_size_m, "must be > 0")
-        _check(
-            success_distance_m >= cell_size_m,
-            "success_distance_m",
-            success_distance_m,
-            f"must be >= cell_size_m ({cell_size_m}): the robot cannot stand inside a target",
-        )
-        _check(
-            isinstance(image_size, int) and 16 <= image_size <= 512,
-            "image_size",
-            image_size,
-            "must be an int in [16, 512]",
-        )
-        _check(10.0 <= fov_deg <= 170.0, "fov_deg", fov_deg, "must lie in [10, 170]")
-        for view in extra_views:
-            _check(view in EXTRA_VIEWS, "extra_views", view, f"unknown view; valid: {list(EXTRA_VIEWS)}")
-        _check(
-            isinstance(sonar_beams, int) and 0 <= sonar_beams <= 512,
-            "sonar_beams",
-            sonar_beams,
-            "must be an int in [0, 512]",
-        )
-        _check(0.0 < sonar_fov_deg <= 360.0, "sonar_fov_deg", sonar_fov_deg, "must lie in (0, 360]")
-        _check(sonar_range_m > 0, "sonar_range_m", sonar_range_m, "must be > 0")
-        _check(sonar_noise_m >= 0, "sonar_noise_m", sonar_noise_m, "must be >= 0")
-        _check(odometry_noise >= 0, "odometry_noise", odometry_noise, "must be >= 0")
-        _check(
-            view_range_m > 0 and deep_view_range_m > 0, "view_range_m", (view_range_m, deep_view_range_m), "must be > 0"
-        )
-        _check(n_fish is None or n_fish >= 0, "n_fish", n_fish, "must be >= 0")
-        _check(start_min_distance_m >= 0, "start_min_distance_m", start_min_distance_m, "must be >= 0")
-        _check(
-            max_steps is None or (isinstance(max_steps, int) and max_steps > 0),
-            "max_steps",
-            max_steps,
-            "must be a positive int",
-        )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r}: valid modes are {self.metadata['render_modes']}")
 
         super().__init__(
             mission_space=MissionSpace(mission_func=_mission_text, ordered_placeholders=[list(MISSIONS)]),
-            grid_size=size,
-            max_steps=max_steps or 16 * size,
+            grid_size=c.size,
+            max_steps=c.step_budget,
             render_mode=render_mode,
         )
         self.world_seed = int(world_seed)
-        self.cell_size_m = float(cell_size_m)
-        self.success_distance_m = float(success_distance_m)
-        self.extra_views = tuple(extra_views)
-        self.topdown = topdown
-        self.sonar_range_cells = sonar_range_m / cell_size_m
-        self.sonar_noise_m = sonar_noise_m
-        self.odometry_noise = odometry_noise
-        self.view_range_cells = view_range_m / cell_size_m
-        self.deep_view_range_cells = deep_view_range_m / cell_size_m
-        self.n_fish = size * size // 80 if n_fish is None else n_fish
-        self.obstacle_density = obstacle_density
-        self.start_min_distance_m = float(start_min_distance_m)
+        self.cell_size_m = float(c.cell_size_m)
+        self.success_distance_m = float(c.success_distance_m)
+        self.extra_views = tuple(c.extra_views)
+        self.topdown = c.topdown
+        self.sonar_range_cells = c.sonar_range_m / c.cell_size_m
+        self.sonar_noise_m = c.sonar_noise_m
+        self.odometry_noise = c.odometry_noise
+        self.view_range_cells = c.view_range_m / c.cell_size_m
+        self.deep_view_range_cells = c.deep_view_range_m / c.cell_size_m
+        self.n_fish = c.fish
+        self.obstacle_density = c.obstacle_density
+        self.start_min_distance_m = float(c.start_min_distance_m)
         self.render_size = render_size
-        self.camera = Camera(image_size, fov_deg)
+        self.camera = Camera(c.image_size, c.fov_deg)
         self.spec_sensors = SensorSpec(
             cell_size_m=self.cell_size_m,
-            image_size=image_size,
-            camera_fov_deg=fov_deg,
-            view_range_m=view_range_m,
-            sonar_beams=sonar_beams,
-            sonar_fov_deg=sonar_fov_deg,
-            sonar_max_range_m=sonar_range_m,
-            grid_size=size,
+            image_size=c.image_size,
+            camera_fov_deg=c.fov_deg,
+            view_range_m=c.view_range_m,
+            sonar_beams=c.sonar_beams,
+            sonar_fov_deg=c.sonar_fov_deg,
+            sonar_max_range_m=c.sonar_range_m,
+            grid_size=c.size,
             extra_views=self.extra_views,
         )
         self.sonar = Sonar(np.array(self.spec_sensors.sonar_angles()), self.sonar_range_cells)
@@ -253,22 +212,23 @@ class UnderwaterEnv(MiniGridEnv):
 
         self.actions = Action
         self.action_space = spaces.Discrete(len(Action))
-        img_space = spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
+        img_space = spaces.Box(0, 255, (c.image_size, c.image_size, 3), np.uint8)
         obs_spaces: dict[str, spaces.Space] = {
             "image": img_space,
-            "sonar": spaces.Box(0.0, sonar_range_m, (sonar_beams,), np.float32),
+            "sonar": spaces.Box(0.0, c.sonar_range_m, (c.sonar_beams,), np.float32),
             "pose": spaces.Box(
-                np.array([-size, -size, 0], np.float32), np.array([2 * size, 2 * size, 3], np.float32), dtype=np.float32
+                np.array([-c.size, -c.size, 0], np.float32),
+                np.array([2 * c.size, 2 * c.size, 3], np.float32),
+                dtype=np.float32,
             ),
             "mission": self.observation_space["mission"],
         }
         for view in self.extra_views:
             obs_spaces[view] = img_space
-        if topdown:
+        if c.topdown:
             obs_spaces["topdown"] = spaces.Box(0, 255, (56, 56, 3), np.uint8)
         self.observation_space = spaces.Dict(obs_spaces)
 
-        self.world: World | None = None
         self.task_index = 0
         self.task: Task = get_task(self.tasks[0])
         self.mission = self.task.mission
@@ -332,7 +292,9 @@ class UnderwaterEnv(MiniGridEnv):
 
     # ------------------------------------------------------------------ gymnasium API
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start a task. ``options`` may hold:
 
         - ``task`` (a task name) or ``task_index`` (position in ``tasks``) or ``next_task`` (bool);
@@ -401,7 +363,7 @@ class UnderwaterEnv(MiniGridEnv):
         obs = self.gen_obs()
         return obs, self._info(success=False)
 
-    def step(self, action: int):
+    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         if not self.action_space.contains(action):
             raise ValueError(f"action={action!r} is not one of {ACTION_NAMES}")
         action = int(action)

@@ -8,7 +8,7 @@ Example:
     >>> cfg = VLMConfig(mode="high", model="Qwen/Qwen2.5-VL-7B-Instruct")
     >>> cfg.resolved_default_action()
     'explore'
-    >>> VLMConfig.from_dict({"name": "vlm", "mode": "low", "timeout_s": 5}).timeout_s
+    >>> VLMConfig.from_dict({"mode": "low", "timeout_s": 5}).timeout_s
     5.0
 """
 
@@ -30,10 +30,7 @@ VIEW_KEYS = ("image", "image_left", "image_right", "image_back")
 
 @dataclass
 class VLMConfig:
-    """Configuration of :class:`embodmem.agents.vlm.policy.VLMPolicy` (Hydra group ``agent``, ``name: vlm``)."""
-
-    name: str = "vlm"
-    """Agent name, the key the agent factory dispatches on; kept so the YAML maps 1:1 onto this class."""
+    """Configuration of :class:`embodmem.agents.vlm.policy.VLMPolicy` (Hydra: ``agent.vlm``, used when ``agent.name=vlm``)."""
 
     mode: str = "low"
     """``low``: the VLM picks one primitive action per step. ``high``: it picks a skill (go to memory
@@ -96,8 +93,10 @@ class VLMConfig:
     """Ask for JSON-schema structured output (``response_format``). Servers that reject it get plain
     prompting from then on; the tolerant parser handles either."""
 
-    extra_body: dict[str, Any] | None = None
-    """Extra server-specific request fields (e.g. vLLM ``top_k``, Ollama ``options``)."""
+    extra_body: Any = None
+    """Extra server-specific request fields, a mapping (e.g. vLLM ``top_k``, Ollama ``options``), or
+    ``None``. (Typed ``Any`` for OmegaConf: it cannot merge a mapping into an ``Optional[dict]`` that is
+    ``None``, so ``agent.vlm.extra_body={top_k:5}`` would fail to compose.)"""
 
     image_format: str = "png"
     """How frames are encoded into data URLs: ``png`` (lossless) or ``jpeg`` (smaller requests)."""
@@ -155,8 +154,8 @@ class VLMConfig:
     def __post_init__(self) -> None:
         self.views = list(self.views)
         self.low_level_actions = [str(a) for a in self.low_level_actions]
-        if self.extra_body is not None:
-            self.extra_body = dict(self.extra_body)
+        if isinstance(self.extra_body, Mapping):
+            self.extra_body = {str(k): v for k, v in self.extra_body.items()}
         self.timeout_s = float(self.timeout_s)
         for name in ("call_deadline_s", "max_silent_s", "max_total_s"):
             value = getattr(self, name)
@@ -284,5 +283,7 @@ class VLMConfig:
             raise bad("max_skill_steps", "must be an integer >= 1")
         if not isinstance(self.max_consecutive_failures, int) or self.max_consecutive_failures < 0:
             raise bad("max_consecutive_failures", "must be an integer >= 0 (0 never raises)")
+        if self.extra_body is not None and not isinstance(self.extra_body, dict):
+            raise bad("extra_body", "must be a mapping of request fields, or null")
         if self.cache_dir is not None and (not isinstance(self.cache_dir, str) or not self.cache_dir):
             raise bad("cache_dir", "must be a directory path or null")

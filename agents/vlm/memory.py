@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from embodmem.agents.base import Embedder
 from embodmem.retrieval import Retrieval
 
-if TYPE_CHECKING:
-    from embodmem.memory import Hit
-
+__all__ = ["Embedder", "QueryableMemory", "placement", "retrieve"]
 HEADING_NAMES = ("east", "south", "west", "north")
 """Heading index -> compass name (MiniGrid convention, ``embodmem.envs.spec.DIR_TO_VEC``)."""
 
@@ -32,19 +31,10 @@ HEADING_NAMES = ("east", "south", "west", "north")
 class QueryableMemory(Protocol):
     """Anything that answers ``query(vec, k)`` with :class:`embodmem.memory.Hit`, best first (e.g. ``AgentMemory``)."""
 
-    def query(self, vec: np.ndarray, k: int) -> Sequence[Hit]: ...
+    def query(self, vec: np.ndarray, k: int) -> Sequence[Any]: ...
 
 
-@runtime_checkable
-class Embedder(Protocol):
-    """Text and image embedding into one space (e.g. the project's CLIP embedder)."""
-
-    def embed_texts(self, texts: list[str]) -> np.ndarray: ...
-
-    def embed_images(self, images: np.ndarray) -> np.ndarray: ...
-
-
-def placement(retrieval: Retrieval, pose: Sequence[float], cell_size_m: float) -> tuple[float, float]:
+def placement(retrieval: Retrieval, pose: Sequence[float] | np.ndarray, cell_size_m: float) -> tuple[float, float]:
     """``(distance_m, bearing_deg)`` of a retrieved frame from ``pose`` = (x, y, heading index): the
     straight-line distance, and the direction relative to the heading, -180..180, positive = right."""
     x, y = float(retrieval.pose[0]), float(retrieval.pose[1])

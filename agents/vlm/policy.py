@@ -95,6 +95,14 @@ class VLMPolicy(Agent):
     """
 
     name = "vlm"
+    _mission: str
+    _query_vec: np.ndarray | None
+    _step: int
+    _skill: Choice | None
+    _skill_steps: int
+    _history: list[str]
+    _previous_error: str | None
+    _stats: dict[str, Any]
 
     def __init__(
         self,
@@ -122,7 +130,9 @@ class VLMPolicy(Agent):
             backend = ChatClient(config)
         self.backend = backend
         self.navigator = navigator
-        self.memory = memory
+        self.recall = memory
+        """What the prompts' memory frames are retrieved from (``Agent.memory`` is the frame memory
+        the runner reads; the harness's VLMAgent sets it to its navigator's)."""
         self.embedder = embedder
         self.memory_writer = memory_writer
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
@@ -239,7 +249,8 @@ class VLMPolicy(Agent):
         messages = self.prompts.build(context)
         schema = self.prompts.schema(legal) if self.config.structured_output else None
         self._stats["calls"] += 1
-        reasoning = ""
+        reasoning: str | None = ""
+        error: str | None = None
         try:
             completion = self._complete(messages, schema)
         except VLMError as err:
@@ -324,25 +335,25 @@ class VLMPolicy(Agent):
 
     def _retrieve(self) -> list[Retrieval]:
         """Memory frames for the mission, best first; also recorded in the trace."""
-        if self.memory is None or self.embedder is None or self.config.memory_k == 0:
+        if self.recall is None or self.embedder is None or self.config.memory_k == 0:
             return []
         if self._query_vec is None:
             self._query_vec = np.asarray(self.embedder.embed_texts([self._mission]), dtype=np.float32)[0]
         self.trace.query = self._mission
-        self.trace.retrievals = retrieve(self.memory, self._query_vec, self.config.memory_k)
+        self.trace.retrievals = retrieve(self.recall, self._query_vec, self.config.memory_k)
         return self.trace.retrievals
 
     # -- bookkeeping -------------------------------------------------------------------------------
 
     def _new_task(self, mission: str) -> None:
         self._mission = mission
-        self._query_vec: np.ndarray | None = None
+        self._query_vec = None
         self._step = 0
-        self._skill: Choice | None = None
+        self._skill = None
         self._skill_steps = 0
-        self._history: list[str] = []
-        self._previous_error: str | None = None
-        self._stats: dict[str, Any] = {k: 0 for k in STAT_KEYS}
+        self._history = []
+        self._previous_error = None
+        self._stats = {k: 0 for k in STAT_KEYS}
         self._stats["latency_s"] = 0.0
 
     def _annotate_last(self, note: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,9 +75,14 @@ class ClipEmbedder:
         self.cache_hits = 0
         self.frames_embedded = 0
 
+    @property
+    def logit_scale(self) -> float:
+        """The model's learnt softmax temperature (CLIP's ``logit_scale.exp()``): recognisers score with it."""
+        return float(self.model.logit_scale.detach().exp())
+
     # ----------------------------------------------------------------- images
 
-    def _frame_session(self, height: int, width: int):
+    def _frame_session(self, height: int, width: int) -> Any:
         """The ONNX Runtime session for single frames of this size, or None (then torch runs them).
 
         Only on CPU, only for a graph exported from this very checkpoint (its sha256 is checked).

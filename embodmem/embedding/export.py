@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -52,13 +53,14 @@ def export_frame_encoder(model_name: str, checkpoint: str | Path, frame_size: in
     program = torch.onnx.export(
         encoder, (frame,), dynamo=True, input_names=["frame"], output_names=["embedding"], verbose=False
     )
+    assert program is not None  # dynamo export always returns its program
     proto = program.model_proto
     entry = proto.metadata_props.add()
     entry.key, entry.value = DIGEST_KEY, file_digest(checkpoint)
     return atomic_write_bytes(frame_graph_path(checkpoint, size), proto.SerializeToString())
 
 
-def load_frame_session(checkpoint: str | Path, frame_size: int, threads: int = 1):
+def load_frame_session(checkpoint: str | Path, frame_size: int, threads: int = 1) -> Any:
     """An ONNX Runtime session for ``checkpoint``'s frame graph, or ``None`` if none matches it."""
     path = frame_graph_path(checkpoint, frame_size)
     if not path.is_file():

@@ -59,7 +59,7 @@ def _label(env: UnderwaterEnv, threshold: float) -> tuple[int, np.ndarray, int]:
     visible = target_px >= RELEVANT_FRACTION * env.camera.size**2
     label = int(np.argmax(target_px)) if target_px.max() >= threshold else NO_TARGET
     others = {k: v for k, v in pixels.items() if k not in TARGET_KINDS and v >= threshold}
-    distractor = KIND_INDEX[max(others, key=others.get)] if others else 0
+    distractor = KIND_INDEX[max(others, key=lambda k: others[k])] if others else 0
     return label, visible, distractor
 
 

@@ -8,7 +8,9 @@ exactly as a user's ViT-B-32 checkpoint would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import open_clip
 import torch
@@ -33,8 +35,8 @@ def register_configs() -> None:
         _registered = True
 
 
-def create(model_name: str, pretrained: str | Path | None, device: str | torch.device = "cpu") -> torch.nn.Module:
-    """Create an open_clip model in eval mode.
+def create(model_name: str, pretrained: str | Path | None, device: str | torch.device = "cpu") -> Any:
+    """Create an open_clip model (a ``CLIP``: open_clip is untyped) in eval mode.
 
     Args:
         model_name: any open_clip architecture (``ViT-B-32``, ``embodmem-tiny-clip`` ...).
@@ -58,7 +60,7 @@ def create(model_name: str, pretrained: str | Path | None, device: str | torch.d
     return model
 
 
-def tokenizer(model_name: str):
+def tokenizer(model_name: str) -> Callable[[list[str]], torch.Tensor]:
     """open_clip's tokenizer for ``model_name`` (the default BPE vocabulary ships with open_clip)."""
     register_configs()
     return open_clip.get_tokenizer(model_name)
@@ -79,7 +81,11 @@ class FrameEncoder(torch.nn.Module):
     the embedder, the trainer and the exported ONNX graph cannot drift apart.
     """
 
-    def __init__(self, visual: torch.nn.Module):
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    def __init__(self, visual: Any):
+        """``visual``: an open_clip image tower (``model.visual``)."""
         super().__init__()
         self.visual = visual
         size = visual.image_size

@@ -37,7 +37,13 @@ from embodmem.embedding.quality import evaluate
 class SameClassClipLoss(ClipLoss):
     """open_clip's CLIP loss with soft targets: every same-class pair in the batch is a positive."""
 
-    def forward(self, image_features, text_features, logit_scale, classes: torch.Tensor):  # type: ignore[override]
+    def forward(
+        self,
+        image_features: torch.Tensor,
+        text_features: torch.Tensor,
+        logit_scale: torch.Tensor,
+        classes: torch.Tensor,
+    ) -> torch.Tensor:
         logits_per_image, logits_per_text = self.get_logits(image_features, text_features, logit_scale)
         same = (classes[:, None] == classes[None, :]).float()
         targets = same / same.sum(dim=1, keepdim=True)

@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from embodmem.memory.episodic import AgentMemory, MemoryConfig
+from embodmem.memory.config import MemoryConfig
+from embodmem.memory.episodic import AgentMemory
 from embodmem.memory.fifo import ShortTermFIFO, merge_adjacent
 from embodmem.memory.persistence import MemoryLoadError
 from embodmem.memory.records import FrameMeta, Hit

@@ -9,11 +9,11 @@ stretch of time, so its step span and pose stay meaningful.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from embodmem.memory.records import FrameMeta, Hit, merge_metas
+from embodmem.memory.records import FrameMeta, Hit, MetaTable, merge_metas
 
 
 def merge_adjacent(
@@ -78,7 +78,9 @@ def merge_adjacent(
         norm = float(np.sqrt(merged @ merged))
         v[i] = merged / norm if norm > 1e-12 else v[j]
         c[i] += c[j]
-        groups[i].extend(groups[j])  # type: ignore[union-attr]
+        gi, gj = groups[i], groups[j]
+        assert gi is not None and gj is not None  # both alive: linked-list neighbours
+        gi.extend(gj)
         groups[j] = None
         nxt[i] = nxt[j]
         if nxt[j] < n:
@@ -106,29 +108,6 @@ class Consolidated(NamedTuple):
 
 def _segment(meta: FrameMeta) -> tuple[str, str, int]:
     return (meta.run_id, meta.task, meta.episode)
-
-
-def meta_matches(
-    meta: FrameMeta,
-    task: str | Sequence[str] | None = None,
-    run_id: str | Sequence[str] | None = None,
-    episode: int | Sequence[int] | None = None,
-    step_range: tuple[int, int] | None = None,
-) -> bool:
-    """Whether ``meta`` passes the filters (same rules as ``MetaTable.filter_mask``)."""
-    if task is not None and meta.task not in ([task] if isinstance(task, str) else task):
-        return False
-    if run_id is not None and meta.run_id not in ([run_id] if isinstance(run_id, str) else run_id):
-        return False
-    if episode is not None:
-        eps = [episode] if isinstance(episode, (int, np.integer)) else list(episode)
-        if meta.episode not in eps:
-            return False
-    if step_range is not None:
-        lo, hi = step_range
-        if meta.step_max < lo or meta.step_min > hi:  # type: ignore[operator]
-            return False
-    return True
 
 
 class ShortTermFIFO:
@@ -190,17 +169,35 @@ class ShortTermFIFO:
         self.clear()
         return Consolidated(vecs, metas, ids)
 
+    def restore(self, vectors: np.ndarray, metas: list[FrameMeta], ids: list[int]) -> None:
+        """Replace the held frames by saved ones (oldest first; fewer than ``capacity``)."""
+        if not len(vectors) == len(metas) == len(ids) < self.capacity:
+            raise ValueError(f"restore needs as many vectors, metas and ids, fewer than {self.capacity}")
+        self._vecs[: len(vectors)] = vectors
+        self.metas = list(metas)
+        self.ids = [int(i) for i in ids]
+
     def clear(self) -> None:
         """Drop all held frames."""
         self.metas = []
         self.ids = []
 
-    def search(self, queries: np.ndarray, k: int, **filters: object) -> list[list[Hit]]:
+    def _matching(self, filters: dict[str, Any]) -> list[int]:
+        """Positions of the held frames passing the metadata ``filters`` (the long-term store's rules:
+        :meth:`~embodmem.memory.records.MetaTable.filter_mask` over the held frames' columns)."""
+        if all(v is None for v in filters.values()):
+            return list(range(len(self.metas)))
+        table = MetaTable(None)
+        table.append(table.columns_from_metas(np.asarray(self.ids, np.int64), self.metas))
+        mask = table.filter_mask(**filters)
+        return list(range(len(self.metas))) if mask is None else np.flatnonzero(mask).tolist()
+
+    def search(self, queries: np.ndarray, k: int, **filters: Any) -> list[list[Hit]]:
         """Exact top-``k`` over the held frames for each query row, with metadata filters."""
         out: list[list[Hit]] = [[] for _ in range(len(queries))]
         if not self.metas:
             return out
-        keep = [i for i, m in enumerate(self.metas) if meta_matches(m, **filters)]  # type: ignore[arg-type]
+        keep = self._matching(filters)
         if not keep:
             return out
         sims = queries @ self.vectors[keep].T

@@ -152,8 +152,8 @@ def merge_metas(metas: Sequence[FrameMeta], hits: int | None = None) -> FrameMet
     out = copy.copy(metas[-1])  # dataclasses.replace is ~10x slower and this runs per record
     if len(metas) > 1:
         out.count = int(sum(m.count for m in metas))
-        out.step_min = int(min(m.step_min for m in metas))  # type: ignore[type-var]
-        out.step_max = int(max(m.step_max for m in metas))  # type: ignore[type-var]
+        out.step_min = int(min(m.step if m.step_min is None else m.step_min for m in metas))
+        out.step_max = int(max(m.step if m.step_max is None else m.step_max for m in metas))
         out.hits = int(sum(m.hits for m in metas))
     if hits is not None:
         out.hits = hits
@@ -267,8 +267,8 @@ class MetaTable:
             "task": np.fromiter((self.code(m.task) for m in metas), np.int32, n),
             "episode": np.fromiter((m.episode for m in metas), np.int32, n),
             "step": np.fromiter((m.step for m in metas), np.int64, n),
-            "step_min": np.fromiter((m.step_min for m in metas), np.int64, n),  # type: ignore[misc]
-            "step_max": np.fromiter((m.step_max for m in metas), np.int64, n),  # type: ignore[misc]
+            "step_min": np.fromiter((m.step_min for m in metas), np.int64, n),
+            "step_max": np.fromiter((m.step_max for m in metas), np.int64, n),
             "x": np.fromiter((m.x for m in metas), np.float64, n),
             "y": np.fromiter((m.y for m in metas), np.float64, n),
             "heading": np.fromiter((m.heading for m in metas), np.int32, n),

@@ -188,6 +188,25 @@ EVICTIONS = ("fifo", "least_used", "places")
 """Eviction policies of :class:`LongTermStore` (``byte_budget``)."""
 
 
+def check_byte_budget(byte_budget: int | None, probe: faiss.Index, train_min: int, index_factory: str) -> None:
+    """Refuse a byte budget too small for what the store must hold: ``train_min`` raw vectors during
+    the flat cold start of a trainable ``probe`` index, else one vector code (``ValueError``)."""
+    if byte_budget is None:
+        return
+    if not probe.is_trained:
+        need = train_min * 4 * probe.d
+        if byte_budget < need:
+            raise ValueError(
+                f"byte_budget={byte_budget} cannot hold train_min={train_min} raw vectors "
+                f"({4 * probe.d} bytes each) during the flat cold start of {index_factory!r}: "
+                f"needs >= {need}; lower train_min or raise byte_budget"
+            )
+    elif byte_budget < code_bytes_per_vector(probe):
+        raise ValueError(
+            f"byte_budget={byte_budget} is smaller than one vector code ({code_bytes_per_vector(probe)} bytes)"
+        )
+
+
 class LongTermStore:
     """FAISS-backed long-term store with a byte budget, eviction, filters and cold-start training.
 
@@ -246,18 +265,7 @@ class LongTermStore:
         self.needs_training = not probe.is_trained
         if self.needs_training and self.train_min > self.train_sample:
             raise ValueError(f"train_min={self.train_min} must be <= train_sample={self.train_sample}")
-        if self.needs_training and byte_budget is not None:
-            need = self.train_min * 4 * self.dim
-            if byte_budget < need:
-                raise ValueError(
-                    f"byte_budget={byte_budget} cannot hold train_min={self.train_min} raw vectors "
-                    f"({4 * self.dim} bytes each) during the flat cold start of {index_factory!r}: "
-                    f"needs >= {need}; lower train_min or raise byte_budget"
-                )
-        if byte_budget is not None and byte_budget < code_bytes_per_vector(probe):
-            raise ValueError(
-                f"byte_budget={byte_budget} is smaller than one vector code ({code_bytes_per_vector(probe)} bytes)"
-            )
+        check_byte_budget(byte_budget, probe, self.train_min, index_factory)
         self.reset()
 
     # ----------------------------------------------------------------------------- lifecycle

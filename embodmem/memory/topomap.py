@@ -63,7 +63,7 @@ class TopologicalMap:
 
     def reset(self) -> None:
         """Remove every node and edge."""
-        self._graph = nx.Graph()
+        self._graph: nx.Graph[int] = nx.Graph()
         self._dirty: set[int] = set()  # nodes whose "visits" attribute lags self._visits
         self._xs: list[float] = []  # anchor poses as Python floats: scalar maths on them is fast
         self._ys: list[float] = []
@@ -184,6 +184,7 @@ class TopologicalMap:
         elif rule == "embedding":
             node = self.localise_embedding(e)  # type: ignore[arg-type]
         elif rule == "pose_or_embedding":
+            assert e is not None
             idx = np.asarray([i for _, i in self._near(x, y)], dtype=np.int64)
             node = None
             if len(idx):
@@ -226,7 +227,7 @@ class TopologicalMap:
         return n
 
     def _link(self, a: int, b: int) -> None:
-        adj = self._graph._adj[a]  # direct adjacency access: this runs on every step
+        adj = self._graph._adj[a]  # type: ignore[attr-defined]  # direct adjacency access: this runs on every step
         if b in adj:
             adj[b]["traversals"] += 1
         else:

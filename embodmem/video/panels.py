@@ -96,7 +96,13 @@ def _line_height(size: int) -> int:
 
 
 def _text(
-    img: np.ndarray, text: str, org: tuple[int, int], scale: float, color=_WHITE, thickness: int = 1, box: bool = False
+    img: np.ndarray,
+    text: str,
+    org: tuple[int, int],
+    scale: float,
+    color: tuple[int, int, int] = _WHITE,
+    thickness: int = 1,
+    box: bool = False,
 ) -> None:
     """Text, optionally on a dark box so that it reads on any background (as in Habitat's
     overlay_frame). No outline stroke: OpenCV 5's fonts widen with thickness, so a thicker dark

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +20,7 @@ import cv2
 from embodmem.agents.base import Agent, Retrieval
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.memory import AgentMemory, TopologicalMap
+from embodmem.metrics_record import episode_name
 from embodmem.runner import EpisodeResult
 from embodmem.video.encoding import CODECS, write_video
 from embodmem.video.panels import render_frames
@@ -39,18 +38,10 @@ def episode_video_name(record: Mapping[str, Any], fmt: str = "mp4") -> str:
     """File name carrying the episode and its result, e.g.
     ``seq=wreck_then_barrel-world=0-seed=0-task=1-agent=memory-cond=warm-success=1-spl=0.82.mp4``
     (the episode part is the episode log's name, so the two sort side by side)."""
-    parts = [
-        ("seq", record.get("sequence")),
-        ("world", record.get("world_seed")),
-        ("seed", record.get("seed")),
-        ("task", record.get("task_index")),
-        ("agent", record.get("agent")),
-        ("cond", record.get("condition")),
-    ]
-    stem = "-".join(f"{k}={v}" for k, v in parts if v is not None) or "episode"
+    stem = episode_name(record)
     spl = record.get("spl")
     stem += f"-success={int(bool(record.get('success')))}" + ("" if spl is None else f"-spl={float(spl):.2f}")
-    return re.sub(r"[^A-Za-z0-9_.=+,-]", "_", stem) + f".{fmt}"
+    return stem + f".{fmt}"
 
 
 @dataclass
@@ -79,10 +70,10 @@ class EpisodeRecorder:
         self, video_cfg: VideoConfig, out_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
     ):
         self.enabled = bool(video_cfg.enabled)
-        self.episodes = str(_value(video_cfg.episodes))
+        self.episodes = str(video_cfg.episodes)
         self.fps = int(video_cfg.fps)
         self.size = int(video_cfg.size)
-        self.format = str(_value(video_cfg.format))
+        self.format = str(video_cfg.format)
         if self.episodes not in EPISODE_CHOICES:
             raise ValueError(f"video.episodes={self.episodes!r}: allowed: {', '.join(EPISODE_CHOICES)}")
         if self.format not in CODECS:
@@ -186,8 +177,3 @@ class EpisodeRecorder:
         except ValueError:
             record["video"] = str(path)
         return path
-
-
-def _value(v: Any) -> Any:
-    """An Enum's value (OmegaConf gives Enums for the choice fields), else ``v``."""
-    return v.value if isinstance(v, Enum) else v

@@ -1,7 +1,8 @@
 """The VLM client through a real gateway: a LiteLLM proxy on loopback with mock-response models.
 
-Skipped only where the optional ``gateway`` extra is not installed (``.ci/run`` installs it); a
-proxy that is installed but does not start is a failure, with its log in the message.
+Skipped only where the optional ``gateway`` extra is not installed; under ``.ci/run``
+(``EMBODMEM_REQUIRE_GATEWAY=1``, the extra installed) a missing extra fails the run. A proxy that is
+installed but does not start is a failure, with its log in the message.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ SCHEMA = {
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "Mission: find the ship"}]}]
 
 _missing = missing_extra()
+if _missing is not None and os.environ.get("EMBODMEM_REQUIRE_GATEWAY") == "1":  # .ci/run: never a silent skip
+    raise RuntimeError(f"EMBODMEM_REQUIRE_GATEWAY=1 but the LiteLLM proxy tests cannot run: {_missing}")
 pytestmark = pytest.mark.skipif(_missing is not None, reason=f"LiteLLM proxy tests: {_missing}")
 
 

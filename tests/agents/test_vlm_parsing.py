@@ -94,20 +94,25 @@ def test_config_errors_name_the_field(field: str, value: object) -> None:
         VLMConfig(**{field: value})
 
 
-def test_config_from_dict_rejects_unknown_keys_and_reads_yaml() -> None:
-    from pathlib import Path
+def test_config_from_dict_rejects_unknown_keys_and_the_shipped_options_compose() -> None:
+    from hydra import compose, initialize_config_module
 
-    import yaml
+    from embodmem.config import VLMConfig as HydraVLMConfig
+    from embodmem.config import part_config
 
     with pytest.raises(ValueError, match="unknown key.*'temprature'"):
         VLMConfig.from_dict({"temprature": 0.2})
-    root = Path(__file__).resolve().parents[2] / "configs" / "agent"
-    for name in ("vlm.yaml", "vlm_ollama.yaml", "vlm_openai.yaml"):
-        data = yaml.safe_load((root / name).read_text())
-        assert data["name"] == "vlm"  # the Hydra agent group; the VLM's own settings sit under vlm:
-        VLMConfig.from_dict(data["vlm"])
-    openai_cfg = yaml.safe_load((root / "vlm_openai.yaml").read_text())["vlm"]
-    assert VLMConfig.from_dict(openai_cfg).api_key_env == "OPENAI_API_KEY"
+    assert HydraVLMConfig is VLMConfig  # the Hydra group agent.vlm is this very dataclass
+    built = {}
+    with initialize_config_module("embodmem.configs", version_base="1.3"):
+        for name in ("vlm", "vlm_ollama", "vlm_openai"):
+            cfg = compose("config", overrides=[f"agent={name}"])
+            assert cfg.agent.name == "vlm"
+            built[name] = part_config("agent.vlm", VLMConfig, cfg)
+    assert built["vlm"].image_size == 224 and built["vlm"].cache_dir == ".cache/vlm"  # vlm.yaml's changes
+    assert built["vlm"].timeout_s == VLMConfig().timeout_s  # everything else: the dataclass defaults
+    assert built["vlm_ollama"].base_url == "http://localhost:11434/v1" and built["vlm_ollama"].image_size == 224
+    assert built["vlm_openai"].api_key_env == "OPENAI_API_KEY" and built["vlm_openai"].image_detail == "low"
     assert VLMConfig(mode="high").resolved_default_action() == "explore"
     assert VLMConfig(mode="low").resolved_default_action() == "turn_left"
 

@@ -397,14 +397,11 @@ def test_constructor_checks() -> None:
 
 
 def _real_env() -> Any:
-    try:
-        import gymnasium as gym
+    import gymnasium as gym
 
-        import embodmem.envs  # noqa: F401 - registers the ids
+    import embodmem.envs  # noqa: F401 - registers the ids
 
-        return gym.make("EmbodMem/Wreck-v0", max_steps=12)
-    except Exception as err:  # the environment package is being written concurrently
-        pytest.skip(f"EmbodMem/Wreck-v0 not available: {err}")
+    return gym.make("EmbodMem/Wreck-v0", max_steps=12)
 
 
 def test_short_real_episode(server: ChatServer) -> None:

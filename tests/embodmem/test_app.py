@@ -12,7 +12,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
 
 from embodmem.app import CONFIG_DIR, run
-from embodmem.runner import TIMING_FIELDS
+from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord
 
 SMALL = ["env.max_steps=25", "logger.progress=false", "logger.plots=false"]
 
@@ -31,6 +31,9 @@ def test_default_job_writes_every_output(tmp_path: Path) -> None:
         assert (tmp_path / name).is_file(), name
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 6
     assert len(list((tmp_path / "episodes").glob("*.json"))) == 6
+    for r in records:  # every field the runner writes is one of the record schema's, and valid
+        assert set(r) <= set(EpisodeRecord.model_fields), set(r) - set(EpisodeRecord.model_fields)
+        EpisodeRecord.model_validate(r)
 
 
 def test_invalid_values_name_the_key_and_the_allowed_values() -> None:

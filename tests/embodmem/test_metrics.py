@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import doctest
 import itertools
 import math
 import random
 
 import pytest
 
-import embodmem.metrics as metrics_module
 from embodmem.metrics import (
     EpisodeMeasures,
     best_reported_distances,
@@ -21,11 +19,6 @@ from embodmem.metrics import (
     soft_success,
     spl,
 )
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(metrics_module).failed == 0
-
 
 # --- success ---------------------------------------------------------------------------------------
 

@@ -177,7 +177,7 @@ def test_corrupted_or_truncated_log_is_refused(tmp_path: Path, logged, mangle, m
         (lambda log: log.update(actions="2,2,1"), r"field actions: Input should be a valid (list|array)"),
         (
             lambda log: log["env"].update(size=3),
-            r"field env: cannot build the environment from the log's settings: size=3",
+            r"field env: cannot build the environment from the log's settings: EnvConfig.size: 3 is not allowed",
         ),
         (lambda log: log.update(start_pose=[0, 0, 0]), r"cannot reset to the logged start \[0, 0, 0\]"),
         (
@@ -349,12 +349,13 @@ def _hit(log: dict, field: str, value: Any, event: int = -1, hit: int = 0) -> No
         h[field] = value
 
 
-def _forward_action(log: dict) -> int:
-    return next(i for i, a in enumerate(log["actions"]) if a == 2)
+def _first_move(log: dict) -> int:
+    """Index of the first move (forward, backward or a strafe): a turn in its place must diverge."""
+    return next(i for i, a in enumerate(log["actions"]) if a not in (0, 1, 3))
 
 
 def _turn(log: dict) -> None:
-    k = _forward_action(log)
+    k = _first_move(log)
     log["actions"][k], log["action_names"][k] = 0, "turn_left"
 
 
@@ -372,7 +373,7 @@ TAMPERED = [
         lambda log: log["retrievals"].pop(),
         r"retrievals\.\d+: the log has nothing, the agent retrieves",
     ),
-    ("action", _turn, r"field actions\.\d+: the log has 0 \(turn_left\), the agent chooses 2 \(forward\)"),
+    ("action", _turn, r"field actions\.\d+: the log has 0 \(turn_left\), the agent chooses [2456] \(\w+\)"),
     ("agent-stat", lambda log: log["record"].update(memory_queries=99), r"its outcome: field record\.memory_queries"),
     ("label", lambda log: log["record"].update(split="test"), r"field record\.split: the log has 'test'"),
 ]
@@ -398,7 +399,7 @@ def test_tampered_agent_output_is_refused_naming_episode_step_and_field(
 
 def test_tampered_action_names_its_step(tmp_path: Path, run_dir: Path) -> None:
     log = json.loads((run_dir / "episodes" / WARM2).read_text())
-    k = _forward_action(log)
+    k = _first_move(log)
     with pytest.raises(ReplayMismatch, match=rf", step {k + 1}: field actions\.{k}: ") as err:
         replay(in_run(tmp_path, run_dir, WARM2, _turn), video=False)
     assert err.value.step == k + 1

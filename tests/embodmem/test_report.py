@@ -11,15 +11,16 @@ from typing import Any
 
 import pytest
 
+from embodmem.metrics_record import EpisodeRecord
 from embodmem.report import (
     MetricsFormatError,
     ReportOutput,
-    _gem_rows,
     find_metrics_files,
     fmt_ci,
     fmt_number,
     format_report,
     format_table,
+    gem_rows,
     load_records,
     main,
     print_table,
@@ -58,6 +59,7 @@ def record(agent: str, condition: str, seed: int, task_index: int, **kw: Any) ->
         "an_unknown_key": {"kept": True},
     }
     r.update(kw)
+    EpisodeRecord.model_validate(r)  # test records follow the one schema the runner writes
     return r
 
 
@@ -288,10 +290,10 @@ def test_printed_tables_fit_100_columns_with_long_names() -> None:
             recs.append(record(agent, "warm", seed, k, steps=10 + seed, spl=0.1, **common))
             recs.append(record(agent, "cold", seed, k, steps=900 + seed, success=1, spl=0.9, **common))
             for after in range(len(tasks) + 1):
-                recs.append(record(agent, "eval", seed, k, eval_after=after, task=task, success=after >= k))
+                recs.append(record(agent, "eval", seed, k, eval_after=after, task=task, success=int(after >= k)))
     for r in recs:
         r["sequence"] = "a_very_long_sequence_name_for_the_shallow_tour"
-    result = ReportOutput(summary_table(recs), transfer_table(recs), _gem_rows(recs, ("success", "spl")))
+    result = ReportOutput(summary_table(recs), transfer_table(recs), gem_rows(recs, ("success", "spl")))
     text = format_report(result)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100, max(lines, key=len)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from embodmem.runner import TIMING_FIELDS, RunWriter, episode_key, read_metrics
+from embodmem.metrics_record import TIMING_FIELDS, episode_key
+from embodmem.runner import RunWriter, read_metrics
 
 ARGS = [
     "env.max_steps=25", "logger.progress=false", "logger.plots=false", "run_id=resume-test",

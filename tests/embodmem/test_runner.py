@@ -11,7 +11,8 @@ from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.oracle import OracleAgent
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.runner import TIMING_FIELDS, RunWriter, SequenceSpec, run_episode, run_sequence
+from embodmem.metrics_record import TIMING_FIELDS
+from embodmem.runner import RunWriter, SequenceSpec, run_episode, run_sequence
 
 REQUIRED = {
     "run_id",

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import doctest
 import math
 from typing import Any
 
 import numpy as np
 import pytest
 
-import embodmem.stats as stats_module
-import embodmem.transfer as transfer_module
 from embodmem.stats import difference_of_means, mean_ci, normalised_gain, paired_ci, ratio_of_means
 from embodmem.transfer import (
     backward_transfer,
@@ -32,11 +29,6 @@ def rec(**kw: Any) -> dict[str, Any]:
     base = {"agent": "memory", "sequence": "seq", "world_seed": 0, "task": "t"}
     base.update(kw)
     return base
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(transfer_module).failed == 0
-    assert doctest.testmod(stats_module).failed == 0
 
 
 # --- forward transfer (Continual World) and steps ratio --------------------------------------------

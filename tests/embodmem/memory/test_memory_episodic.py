@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-import time
 import warnings
 
 import numpy as np
@@ -137,19 +136,6 @@ def test_budget_with_pq_end_to_end() -> None:
     assert s["trained"] and s["bytes_per_frame"] == 4 and s["code_bytes"] <= cfg.byte_budget
     assert s["long_term_records"] == 1280 and s["evicted"] == 3000 // 32 * 16 - 1280
     assert mem.store.meta.ids[0] > 0 and np.all(np.diff(mem.store.meta.ids) > 0)  # the oldest went
-
-
-def test_observe_is_cheap() -> None:
-    mem = AgentMemory(MemoryConfig(dim=128))
-    rng = np.random.default_rng(0)
-    e = _unit(rng.standard_normal((4000, 128)))
-    metas = [FrameMeta("r", "t", i // 500, i % 500, float(i % 37), float(i // 37 % 29)) for i in range(4000)]
-    t = time.perf_counter()
-    for v, m in zip(e, metas):
-        mem.observe(v, m)
-    per_call = (time.perf_counter() - t) / len(e)
-    # ~50 us amortised on an idle 2-core machine; the bound leaves room for a busy shared CPU
-    assert per_call < 400e-6, f"{per_call * 1e6:.0f} us per observe"
 
 
 BAD_FIELDS: list[tuple[str, object]] = [

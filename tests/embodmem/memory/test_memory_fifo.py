@@ -103,3 +103,25 @@ def test_fifo_flush_ratio_and_search() -> None:
     assert [h.id for h in hits] == [1, 0, 2] and hits[0].source == "short_term"
     out = fifo.consolidate()  # 5 frames at ratio 4/8 -> 3 records
     assert len(out.ids) == 3 and len(fifo) == 0
+
+
+def test_fifo_filters_follow_the_long_term_rules() -> None:
+    """The short-term frames are filtered by task, run, episode and step span as the store filters
+    (one rule, MetaTable.filter_mask); a reversed step range is refused the same way."""
+    fifo = ShortTermFIFO(4, 64, 8)
+    rng = np.random.default_rng(0)
+    metas = [FrameMeta(f"run{i % 2}", f"task{i % 3}", i // 20, i, 0.0, 0.0) for i in range(40)]
+    vecs = rng.standard_normal((40, 4)).astype(np.float32)
+    for i, m in enumerate(metas):
+        fifo.push(vecs[i], m, i)
+    for kw, pred in [
+        (dict(task="task1"), lambda m: m.task == "task1"),
+        (dict(run_id="run0", task=["task0", "task2"]), lambda m: m.run_id == "run0" and m.task != "task1"),
+        (dict(step_range=(10, 19)), lambda m: 10 <= m.step <= 19),
+        (dict(episode=[1], task="task0"), lambda m: m.episode == 1 and m.task == "task0"),
+        (dict(task="nope"), lambda m: False),
+    ]:
+        hits = fifo.search(vecs[:1], 40, **kw)[0]
+        assert sorted(h.id for h in hits) == [i for i, m in enumerate(metas) if pred(m)], kw
+    with pytest.raises(ValueError, match="step_range"):
+        fifo.search(vecs[:1], 5, step_range=(5, 1))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -108,7 +106,8 @@ def test_draw_changes_pixels_not_input() -> None:
     assert tuple(out[cy, int(round((0 + 0.5) * 8))]) == (255, 210, 0)  # other nodes yellow
 
 
-def test_observe_is_fast_at_1000_nodes() -> None:
+def test_observe_at_1000_nodes_localises_without_new_nodes() -> None:
+    """Walking among 1000 nodes adds none (how fast it is: benchmarks/bench_memory.py)."""
     rng = np.random.default_rng(0)
     m = TopologicalMap(dim=128, node_distance=1.0, node_rule="pose")
     xs = np.stack(np.meshgrid(np.arange(0, 64, 2.0), np.arange(0, 64, 2.0)), -1).reshape(-1, 2)[:1000]
@@ -118,18 +117,13 @@ def test_observe_is_fast_at_1000_nodes() -> None:
         m.observe(x, y, v)
     assert len(m) == 1000
     walk = xs[rng.integers(0, 1000, 2000)] + rng.uniform(-0.4, 0.4, (2000, 2))
-    times = []
     for (x, y), v in zip(walk, e[rng.integers(0, 1000, 2000)]):
-        t = time.perf_counter()
         m.observe(x, y, v)
-        times.append(time.perf_counter() - t)
     assert len(m) == 1000
-    # Typical cost is ~10 us here; the bound leaves room for a busy shared CPU.
-    assert np.median(times) < 200e-6, f"median observe {np.median(times) * 1e6:.1f} us"
     emb = TopologicalMap(dim=128, node_distance=1.0, node_similarity=2 / 3, node_rule="embedding")
     for (x, y), v in zip(xs, e):
         emb.observe(x, y, v)
-    t = time.perf_counter()
-    for v in e[:500]:
+    nodes = len(emb)
+    for v in e[:500]:  # views seen before: each matches its own node
         emb.observe(0.0, 0.0, v)
-    assert (time.perf_counter() - t) / 500 < 500e-6
+    assert len(emb) == nodes

@@ -1,0 +1,98 @@
+"""The agents' settings, one dataclass per agent, in a module that imports nothing heavy.
+
+The Hydra ``agent`` group (:class:`embodmem.config.AgentConfig`) extends :class:`MemoryAgentConfig`, so
+every field below is settable from the command line (``agent.look_range_cells=3``) and documented
+here only; the explorer baseline takes the :class:`ExplorerConfig` fields of the same group.
+
+Example:
+    >>> MemoryAgentConfig(memory_k=8).memory_k, ExplorerConfig().detect_probability
+    (8, 0.5)
+    >>> ExplorerConfig(detect_probability=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: ExplorerConfig.detect_probability: 1.5 is not allowed; allowed: a number in [0, 1]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embodmem.checks import Range, check_ranges, check_types
+
+
+@dataclass
+class ExplorerConfig:
+    """Thresholds of the explorer (calibrated on calibration worlds, see benchmarks/calibrate.py)."""
+
+    detect_probability: float = 0.5
+    """P(target) of a frame above which the explorer goes to look closer."""
+    confirm_probability: float = 0.5
+    """P(target) when facing the candidate from next to it, above which it stops."""
+    max_candidate_range_m: float = 40.0
+    """Ignore sonar echoes farther than this when guessing the target's cell."""
+    look_range_cells: float = 4.0
+    """A cell counts as searched once the camera has looked at it from this close."""
+    reuse_below: float = 0.0
+    """Reuse the last frame's embedding when the new frame differs from it by less than this
+    (mean absolute difference of 16x16 thumbnails, 0-255): open water seen while swimming
+    straight changes only by drifting particles. 0 embeds every frame."""
+
+    def __post_init__(self) -> None:
+        check_types(self)
+        check_ranges(type(self).__name__, vars(self), LIMITS)
+
+
+@dataclass
+class MemoryAgentConfig(ExplorerConfig):
+    """Explorer thresholds plus when to trust memory."""
+
+    memory_probability: float = 0.7
+    """P(target) of a remembered frame above which the agent goes there instead of exploring."""
+    memory_k: int = 48
+    """Frames retrieved per query."""
+    requery_every: int = 20
+    """Steps between memory queries while exploring."""
+    recheck_probability: float = 0.3
+    """Remembered frames that show the target only weakly (P(target) between this and
+    ``memory_probability``) are not trusted enough to travel for, but what they looked at counts
+    as unsearched again, so exploration looks there with the current mission in mind."""
+    min_viewpoints: int = 3
+    """Distinct viewpoints at which a remembered place counts as fully confirmed; places seen from
+    fewer rank proportionally lower."""
+    support_scale: float = 1.0
+    """Vote mass (about one confident frame per unit) at which a place's confidence reaches 63%
+    (1 - e^-1): confidence saturates, so among well-supported places the nearest wins."""
+    place_radius: int = 2
+    """Cells within which votes count for one place."""
+    confirm_range_cells: float = 4.0
+    """A recalled place this close, in view and unoccluded, must show the target, or it is rejected."""
+    max_recall_rejections: int = 2
+    """Recalled places rejected in one task after which the robot only explores (bounds the cost of
+    false memories)."""
+    recall: bool = True
+    """Query memory for the target (False: the ``memory_no_recall`` ablation stores frames only)."""
+    carry_map: bool = True
+    """Keep the occupancy grid and camera coverage between tasks (False: ``memory_no_map``)."""
+    own_trail_only: bool = True
+    """Trust only remembered frames taken where the robot's own trail (the cells it has stood on,
+    kept beside the map) passed: a frame claiming a pose the robot never reached is not its own
+    memory (an implanted or corrupted one) and is ignored."""
+
+
+LIMITS: dict[str, Range] = {
+    "detect_probability": Range(0, 1),
+    "confirm_probability": Range(0, 1),
+    "max_candidate_range_m": Range(0, low_open=True),
+    "look_range_cells": Range(0, low_open=True),
+    "reuse_below": Range(0, 255),
+    "memory_probability": Range(0, 1),
+    "memory_k": Range(1, integer=True),
+    "requery_every": Range(1, integer=True),
+    "recheck_probability": Range(0, 1),
+    "min_viewpoints": Range(1, integer=True),
+    "support_scale": Range(0, low_open=True),
+    "place_radius": Range(0, integer=True),
+    "confirm_range_cells": Range(0),
+    "max_recall_rejections": Range(0, integer=True),
+}
+"""Allowed values of the numeric fields of both configs (fields a config lacks are not checked)."""

@@ -1,0 +1,195 @@
+"""What an :class:`~embodmem.memory.episodic.AgentMemory` snapshot holds, and every check on loading it.
+
+:mod:`embodmem.memory.persistence` is the file format (generations, checksums, the manifest digest);
+this module maps a memory onto it: ``index.faiss`` (the long-term store's index), ``arrays.npz``
+(metadata columns, the short-term frames) and ``map.json`` (the topological map), with the counters
+in the manifest's ``state``. Loading trusts nothing: every field is cross-checked against the index,
+the arrays and the map before the memory is rebuilt through its parts' own restore methods.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import faiss
+import numpy as np
+from pydantic import Field
+
+from embodmem.memory.config import MemoryConfig
+from embodmem.memory.persistence import Manifest, MemoryLoadError, Strict, read_snapshot, validated, write_snapshot
+from embodmem.memory.records import NO_NODE, MetaTable
+from embodmem.memory.store import StoreState
+from embodmem.memory.topomap import TopologicalMap
+
+if TYPE_CHECKING:
+    from embodmem.memory.episodic import AgentMemory
+
+FILES = ("index.faiss", "arrays.npz", "map.json")
+"""The data files of a memory snapshot (logical names; on disk they carry the generation)."""
+
+
+class MemoryState(Strict):
+    """The JSON state of a saved memory (``manifest.json`` field ``state``)."""
+
+    store: StoreState
+    frames_written: int = Field(ge=0)
+    next_id: int = Field(ge=0)
+    consolidations: int = Field(ge=0)
+    sleeps: int = Field(ge=0)
+    queries: int = Field(ge=0)
+    segment: tuple[str, str, int] | None
+
+
+def save_memory(memory: AgentMemory, directory: str | os.PathLike[str]) -> Path:
+    """Write ``memory`` atomically into ``directory``; returns the manifest path."""
+    index_bytes, arrays, store_js = memory.store.state()
+    fifo_meta = MetaTable(memory.store.thumbnail_size)
+    fifo_meta.append(fifo_meta.columns_from_metas(np.asarray(memory.fifo.ids, np.int64), memory.fifo.metas))
+    arrays.update(fifo_meta.to_arrays("fifo_"))
+    arrays["fifo_vecs"] = np.ascontiguousarray(memory.fifo.vectors)
+    buf = io.BytesIO()
+    np.savez(buf, allow_pickle=False, **arrays)
+    state = {
+        "store": store_js,
+        "frames_written": memory.frames_written,
+        "next_id": memory.next_id,
+        "consolidations": memory.consolidations,
+        "sleeps": memory.sleeps,
+        "queries": memory.queries,
+        "segment": list(memory.segment) if memory.segment else None,
+    }
+    files = {"index.faiss": index_bytes, "arrays.npz": buf.getvalue(), "map.json": memory.map.to_json().encode()}
+    return write_snapshot(
+        directory, files, {"dim": memory.config.dim, "config": memory.config.to_dict(), "state": state}
+    )
+
+
+@dataclass(frozen=True)
+class SavedMemory:
+    """A snapshot read and verified (digest, checksums, field types), not yet cross-checked."""
+
+    directory: Path
+    manifest: Manifest
+    files: dict[str, bytes]
+    config: MemoryConfig
+    state: MemoryState
+
+    def path(self, logical: str) -> Path:
+        """The file on disk of ``logical`` (``"manifest.json"`` or a name of :data:`FILES`)."""
+        return self.directory / (self.manifest.files[logical].path if logical in self.manifest.files else logical)
+
+
+def read_memory(directory: str | os.PathLike[str], expect_dim: int | None = None) -> SavedMemory:
+    """Read a snapshot and check its manifest: dim, config and state.
+
+    Raises:
+        MemoryLoadError: naming the file (and the manifest field) that is missing, truncated,
+            corrupted, foreign or inconsistent.
+    """
+    directory = Path(directory)
+    manifest, files = read_snapshot(directory, FILES)
+    mpath = directory / "manifest.json"
+    dim = manifest.dim
+    if expect_dim is not None and dim != expect_dim:
+        raise MemoryLoadError(mpath, f"field dim: foreign memory of dim {dim}, expected {expect_dim}")
+    try:
+        config = MemoryConfig.from_dict(manifest.config)
+    except (TypeError, ValueError) as e:
+        raise MemoryLoadError(mpath, f"field config: {e}") from None
+    if config.dim != dim:
+        raise MemoryLoadError(mpath, f"field config.dim: {config.dim} != manifest dim {dim}")
+    st = validated(MemoryState, manifest.state, mpath, "state")
+    if st.frames_written != st.next_id:
+        raise MemoryLoadError(mpath, f"field state.frames_written: {st.frames_written} != state.next_id {st.next_id}")
+    return SavedMemory(directory, manifest, files, config, st)
+
+
+def restore_memory(memory: AgentMemory, saved: SavedMemory) -> None:
+    """Fill ``memory`` (fresh, built from ``saved.config``) from ``saved``, cross-checking every part.
+
+    Raises:
+        MemoryLoadError: naming the file and field that disagree with the rest of the snapshot.
+    """
+    config, st, files, dim = saved.config, saved.state, saved.files, saved.config.dim
+    mpath = saved.path("manifest.json")
+    path = {k: saved.path(k) for k in FILES}
+    try:
+        index = faiss.deserialize_index(np.frombuffer(files["index.faiss"], dtype=np.uint8))
+    except RuntimeError as e:
+        raise MemoryLoadError(path["index.faiss"], f"not a FAISS index ({str(e).strip().splitlines()[-1]})") from None
+    if index.d != dim or index.metric_type != faiss.METRIC_INNER_PRODUCT:
+        raise MemoryLoadError(
+            path["index.faiss"],
+            f"foreign index: dim {index.d}, metric {index.metric_type}; expected dim {dim}, inner product",
+        )
+    expected_arrays = set(memory.store.state()[1]) | set(MetaTable(memory.store.thumbnail_size).to_arrays("fifo_"))
+    expected_arrays.add("fifo_vecs")
+    try:
+        arrays = np.load(io.BytesIO(files["arrays.npz"]), allow_pickle=False)
+        if set(arrays.files) != expected_arrays:
+            raise ValueError(
+                f"holds arrays {sorted(arrays.files)}, config (keep_thumbnails={config.keep_thumbnails}) "
+                f"expects {sorted(expected_arrays)}"
+            )
+        fifo_meta = MetaTable.from_arrays(arrays, memory.store.thumbnail_size, "fifo_")
+        fifo_vecs = np.asarray(arrays["fifo_vecs"])
+    except (ValueError, KeyError, OSError, EOFError) as e:
+        raise MemoryLoadError(path["arrays.npz"], f"inconsistent arrays ({e})") from None
+    try:
+        memory.store.load_state(index, arrays, st.store, st.next_id)
+    except (ValueError, KeyError, OSError) as e:
+        problem = str(e).strip("'") if str(e).startswith("field ") else f"field state.store: {str(e).strip(chr(39))}"
+        raise MemoryLoadError(
+            mpath, f"{problem} (checked against {path['index.faiss'].name} and {path['arrays.npz'].name})"
+        ) from None
+    if fifo_vecs.dtype != np.float32 or fifo_vecs.shape != (len(fifo_meta), dim):
+        raise MemoryLoadError(
+            path["arrays.npz"],
+            f"short-term vectors {fifo_vecs.shape} {fifo_vecs.dtype} != ({len(fifo_meta)}, {dim}) float32",
+        )
+    if len(fifo_meta) >= config.short_term_capacity:
+        raise MemoryLoadError(
+            mpath,
+            f"field config.short_term_capacity: {config.short_term_capacity}, but {len(fifo_meta)} short-term frames were saved",
+        )
+    fifo_ids = fifo_meta.ids
+    if len(fifo_ids):
+        lt_last = int(memory.store.meta.ids[-1]) if len(memory.store) else -1
+        if fifo_ids[0] <= lt_last or fifo_ids[-1] != st.next_id - 1:
+            raise MemoryLoadError(
+                mpath, f"field state.next_id: {st.next_id} does not follow the short-term ids {fifo_ids.tolist()}"
+            )
+    fifo_metas = [fifo_meta.meta(i) for i in range(len(fifo_meta))]
+    latest = (fifo_metas[-1].run_id, fifo_metas[-1].task, fifo_metas[-1].episode) if fifo_metas else None
+    if latest is not None and st.segment != latest:
+        raise MemoryLoadError(mpath, f"field state.segment: {st.segment!r}, but the latest frame is of {latest!r}")
+    try:
+        topomap = TopologicalMap.from_json(files["map.json"].decode("utf-8"))
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
+        raise MemoryLoadError(path["map.json"], f"not a topological map ({e})") from None
+    if topomap.dim != dim:
+        raise MemoryLoadError(path["map.json"], f"foreign map: dim {topomap.dim}, expected {dim}")
+    for name, saved_value, value in (
+        ("node_distance", config.node_distance, topomap.node_distance),
+        ("node_similarity", config.node_similarity, topomap.node_similarity),
+        ("node_rule", config.node_rule, topomap.node_rule),
+    ):
+        if saved_value != value:
+            raise MemoryLoadError(mpath, f"field config.{name}: {saved_value!r}, the saved map has {value!r}")
+    nodes = np.concatenate([memory.store.meta.col("node"), fifo_meta.col("node")])
+    if np.any((nodes < NO_NODE) | (nodes >= len(topomap))):
+        raise MemoryLoadError(path["arrays.npz"], f"records point at map nodes outside 0..{len(topomap) - 1}")
+    memory.map = topomap
+    memory.fifo.restore(fifo_vecs, fifo_metas, [int(i) for i in fifo_ids])
+    memory.restore_counters(
+        frames_written=st.frames_written,
+        next_id=st.next_id,
+        consolidations=st.consolidations,
+        sleeps=st.sleeps,
+        queries=st.queries,
+        segment=st.segment,
+    )

@@ -1,0 +1,157 @@
+"""The metrics record: one line of ``metrics.jsonl`` per episode, its fields defined once.
+
+The runner builds records (:func:`embodmem.runner.run_episode` measures the episode, then the
+sequence adds who ran it where) and checks each against :class:`EpisodeRecord` before writing it; the
+episode log carries it (:mod:`embodmem.episode_log`); the report validates every line it reads
+against it (:mod:`embodmem.report.load`); tests build and check records through it. Agents' own
+statistics (``Agent.episode_stats``, e.g. ``vlm_calls``) are extra keys, kept as they are.
+
+Example:
+    >>> EpisodeRecord.model_validate({"agent": "memory", "condition": "warm", "task_index": 1, "spl": 0.5}).spl
+    0.5
+    >>> from pydantic import ValidationError
+    >>> try:
+    ...     EpisodeRecord.model_validate({"condition": "lukewarm"})
+    ... except ValidationError as e:
+    ...     print(e.errors()[0]["loc"], e.errors()[0]["msg"])
+    ('condition',) Input should be 'warm', 'cold', 'eval' or 'single'
+    >>> episode_name({"sequence": "wreck_then_barrel", "world_seed": 3, "seed": 0, "task_index": 1,
+    ...               "agent": "memory", "condition": "warm"})
+    'seq=wreck_then_barrel-world=3-seed=0-task=1-agent=memory-cond=warm'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Condition = Literal["warm", "cold", "eval", "single"]
+CONDITIONS: tuple[str, ...] = ("warm", "cold", "eval", "single")
+"""warm: memory carried between tasks; cold: memory reset before each task; eval: a GEM evaluation
+episode on a fresh agent holding the carried state; single: an agent without memory."""
+
+
+class EpisodeRecord(BaseModel):
+    """One episode's record, in the order the runner writes the fields. Every field is optional
+    here (a record of an aborted episode has no measures); each reader states what it needs."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+
+    # -- the measures (embodmem.metrics.EpisodeMeasures; docs/metrics.md) ---------------------------
+    success: int | None = Field(default=None, ge=0, le=1)
+    """1 if the robot stopped within ``env.success_distance_m`` of a target instance."""
+    spl: float | None = Field(default=None, ge=0, le=1)
+    """Success weighted by (shortest path / path taken), as in Habitat."""
+    soft_spl: float | None = Field(default=None, ge=0, le=1)
+    """SPL with progress towards the target in place of success."""
+    distance_score: float | None = None
+    """The reference benchmark's score: the better of the final and the best reported position."""
+    distance_score_final: float | None = None
+    """The same score from the final position only."""
+    reports: int | None = Field(default=None, ge=0)
+    """Steps at which the agent reported the target."""
+    steps: int | None = Field(default=None, ge=0)
+    """Actions taken."""
+    path_length: float | None = Field(default=None, ge=0)
+    """Metres travelled."""
+    shortest_path: float | None = Field(default=None, ge=0)
+    """Geodesic metres from the start to the nearest success cell."""
+    collisions: int | None = Field(default=None, ge=0)
+    final_distance_m: float | None = Field(default=None, ge=0)
+    """Metres from the final position to the nearest target instance."""
+    target_seen: bool | None = None
+    """Whether the target was in view at any step."""
+    wall_time_s: float | None = Field(default=None, ge=0)
+    """Seconds the episode took (a timing: differs between runs, see :data:`TIMING_FIELDS`)."""
+    # -- the memory agent's statistics (MemoryAgent.episode_stats) --------------------------------
+    memory_queries: int | None = Field(default=None, ge=0)
+    memory_nodes: int | None = Field(default=None, ge=0)
+    memory_query_ms: float | None = Field(default=None, ge=0)
+    """Median milliseconds of one memory query (a timing)."""
+    # -- who ran it where (embodmem.runner.sequence_record) ---------------------------------------
+    run_id: str | None = Field(default=None, min_length=1)
+    agent: str | None = None
+    """The agent or memory-agent variant (memory, memory_no_recall, ..., textlog, explorer, vlm, ...)."""
+    condition: Condition | None = None
+    world_seed: int | None = Field(default=None, ge=0)
+    seed: int | None = Field(default=None, ge=0)
+    """The run's seed (start poses, fish, particles, noise)."""
+    split: str | None = None
+    """World split of ``world_seed`` (embodmem.splits)."""
+    sequence: str | None = None
+    task_index: int | None = Field(default=None, ge=1)
+    """Position of the task in its sequence, from 1."""
+    task: str | None = None
+    poison_k: int | None = Field(default=None, ge=0)
+    """False memories implanted before the task (embodmem.poison)."""
+    poison_place: Literal["far", "trail"] | None = None
+    """Where they claimed to have been seen: random far cells, or cells of the robot's own trail."""
+    # -- what the sequence knew before the task (embodmem.runner.finish_record) -------------------
+    start_pose: list[int] | None = Field(default=None, min_length=3, max_length=3)
+    """[x, y, heading] in cells."""
+    target_seen_before: bool | None = None
+    """Whether the task's target was in view during an earlier task of the sequence (None: eval rows)."""
+    seen_place_spl_bound: float | None = None
+    """SPL of an oracle told only the target cells seen in earlier tasks (None: none seen)."""
+    eval_after: int | None = Field(default=None, ge=0)
+    """For eval records: the number of tasks the evaluated state had experienced (GEM row)."""
+    memory_frames: int | None = Field(default=None, ge=0)
+    """Frames kept in memory at the end of the episode."""
+    memory_bytes: int | None = Field(default=None, ge=0)
+    """Bytes of long-term vector code at the end of the episode."""
+    # -- files (embodmem.runner.RunWriter, embodmem.video) ----------------------------------------
+    episode_log: str | None = None
+    """The episode log, relative to the run directory."""
+    video: str | None = None
+    video_error: str | None = None
+    # -- an episode stopped by an error (embodmem.runner.EpisodeAborted) --------------------------
+    aborted: bool | None = None
+    abort_reason: str | None = None
+    steps_before_abort: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _eval_rows_say_after_what(self) -> EpisodeRecord:
+        if self.condition == "eval" and self.eval_after is None:
+            raise ValueError("an 'eval' record needs 'eval_after' (the number of tasks experienced)")
+        return self
+
+
+TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms")
+"""Record fields that are measured times: they differ from run to run (everything else repeats
+bit for bit for the same seeds), so resume, replay and tests leave them out of comparisons."""
+
+EPISODE_KEYS: tuple[str, ...] = (
+    "sequence",
+    "world_seed",
+    "seed",
+    "split",
+    "agent",
+    "condition",
+    "task_index",
+    "eval_after",
+)
+"""The fields that identify an episode within a run directory (what ``resume`` matches on)."""
+
+_NAME_FIELDS = (
+    ("seq", "sequence"),
+    ("world", "world_seed"),
+    ("seed", "seed"),
+    ("task", "task_index"),
+    ("agent", "agent"),
+    ("cond", "condition"),
+)
+
+
+def episode_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Stable identity of an episode in a run directory (:data:`EPISODE_KEYS`)."""
+    return tuple(record.get(k) for k in EPISODE_KEYS)
+
+
+def episode_name(record: Mapping[str, Any]) -> str:
+    """The episode's file-name stem, shared by its log (``episodes/<name>.json``) and its video, so
+    the two sort side by side; fields the record lacks are left out."""
+    stem = "-".join(f"{short}={record[key]}" for short, key in _NAME_FIELDS if record.get(key) is not None)
+    return re.sub(r"[^A-Za-z0-9_.=+,-]", "_", stem or "episode")
