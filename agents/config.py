@@ -32,6 +32,10 @@ class ExplorerConfig:
     """Ignore sonar echoes farther than this when guessing the target's cell."""
     look_range_cells: float = 4.0
     """A cell counts as searched once the camera has looked at it from this close."""
+    clear_sight_share: float = 0.5
+    """Fog hides small targets beyond about this share of the visibility (25 m in deep water: 2.5
+    cells), so cells looked at from farther do not count as searched for later missions, and a
+    recalled place is not judged by a look from farther."""
     reuse_below: float = 0.0
     """Reuse the last frame's embedding when the new frame differs from it by less than this
     (mean absolute difference of 16x16 thumbnails, 0-255): open water seen while swimming
@@ -84,6 +88,7 @@ LIMITS: dict[str, Range] = {
     "confirm_probability": Range(0, 1),
     "max_candidate_range_m": Range(0, low_open=True),
     "look_range_cells": Range(0, low_open=True),
+    "clear_sight_share": Range(0, 1, low_open=True),
     "reuse_below": Range(0, 255),
     "memory_probability": Range(0, 1),
     "memory_k": Range(1, integer=True),

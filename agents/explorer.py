@@ -57,12 +57,17 @@ class FrontierExplorer(Agent, Navigator):
 
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         super().reset(observation, spec)
-        if self.grid is None or self.spec != spec:
+        if self.grid is None or not self.grid.fits(spec):
             self.grid = OccupancyGrid(spec)
         self.spec = spec
         self.sonar_angles = np.array(spec.sonar_angles())
         self.half_fov = np.radians(spec.camera_fov_deg) / 2
         self.view_rays = np.linspace(-self.half_fov, self.half_fov, 11)
+        visibility = spec.view_range_m / spec.cell_size_m
+        self.clear_sight = self.config.clear_sight_share * visibility
+        """Cells within which a small target shows clearly in this light (less in deep water)."""
+        self.searched_range = min(self.config.look_range_cells, self.clear_sight)
+        """Cells this close count as searched for later missions too."""
         self.reset_spatial_memory_if_cold()
         self.recognizer.set_mission(observation["mission"])
         self.rejected = set()
@@ -103,7 +108,7 @@ class FrontierExplorer(Agent, Navigator):
         self._last_pose = self.pose
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
-            self.grid.look(self.pose, self.view_rays, self.config.look_range_cells)
+            self.grid.look(self.pose, self.view_rays, self.config.look_range_cells, self.searched_range)
         with self.timed("embedding"):
             image = observation["image"]
             small = None

@@ -38,6 +38,8 @@ class OccupancyGrid:
         self.evidence = np.zeros((n, n), dtype=np.int16)
         self.seen = np.zeros((n, n), dtype=bool)
         """Cells the camera has looked at from close enough to recognise a target there."""
+        self.searched = np.zeros((n, n), dtype=bool)
+        """Cells looked at from close enough to be sure for any later mission (fog permitting)."""
         self.max_range = spec.sonar_max_range_m / spec.cell_size_m
         self._t = np.arange(SAMPLE_STEP, self.max_range + SAMPLE_STEP, SAMPLE_STEP)
         offsets = np.array(spec.sonar_angles())
@@ -49,11 +51,18 @@ class OccupancyGrid:
             self._dx.append(0.5 + np.cos(ang)[:, None] * self._t[None, :])
             self._dy.append(0.5 + np.sin(ang)[:, None] * self._t[None, :])
 
+    def fits(self, spec: SensorSpec) -> bool:
+        """Whether this grid keeps mapping under ``spec``: the same area, cells and sonar (the light,
+        and so the visibility, may differ between tasks)."""
+        fields = ("grid_size", "cell_size_m", "sonar_beams", "sonar_fov_deg", "sonar_max_range_m")
+        return all(getattr(self.spec, f) == getattr(spec, f) for f in fields)
+
     def reset(self) -> None:
         self.free[:] = False
         self.occupied[:] = False
         self.evidence[:] = 0
         self.seen[:] = False
+        self.searched[:] = False
 
     def _march(
         self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float
@@ -71,11 +80,22 @@ class OccupancyGrid:
         occ[inside] = self.occupied[py[inside], px[inside]]
         return px, py, inside, occ
 
-    def look(self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float) -> None:
-        """Mark the cells inside the camera's view up to ``look_range`` cells (and the first
-        occupied cell on each ray) as seen. What was only swept by sonar is not "seen": a small
-        target there may have gone unnoticed."""
-        self.seen[self.view_cells(pose, angles, look_range)] = True
+    def look(
+        self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, searched_range: float | None = None
+    ) -> None:
+        """Mark the cells inside the camera's view up to ``look_range`` cells as seen, and up to
+        ``searched_range`` (default: the same) as searched for later missions. What was only swept
+        by sonar is not "seen": a small target there may have gone unnoticed."""
+        cells = self.view_cells(pose, angles, look_range)
+        self.seen[cells] = True
+        if searched_range is None or searched_range >= look_range:
+            self.searched[cells] = True
+        else:
+            self.searched[self.view_cells(pose, angles, searched_range)] = True
+
+    def carry_to_next_mission(self) -> None:
+        """Start a new mission on this map: only what was searched closely enough counts as seen."""
+        self.seen[:] = self.searched
 
     def view_cells(
         self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, occlusion: bool = True

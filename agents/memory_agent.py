@@ -107,8 +107,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             self._loaded_grid = None
         if not self.config.carry_map:
             self.grid.reset()
+        self.grid.carry_to_next_mission()
 
-    _GRID_ARRAYS = ("free", "occupied", "evidence", "seen")
+    _GRID_ARRAYS = ("free", "occupied", "evidence", "seen", "searched")
     _loaded_grid: dict[str, np.ndarray] | None = None
 
     def save_state(self, directory: Path) -> None:
@@ -241,7 +242,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         cx, cy = self.recalled.cell
         x, y, h = self.pose
         dist = float(np.hypot(cx - x, cy - y))
-        if dist > self.config.confirm_range_cells or dist < 1.5:
+        if dist > min(self.config.confirm_range_cells, self.clear_sight) or dist < 1.5:
             return False
         dx, dy = DIR_TO_VEC[h]
         angle = float(np.arctan2(dx * (cy - y) - dy * (cx - x), dx * (cx - x) + dy * (cy - y)))

@@ -287,7 +287,10 @@ class UnderwaterEnv(MiniGridEnv):
 
     @property
     def sensor_spec(self) -> SensorSpec:
-        """What agents may know about the sensors (no world state)."""
+        """What agents may know about the sensors (no world state). The visibility is that of the
+        current task's light (deep water: ``deep_view_range_m``), as the robot's own light sensor says."""
+        if self.task is not None and self.task.deep:
+            return dataclasses.replace(self.spec_sensors, view_range_m=self.deep_view_range_cells * self.cell_size_m)
         return self.spec_sensors
 
     # ------------------------------------------------------------------ gymnasium API

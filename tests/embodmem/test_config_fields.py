@@ -51,6 +51,7 @@ VALUES: dict[str, Any] = {
     "agent.confirm_probability": 0.6,
     "agent.max_candidate_range_m": 30.0,
     "agent.look_range_cells": 3.0,
+    "agent.clear_sight_share": 0.25,
     "agent.reuse_below": 2.0,
     "agent.memory_probability": 0.8,
     "agent.memory_k": 16,
