@@ -73,6 +73,9 @@ class MemoryAgentConfig(ExplorerConfig):
     max_recall_rejections: int = 2
     """Recalled places rejected in one task after which the robot only explores (bounds the cost of
     false memories)."""
+    visit_weak_sightings: bool = True
+    """With no confident sighting, go and look where weak ones (``recheck_probability`` and up)
+    point: a glimpse of the target in an earlier task is cheaper to check than a search."""
     recall: bool = True
     """Query memory for the target (False: the ``memory_no_recall`` ablation stores frames only)."""
     carry_map: bool = True

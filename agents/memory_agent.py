@@ -277,7 +277,10 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             remembered = self.sightings()
             self._query_seconds.append(time.perf_counter() - started)
             self._unsearch({pose for pose, p in remembered if p < self.config.memory_probability} - self._rechecked)
-            return self.rank_places([(pose, p) for pose, p in remembered if p >= self.config.memory_probability])
+            place = self.rank_places([(pose, p) for pose, p in remembered if p >= self.config.memory_probability])
+            if place is None and self.config.visit_weak_sightings:
+                place = self.rank_places([(pose, p) for pose, p in remembered if p < self.config.memory_probability])
+            return place
 
     def _unsearch(
         self, views: set[tuple[int, int, int]] | frozenset[tuple[int, int, int]], through: bool = False

@@ -58,6 +58,7 @@ VALUES: dict[str, Any] = {
     "agent.requery_every": 10,
     "agent.recheck_probability": 0.2,
     "agent.min_viewpoints": 2,
+    "agent.visit_weak_sightings": False,
     "agent.support_scale": 2.5,
     "agent.place_radius": 1,
     "agent.confirm_range_cells": 3.0,
