@@ -148,12 +148,19 @@ def test_a_rejected_place_discredits_the_frames_that_voted_for_it(embedder: Clip
     assert np.array_equal(fresh.trail, agent.trail)
 
 
-def test_weak_sightings_make_what_they_looked_at_unsearched(embedder: ClipEmbedder) -> None:
-    """Frames that show the barrel, trusted too little to travel for, still reopen their view."""
+def test_weak_sightings_reopen_their_view_and_are_visited_when_nothing_is_sure(embedder: ClipEmbedder) -> None:
+    """Frames that show the barrel, trusted too little to count as confident sightings, reopen what
+    they looked at; with no confident sighting the robot goes to look where they point."""
     env = UnderwaterEnv(world_seed=9002)
     agent = MemoryAgent(embedder)
     _remember_barrel_views(env, agent, embedder)
-    agent.config.memory_probability = 1.01  # nothing is trusted enough to travel for
+    agent.config.memory_probability = 1.01  # no sighting is confident
+    agent.config.visit_weak_sightings = False
     agent.grid.seen[:] = True
     assert agent.recall_target_place() is None
     assert (~agent.grid.seen).any() and agent._rechecked
+    agent.config.visit_weak_sightings = True
+    place = agent.recall_target_place()
+    assert place is not None
+    cells = np.concatenate(env.world.instance_cells("barrel"))
+    assert np.min(np.hypot(cells[:, 0] - place.cell[0], cells[:, 1] - place.cell[1])) <= 2
