@@ -26,11 +26,11 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from hydra import compose, initialize_config_module  # noqa: E402
+from hydra import compose, initialize_config_module
 
-import embodmem.app as app  # noqa: E402
-from embodmem.atomic import atomic_write_text  # noqa: E402
-from embodmem.splits import get_split  # noqa: E402
+import embodmem.app as app
+from embodmem.atomic import atomic_write_text
+from embodmem.splits import get_split
 
 SEQUENCES = ("wreck_then_barrel", "shallow_tour6", "deep_pair")
 
