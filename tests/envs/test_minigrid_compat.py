@@ -151,7 +151,7 @@ def test_the_refusing_space_is_a_plain_dict_space_to_everyone_else() -> None:
     obs, _ = env.reset(seed=0)
     assert space.contains(obs) and space.contains(space.sample())
     numeric = gym.spaces.Dict({k: v for k, v in space.items() if k != "mission"})
-    assert gym.spaces.flatten_space(numeric).shape == (16 * 16 * 3 + 3 + space["sonar"].shape[0],)
+    assert gym.spaces.flatten_space(numeric).shape == (16 * 16 * 3 + 3 + len(obs["sonar"]),)
 
     class MyFlat(minigrid.wrappers.FlatObsWrapper):
         pass
