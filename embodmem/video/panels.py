@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import cv2
@@ -130,6 +130,9 @@ class MapPainter:
         c = self.cell_center(sx, sy)
         cv2.rectangle(base, (c[0] - px, c[1] - px), (c[0] + px, c[1] + px), _START, max(1, px // 6) + 1)
         self.base = base
+        self._graph_layer: tuple[MapSnapshot | None, int | None, np.ndarray] = (None, None, base)
+        """The static layer with the last graph drawn on it: graph snapshot, current node, image. The
+        map changes far less often than the robot moves, so most frames start from this copy."""
 
     def cell_center(self, x: float, y: float) -> tuple[int, int]:
         return int(round((x + 0.5) * self.px)), int(round((y + 0.5) * self.px))
@@ -137,9 +140,7 @@ class MapPainter:
     def draw(self, trajectory: np.ndarray, rec: StepRecord, shown: list[Retrieval] | None) -> np.ndarray:
         """The map at one step: trajectory so far, graph, fish, recalled poses, goal and robot."""
         px = self.px
-        img = self.base.copy()
-        if rec.graph is not None and len(rec.graph.positions):
-            _draw_graph(img, rec.graph, px, rec.current_node)
+        img = self._with_graph(rec.graph, rec.current_node).copy()
         if len(trajectory) > 1:
             pts = ((trajectory + 0.5) * px).astype(np.int32)
             cv2.polylines(img, [pts], False, _WHITE, max(1, px // 4), cv2.LINE_AA)
@@ -159,6 +160,18 @@ class MapPainter:
         _draw_robot(img, self.cell_center(*rec.pos), rec.heading, px)
         if img.shape[0] != self.size:
             img = cv2.resize(img, (self.size, self.size), interpolation=cv2.INTER_AREA)
+        return img
+
+    def _with_graph(self, graph: MapSnapshot | None, current: int | None) -> np.ndarray:
+        """The static layer with ``graph`` on it (not to be drawn on: copy it); a snapshot is
+        recognised by identity, as the recorder shares one while the map is unchanged."""
+        if graph is None or not len(graph.positions):
+            return self.base
+        last_graph, last_current, img = self._graph_layer
+        if graph is not last_graph or current != last_current:
+            img = self.base.copy()
+            _draw_graph(img, graph, self.px, current)
+            self._graph_layer = (graph, current, img)
         return img
 
 
@@ -395,9 +408,73 @@ def summary_frame(last: np.ndarray, summary: Mapping[str, Any]) -> np.ndarray:
     return img
 
 
+class FrameRenderer:
+    """Draws an episode's frames one step at a time, in order: live while the episode runs (the
+    recorder) or from a finished list (:func:`render_frames`), with the same pixels either way.
+
+    A frame depends only on its step and the steps before it (the trajectory so far, the recall on
+    screen), so the frames can be drawn and encoded while the episode is still running.
+
+    Args:
+        scene: the static scene, placed in its sequence (:meth:`Scene.placed`).
+        size: panel side in pixels (rounded up to an even number); from ``DETAIL_MIN_SIZE`` up, a
+            legend of the map goes under the text.
+        hold_steps: how long a retrieval stays on screen after its query.
+    """
+
+    def __init__(self, scene: Scene, size: int = 256, hold_steps: int = RETRIEVAL_HOLD_STEPS):
+        self.scene = scene
+        self.size = size = size + size % 2
+        self.hold_steps = hold_steps
+        self.painter = MapPainter(scene, size)
+        self.legend = legend_strip(3 * size, size) if size >= DETAIL_MIN_SIZE else None
+        self.title = caption(scene)
+        self.last: np.ndarray | None = None
+        """The frame drawn last (None before the first step)."""
+        self._traj = [(scene.start_pose[0], scene.start_pose[1])]
+        self._shown: list[Retrieval] | None = None
+        self._shown_at: int | None = None
+        self._query: str | None = None
+        self._panel_key: tuple[Any, ...] | None = None
+        self._panel: np.ndarray | None = None
+        self._tiles: np.ndarray | None = None  # the recalled frames, drawn once per recall
+        self._recalls = 0
+        self._seen_target = 0
+
+    def frame(self, rec: StepRecord) -> np.ndarray:
+        """The frame of step ``rec`` (call once per step, in order)."""
+        size, scene = self.size, self.scene
+        if rec.pos != self._traj[-1]:
+            self._traj.append(rec.pos)
+        if rec.retrievals:
+            self._shown, self._shown_at, self._query = list(rec.retrievals), rec.step, rec.query
+            self._tiles, self._recalls = memory_tiles(self._shown, size), self._recalls + 1
+        shown_at = self._shown_at
+        age = rec.step - shown_at if shown_at is not None else 0
+        active = self._shown if self._shown is not None and age <= self.hold_steps else None
+        key = (self._recalls, age) if active else (None, shown_at)
+        if key != self._panel_key or self._panel is None:
+            self._panel = memory_panel(active, size, self._query, age, shown_at, self._tiles)
+            self._panel_key = key
+        self._seen_target += rec.target_in_view
+        top = self.painter.draw(np.asarray(self._traj, dtype=np.float64), rec, active)
+        action = "-" if rec.action is None else ACTION_NAMES.get(rec.action, str(rec.action))
+        mode = f"  mode {rec.mode}" if rec.mode else ""
+        p = f"  p(target) {rec.p_target:.2f}" if rec.p_target is not None else ""
+        nodes = f"  map nodes {len(rec.graph.positions)}" if rec.graph is not None else ""
+        lines = [
+            self.title,
+            f"step {rec.step}/{scene.max_steps}   action {action}   distance {rec.distance_m:.0f} m{mode}{p}",
+            f"path {rec.path_length_m:.0f} m   collisions {rec.collisions}   target in view "
+            f"{'YES' if rec.target_in_view else 'no'} ({self._seen_target} steps){nodes}",
+        ]
+        self.last = compose_frame(rec.image, top, self._panel, lines, size, self.legend)
+        return self.last
+
+
 def render_frames(
     scene: Scene,
-    steps: Sequence[StepRecord],
+    steps: Iterable[StepRecord],
     size: int = 256,
     summary: Mapping[str, Any] | None = None,
     hold_frames: int = 10,
@@ -405,8 +482,9 @@ def render_frames(
 ) -> Iterator[np.ndarray]:
     """RGB frames of a finished episode: one per step, then ``hold_frames`` copies of the summary.
 
-    The one rendering path of the recorder and the replay tool. A retrieval stays in the memory
-    panel (and its poses on the map) for ``hold_steps`` steps after its query.
+    The rendering path of the replay tool, and of the recorder when it draws an episode after the
+    fact (:class:`FrameRenderer` draws the same frames live). A retrieval stays in the memory panel
+    (and its poses on the map) for ``hold_steps`` steps after its query.
 
     Args:
         scene: the static scene (:meth:`Scene.from_env`, placed in its sequence by :meth:`Scene.placed`).
@@ -418,48 +496,15 @@ def render_frames(
         hold_frames: how many times the summary frame is repeated.
         hold_steps: how long a retrieval stays on screen.
     """
-    size += size % 2
-    painter = MapPainter(scene, size)
-    legend = legend_strip(3 * size, size) if size >= DETAIL_MIN_SIZE else None
-    title = caption(scene)
-    traj = [(scene.start_pose[0], scene.start_pose[1])]
-    shown: list[Retrieval] | None = None
-    shown_at: int | None = None
-    query: str | None = None
-    panel_key: tuple[Any, ...] | None = None
-    panel: np.ndarray | None = None
-    tiles: np.ndarray | None = None  # the recalled frames, drawn once per recall
-    recalls = 0
-    seen_target = 0
-    frame: np.ndarray | None = None
+    renderer = FrameRenderer(scene, size, hold_steps)
     for rec in steps:
-        if rec.pos != traj[-1]:
-            traj.append(rec.pos)
-        if rec.retrievals:
-            shown, shown_at, query = list(rec.retrievals), rec.step, rec.query
-            tiles, recalls = memory_tiles(shown, size), recalls + 1
-        age = rec.step - shown_at if shown_at is not None else 0
-        active = shown if shown is not None and age <= hold_steps else None
-        key = (recalls, age) if active else (None, shown_at)
-        if key != panel_key:
-            panel = memory_panel(active, size, query, age, shown_at, tiles)
-            panel_key = key
-        seen_target += rec.target_in_view
-        top = painter.draw(np.asarray(traj, dtype=np.float64), rec, active)
-        action = "-" if rec.action is None else ACTION_NAMES.get(rec.action, str(rec.action))
-        mode = f"  mode {rec.mode}" if rec.mode else ""
-        p = f"  p(target) {rec.p_target:.2f}" if rec.p_target is not None else ""
-        nodes = f"  map nodes {len(rec.graph.positions)}" if rec.graph is not None else ""
-        lines = [
-            title,
-            f"step {rec.step}/{scene.max_steps}   action {action}   distance {rec.distance_m:.0f} m{mode}{p}",
-            f"path {rec.path_length_m:.0f} m   collisions {rec.collisions}   target in view "
-            f"{'YES' if rec.target_in_view else 'no'} ({seen_target} steps){nodes}",
-        ]
-        assert panel is not None
-        frame = compose_frame(rec.image, top, panel, lines, size, legend)
+        yield renderer.frame(rec)
+    if summary is not None and renderer.last is not None:
+        yield from summary_frames(renderer.last, summary, hold_frames)
+
+
+def summary_frames(last: np.ndarray, summary: Mapping[str, Any], hold_frames: int) -> Iterator[np.ndarray]:
+    """The summary frame (:func:`summary_frame`) ``hold_frames`` times: one array, drawn once."""
+    frame = summary_frame(last, summary)
+    for _ in range(hold_frames):
         yield frame
-    if summary is not None and frame is not None:
-        last = summary_frame(frame, summary)
-        for _ in range(hold_frames):
-            yield last
