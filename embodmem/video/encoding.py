@@ -56,14 +56,16 @@ class Codec:
 
 
 CODECS: dict[str, Codec] = {
-    "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "crf": "23"}),
+    "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "qp": "18"}),
     "webm": Codec(
         "webm", "libvpx-vp9", {"deadline": "realtime", "cpu-used": "8", "row-mt": "1", "crf": "32", "b": "0"}
     ),
 }
-"""Extension -> encoder settings. ``crf`` keeps the quality constant (text stays sharp); VP9 needs
-``b=0`` for pure constant quality."""
-PIPELINE_DEPTH = 8
+"""Extension -> encoder settings. H.264 runs at a constant quantiser: with ``crf`` x264 also rates
+each frame's complexity on a half-size copy, about a third of its time at ``ultrafast``, and on
+these frames ``qp=18`` gives the size and the error of ``crf=23`` (``benchmarks/bench_video.py
+--codecs``). VP9 keeps ``crf`` (``b=0``: pure constant quality)."""
+PIPELINE_DEPTH = 16
 """Frames handed to the encoder thread and not yet encoded, at most."""
 PIXEL_FORMAT = "yuv420p"
 """The chroma layout browsers decode (4:4:4 H.264 plays in none)."""
@@ -95,18 +97,19 @@ class VideoEncoder:
     Args:
         fmt: ``mp4`` or ``webm`` (:data:`CODECS`).
         fps: frames per second (>= 1).
+        codec: other encoder settings for ``fmt`` than :data:`CODECS`' (benchmarks compare them).
 
     Raises:
         ValueError: for an unknown format or ``fps < 1``.
     """
 
-    def __init__(self, fmt: str, fps: int):
+    def __init__(self, fmt: str, fps: int, codec: Codec | None = None):
         if fmt not in CODECS:
             raise ValueError(f"video format {fmt!r}: allowed: {', '.join(CODECS)}")
         if fps < 1:
             raise ValueError(f"fps={fps} must be >= 1")
         self.format = fmt
-        self.codec = CODECS[fmt]
+        self.codec = codec or CODECS[fmt]
         self.fps = fps
         self.frames = 0
         """Frames handed over so far."""
