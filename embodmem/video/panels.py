@@ -367,7 +367,10 @@ def compose_frame(
     legend_h = 0 if legend is None else legend.shape[0]
     # Everything is drawn into one preallocated frame: concatenating the parts cost as much as drawing them.
     frame = np.empty((size + strip_h + legend_h, width, 3), dtype=np.uint8)
-    frame[:size, :size] = camera_panel(camera, size)
+    view = frame[:size, :size]
+    cam = cv2.resize(np.ascontiguousarray(camera), (size, size), dst=view, interpolation=cv2.INTER_NEAREST)
+    if not np.shares_memory(cam, frame):  # OpenCV drew elsewhere (another dtype): copy it in
+        view[:] = cam
     for i, p in enumerate((top_down, memory), start=1):
         frame[:size, i * size : (i + 1) * size] = (
             p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)
