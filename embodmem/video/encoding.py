@@ -10,8 +10,7 @@ Two formats, chosen by the file's extension:
 Both are set for speed, so that recording a run costs little next to running it: libx264's
 ``ultrafast`` preset takes about 1 ms of CPU per default frame (768 x 364), VP9 realtime about
 twice that; OpenCV's VP9 writer, used before, managed about 16 frames/s. :class:`VideoEncoder`
-converts and encodes on a worker thread while the caller draws the next frames, or runs the
-episode they come from.
+converts and encodes on a worker thread while the caller draws the next frames.
 
 The file is written atomically (:func:`embodmem.atomic.atomic_write_bytes`): it appears complete
 or not at all.
@@ -86,9 +85,8 @@ def video_format(path: str | os.PathLike[str]) -> str:
 class VideoEncoder:
     """Encodes frames as they come, on a worker thread, into memory; :meth:`save` writes the file.
 
-    The caller goes on with its work (drawing the next frame, running the episode the frames come
-    from) while the worker converts and encodes: OpenCV and FFmpeg let go of the GIL, so the two
-    overlap when a second core is free. Frames are encoded in order and at most ``PIPELINE_DEPTH``
+    The caller goes on drawing the next frame while the worker converts and encodes this one:
+    OpenCV and FFmpeg let go of the GIL, so the two overlap when a second core is free. Frames are encoded in order and at most ``PIPELINE_DEPTH``
     wait, so memory stays bounded and an encoder error surfaces at the next :meth:`add` or at
     :meth:`save`. The encoded bytes stay in memory (about 4 kB a frame at the default size) until
     :meth:`save` writes them atomically, so an encoder that is never saved leaves nothing on disk;

@@ -412,11 +412,11 @@ def summary_frame(last: np.ndarray, summary: Mapping[str, Any]) -> np.ndarray:
 
 
 class FrameRenderer:
-    """Draws an episode's frames one step at a time, in order: live while the episode runs (the
-    recorder) or from a finished list (:func:`render_frames`), with the same pixels either way.
+    """Draws an episode's frames one step at a time, in order (:func:`render_frames` drives it).
 
     A frame depends only on its step and the steps before it (the trajectory so far, the recall on
-    screen), so the frames can be drawn and encoded while the episode is still running.
+    screen), so a caller could also draw the frames while the episode is still running; the
+    recorder does not (see :mod:`embodmem.video.recorder`).
 
     Args:
         scene: the static scene, placed in its sequence (:meth:`Scene.placed`).
@@ -485,9 +485,8 @@ def render_frames(
 ) -> Iterator[np.ndarray]:
     """RGB frames of a finished episode: one per step, then ``hold_frames`` copies of the summary.
 
-    The rendering path of the replay tool, and of the recorder when it draws an episode after the
-    fact (:class:`FrameRenderer` draws the same frames live). A retrieval stays in the memory panel
-    (and its poses on the map) for ``hold_steps`` steps after its query.
+    The one rendering path of the recorder and the replay tool. A retrieval stays in the memory
+    panel (and its poses on the map) for ``hold_steps`` steps after its query.
 
     Args:
         scene: the static scene (:meth:`Scene.from_env`, placed in its sequence by :meth:`Scene.placed`).

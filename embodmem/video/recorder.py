@@ -1,17 +1,13 @@
 """The episode recorder: the runner's hook that turns episodes into videos.
 
-Each step keeps a small snapshot. When the episode is wanted whatever its result (``episodes``
-``all``, or ``first`` for the run's first episode), its frames are drawn and encoded live, step by
-step, while the agent runs (on a second core, the encoder thread overlaps the run); the end of the
-episode only adds the summary and writes the file. With ``failures``, the recorder waits for the
-result and only then draws and encodes the episode. It reads the agent only through the
-:class:`~embodmem.agents.base.Agent` interface: ``agent.trace`` (what it did and why, what it
+Each step keeps a small snapshot; at the end of the episode the recorder decides from the result
+whether the episode is wanted and only then draws and encodes it. It reads the agent only through
+the :class:`~embodmem.agents.base.Agent` interface: ``agent.trace`` (what it did and why, what it
 recalled) and ``agent.memory`` (the topological map, when the memory is an ``AgentMemory``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import re
@@ -27,8 +23,8 @@ from embodmem.agents.base import Agent, Retrieval
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.memory import AgentMemory, TopologicalMap
 from embodmem.runner import EpisodeResult
-from embodmem.video.encoding import CODECS, VideoEncoder, write_video
-from embodmem.video.panels import FrameRenderer, render_frames, summary_frames
+from embodmem.video.encoding import CODECS, write_video
+from embodmem.video.panels import render_frames
 from embodmem.video.snapshots import MapSnapshot, Scene, StepRecord, retrievals_from_log
 
 if TYPE_CHECKING:
@@ -58,42 +54,18 @@ def episode_video_name(record: Mapping[str, Any], fmt: str = "mp4") -> str:
 
 
 @dataclass
-class _LiveVideo:
-    """An episode's video drawn step by step while it runs (each frame as the step is recorded)
-    and encoded on the encoder's thread; the caption's place in the sequence is the env's task
-    index, checked against the record at the end."""
-
-    renderer: FrameRenderer
-    encoder: VideoEncoder
-    error: Exception | None = None
-    """What stopped it (drawing or encoding), reported when the episode ends."""
-
-    def add(self, rec: StepRecord) -> None:
-        if self.error is not None:
-            return
-        try:
-            self.encoder.add(self.renderer.frame(rec))
-        except (RuntimeError, ValueError, cv2.error) as err:
-            self.error = err
-            self.encoder.close()
-
-
-@dataclass
 class _Episode:
     scene: Scene
     steps: list[StepRecord] = field(default_factory=list)
     live: dict[int, tuple[str | None, list[Retrieval]]] = field(default_factory=dict)
-    video: _LiveVideo | None = None
 
 
 class EpisodeRecorder:
     """Records episodes of a run as videos; the runner calls :meth:`bind`, :meth:`step` and :meth:`finish`.
 
-    Each step keeps a small snapshot. Which episodes (``episodes``): ``all``, ``failures``,
-    ``first`` = the first episode of the run, ``none``. An episode wanted whatever its result is
-    drawn and encoded live; with ``failures``, :meth:`finish` decides from the result and only then
-    renders and encodes it, so unwanted episodes cost no encoding. Either way the video is complete
-    on disk when :meth:`finish` returns.
+    Each step keeps a small snapshot; :meth:`finish` decides from the result whether the episode is
+    wanted (``episodes``: ``all``, ``failures``, ``first`` = the first episode of the run, ``none``)
+    and only then renders and encodes it, so unwanted episodes cost no encoding.
 
     Args:
         video_cfg: the ``video`` config group (a :class:`embodmem.config.VideoConfig`, or the
@@ -132,7 +104,7 @@ class EpisodeRecorder:
     def bind(self, env: UnderwaterEnv, agent: Agent) -> None:
         """Follow this environment and agent (called before each task sequence)."""
         self._env, self._agent = env, agent
-        self._drop_episode()
+        self._episode = None
         self._last_graph = None
         self._last_retrievals = None
 
@@ -148,33 +120,15 @@ class EpisodeRecorder:
         info = ctx["info"]
         ep = self._episode
         if ep is None or (ep.steps and int(info.get("step", 0)) <= ep.steps[-1].step):
-            ep = self._start_episode(self._env)
+            ep = self._episode = _Episode(Scene.from_env(self._env))
         agent: Agent | None = ctx.get("agent", self._agent)
         trace = None if agent is None else agent.trace
         graph, current = self._graph_of(agent)
         rec = StepRecord.capture(self._env, ctx["obs"], info, ctx["action"], trace, graph, current)
         if trace is not None and trace.retrievals and trace.retrievals is not self._last_retrievals:
             self._last_retrievals = trace.retrievals
-            rec.query, rec.retrievals = trace.query, list(trace.retrievals)
-            ep.live[rec.step] = (rec.query, rec.retrievals)
+            ep.live[rec.step] = (trace.query, list(trace.retrievals))
         ep.steps.append(rec)
-        if ep.video is not None:
-            ep.video.add(rec)
-
-    def _start_episode(self, env: UnderwaterEnv) -> _Episode:
-        """A new episode; drawn live unless only its result can tell whether it is wanted."""
-        self._drop_episode()
-        ep = self._episode = _Episode(Scene.from_env(env))
-        if self.episodes != "failures":
-            guess = dataclasses.replace(ep.scene, position=env.task_index + 1, sequence_length=len(env.tasks))
-            ep.video = _LiveVideo(FrameRenderer(guess, self.size), VideoEncoder(self.format, self.fps))
-        return ep
-
-    def _drop_episode(self) -> None:
-        """Forget an episode that never finished (its run aborted), stopping its encoder."""
-        if self._episode is not None and self._episode.video is not None:
-            self._episode.video.encoder.close()
-        self._episode = None
 
     def _graph_of(self, agent: Agent | None) -> tuple[MapSnapshot | None, int | None]:
         """The agent's topological map (a snapshot) and the node it is at, if its memory has one."""
@@ -201,47 +155,26 @@ class EpisodeRecorder:
         ``result.record["video"]``. An encoding error is logged and stored as
         ``result.record["video_error"]`` instead of stopping the run.
         """
-        ep = self._episode
+        ep, self._episode = self._episode, None
         wanted = self._wanted_before_result()
         self.episodes_seen += 1
-        try:
-            if ep is None or not ep.steps or not wanted:
-                return None
-            return self._write(ep, result)
-        finally:
-            self._drop_episode()
-
-    def _write(self, ep: _Episode, result: EpisodeResult) -> Path | None:
+        if ep is None or not ep.steps or not wanted:
+            return None
         record = result.record
         if self.episodes == "failures" and bool(record.get("success")):
             return None
         # Retrievals: the agent's own (with thumbnails) where step() saw them, else the log's (poses
         # and scores only). step() sees them only if the runner calls on_step before it clears them.
-        logged = retrievals_from_log(result.log.get("retrievals", []))
-        scene = ep.scene.placed(record)
-        live = ep.video
-        if live is not None and (
-            not set(logged) <= set(ep.live)
-            or (live.renderer.scene.position, live.renderer.scene.sequence_length)
-            != (scene.position, scene.sequence_length)
-        ):  # the live frames miss a logged recall or show another place in the sequence: draw again
-            live.encoder.close()
-            live = None
+        found = retrievals_from_log(result.log.get("retrievals", []))
+        found.update(ep.live)
+        for rec in ep.steps:
+            if rec.step in found:
+                rec.query, rec.retrievals = found[rec.step]
         path = self.out_dir / episode_video_name(record, self.format)
         try:
-            if live is not None:
-                if live.error is not None:
-                    raise live.error
-                assert live.renderer.last is not None
-                for frame in summary_frames(live.renderer.last, record, self.fps):
-                    live.encoder.add(frame)
-                n = live.encoder.save(path)
-            else:
-                found = {**logged, **ep.live}
-                for rec in ep.steps:
-                    if rec.step in found:
-                        rec.query, rec.retrievals = found[rec.step]
-                n = write_video(path, render_frames(scene, ep.steps, self.size, record, self.fps), self.fps)
+            n = write_video(
+                path, render_frames(ep.scene.placed(record), ep.steps, self.size, record, self.fps), self.fps
+            )
         except (OSError, RuntimeError, ValueError, cv2.error) as err:
             log.warning("video for %s not written: %s", path.name, err)
             record["video_error"] = str(err)

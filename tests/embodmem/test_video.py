@@ -201,14 +201,16 @@ def test_episode_video_name_carries_episode_and_result() -> None:
 # --------------------------------------------------------------------------- recorder
 
 
-def record_episodes(tmp_path: Path, successes: list[int], **cfg) -> tuple[EpisodeRecorder, list]:
+def record_episodes(
+    tmp_path: Path, successes: list[int], seed: int = 0, out: str = "videos", **cfg
+) -> tuple[EpisodeRecorder, list]:
     env = UnderwaterEnv(task="barrel", **ENV_KW)
-    agent = RandomAgent(seed=0, stop_probability=0.0)
-    rec = EpisodeRecorder(video_cfg(**cfg), tmp_path / "videos")
+    agent = RandomAgent(seed=seed, stop_probability=0.0)
+    rec = EpisodeRecorder(video_cfg(**cfg), tmp_path / out)
     rec.bind(env, agent)
     results = []
     for i, s in enumerate(successes):
-        result = run_episode(env, agent, {"task": "barrel"}, i, on_step=rec.step)
+        result = run_episode(env, agent, {"task": "barrel"}, seed + i, on_step=rec.step)
         labelled(result, s)
         result.record["task_index"] = i + 1
         rec.finish(result)
@@ -306,60 +308,18 @@ def test_default_video_config_writes_h264_mp4(tmp_path: Path) -> None:
     assert (info.codec, info.pix_fmt, info.frames) == ("h264", "yuv420p", ENV_KW["max_steps"] + cfg.fps)
 
 
-def record_sequence(tmp_path: Path, recorders: dict[str, EpisodeRecorder], seed: int = 0, place_offset: int = 0):
-    """The two tasks of wreck_then_barrel in one world, as the runner runs them, every recorder
-    following; ``place_offset`` shifts the records' task index away from the env's."""
-    env = UnderwaterEnv(tasks=("wreck", "barrel"), **ENV_KW)
-    agent = RandomAgent(seed=seed, stop_probability=0.0)
-    for rec in recorders.values():
-        rec.bind(env, agent)
-    for i, task in enumerate(env.tasks):
-        result = run_episode(
-            env, agent, {"task": task}, seed + i, on_step=lambda ctx: [r.step(ctx) for r in recorders.values()]
-        )
-        labelled(result, success=0)
-        result.record["task_index"] = i + 1 + place_offset
-        for rec in recorders.values():
-            rec.finish(result)
-
-
-@pytest.mark.parametrize("place_offset", [0, 1], ids=["live", "redrawn"])
-def test_live_video_is_the_video_drawn_after_the_episode(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, place_offset: int
-) -> None:
-    """Drawn and encoded while the episode runs (``all``) or after it (``failures``): the same
-    bytes. When the record places the task elsewhere than the env did, the live frames' caption
-    is wrong, and the recorder draws the episode again."""
-    import embodmem.video.recorder as recorder_module
-
-    drawn_after = []
-    monkeypatch.setattr(
-        recorder_module, "render_frames", lambda *a, **k: drawn_after.append(a[0]) or render_frames(*a, **k)
-    )
-    live = EpisodeRecorder(video_cfg(size=64), tmp_path / "live")
-    after = EpisodeRecorder(video_cfg(size=64, episodes=VideoEpisodes.failures), tmp_path / "after")
-    record_sequence(tmp_path, {"live": live, "after": after}, place_offset=place_offset)
-    assert len(live.paths) == len(after.paths) == 2
-    for a, b in zip(live.paths, after.paths):
-        assert a.name == b.name and a.read_bytes() == b.read_bytes()
-    assert len(drawn_after) == 2 * (1 + place_offset), "the live recorder drew nothing after its episodes"
-    assert sorted(s.position for s in drawn_after) == sorted([1 + place_offset, 2 + place_offset] * (1 + place_offset))
-    assert sorted(p.name for p in (tmp_path / "live").iterdir()) == sorted(p.name for p in live.paths)
-
-
 def test_same_seed_same_video_bytes_other_seed_other_video(tmp_path: Path) -> None:
     videos = {}
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
-        rec = EpisodeRecorder(video_cfg(), tmp_path / name)
-        record_sequence(tmp_path, {name: rec}, seed=seed)
+        rec, _ = record_episodes(tmp_path, [0, 1], seed=seed, out=name)
         videos[name] = [p.read_bytes() for p in rec.paths]
-    assert videos["a"] == videos["b"]
+    assert len(videos["a"]) == 2 and videos["a"] == videos["b"]
     assert videos["a"][0] != videos["c"][0]
 
 
-def test_live_encoder_error_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An error on the encoder thread during the episode surfaces at its end, as ``video_error``
-    (nothing on disk); the next episode gets its video."""
+def test_encoder_thread_error_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error on the encoder thread surfaces when the episode ends, as ``video_error`` (nothing
+    on disk, no temporary file); the next episode gets its video."""
     import embodmem.video.encoding as encoding_module
 
     encode = encoding_module.VideoEncoder._encode
@@ -372,38 +332,11 @@ def test_live_encoder_error_is_reported_and_the_run_goes_on(tmp_path: Path, monk
         encode(self, rgb)
 
     monkeypatch.setattr(encoding_module.VideoEncoder, "_encode", failing)
-    env = UnderwaterEnv(tasks=("wreck", "barrel"), **ENV_KW)
-    agent = RandomAgent(seed=0, stop_probability=0.0)
-    rec = EpisodeRecorder(video_cfg(), tmp_path / "videos")
-    rec.bind(env, agent)
-    records = []
-    for i, task in enumerate(env.tasks):
-        result = run_episode(env, agent, {"task": task}, i, on_step=rec.step)
-        labelled(result, success=0)
-        result.record["task_index"] = i + 1
-        rec.finish(result)
-        records.append(result.record)
+    _, results = record_episodes(tmp_path, [0, 0])
+    records = [r.record for r in results]
     assert records[0]["video_error"] == "encoder crashed" and "video" not in records[0]
     assert "video_error" not in records[1] and (tmp_path / records[1]["video"]).is_file()
     assert list((tmp_path / "videos").iterdir()) == [tmp_path / records[1]["video"]], "no partial file"
-
-
-def test_an_episode_that_never_ends_leaves_nothing_and_stops_its_encoder(tmp_path: Path) -> None:
-    """A run aborted mid-episode never calls finish: the next bind drops the episode, its encoder
-    thread ends, and no file was written."""
-    import threading
-
-    env = UnderwaterEnv(tasks=("wreck", "barrel"), **ENV_KW)
-    rec = EpisodeRecorder(video_cfg(), tmp_path / "videos")
-    rec.bind(env, RandomAgent(seed=0))
-    obs, info = env.reset(seed=0, options={"task": "wreck"})
-    for a in (2, 2, 1):
-        obs, _, _, _, info = env.step(a)
-        rec.step({"obs": obs, "info": info, "action": a})
-    assert any(t.name.startswith("video-encode") for t in threading.enumerate())
-    rec.bind(env, RandomAgent(seed=0))
-    assert not any(t.name.startswith("video-encode") for t in threading.enumerate())
-    assert not (tmp_path / "videos").exists() and rec.paths == []
 
 
 def test_video_encoder_checks_its_input(tmp_path: Path) -> None:
