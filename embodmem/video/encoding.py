@@ -10,7 +10,7 @@ Two formats, chosen by the file's extension:
 Both are set for speed, so that recording a run costs little next to running it: libx264's
 ``ultrafast`` preset takes about 1 ms of CPU per default frame (768 x 364), VP9 realtime about
 twice that; OpenCV's VP9 writer, used before, managed about 16 frames/s. :class:`VideoEncoder`
-converts and encodes on a worker thread while the caller draws the next frames.
+encodes on a worker thread while the caller draws the next frames.
 
 The file is written atomically (:func:`embodmem.atomic.atomic_write_bytes`): it appears complete
 or not at all.
@@ -85,8 +85,8 @@ def video_format(path: str | os.PathLike[str]) -> str:
 class VideoEncoder:
     """Encodes frames as they come, on a worker thread, into memory; :meth:`save` writes the file.
 
-    The caller goes on drawing the next frame while the worker converts and encodes this one:
-    OpenCV and FFmpeg let go of the GIL, so the two overlap when a second core is free. Frames are encoded in order and at most ``PIPELINE_DEPTH``
+    The caller goes on drawing the next frame while the worker encodes this one: FFmpeg lets go
+    of the GIL, so the two overlap when a second core is free. Frames are encoded in order and at most ``PIPELINE_DEPTH``
     wait, so memory stays bounded and an encoder error surfaces at the next :meth:`add` or at
     :meth:`save`. The encoded bytes stay in memory (about 4 kB a frame at the default size) until
     :meth:`save` writes them atomically, so an encoder that is never saved leaves nothing on disk;
@@ -128,8 +128,8 @@ class VideoEncoder:
     def add(self, frame: np.ndarray) -> None:
         """Hand over the next RGB frame: (H, W, 3) uint8 with even H and W, the size of the first.
 
-        The encoder reads ``frame`` later, on its thread: the caller must not change it afterwards
-        (a new array per frame, or the same unchanged one again).
+        The frame is converted to yuv420p here (OpenCV), so the caller may reuse its array; the
+        worker thread encodes the converted planes.
 
         Raises:
             RuntimeError: when the encoder failed on an earlier frame (message from FFmpeg).
@@ -142,7 +142,7 @@ class VideoEncoder:
         elif frame.shape != self._shape:
             raise ValueError(f"frame {self.frames} has shape {frame.shape}, the first had {self._shape}")
         assert self._worker is not None
-        self._pending.append(self._worker.submit(self._encode, frame))
+        self._pending.append(self._worker.submit(self._encode, _yuv420p(frame)))
         self.frames += 1
         while len(self._pending) > PIPELINE_DEPTH:
             self._wait(self._pending.popleft())
@@ -199,10 +199,10 @@ class VideoEncoder:
         self._container, self._stream, self._shape = container, stream, shape
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="video-encode")
 
-    def _encode(self, rgb: np.ndarray) -> None:
-        """On the worker: convert one frame (OpenCV) and encode it; PyAV wraps the planes without a copy."""
+    def _encode(self, planes: np.ndarray) -> None:
+        """On the worker: encode one frame's yuv420p planes (PyAV wraps them without a copy)."""
         assert self._container is not None and self._stream is not None
-        frame = av.VideoFrame.from_numpy_buffer(_yuv420p(rgb), format=PIXEL_FORMAT)
+        frame = av.VideoFrame.from_numpy_buffer(planes, format=PIXEL_FORMAT)
         self._container.mux(self._stream.encode(frame))
 
     def _wait(self, future: Future[None]) -> None:

@@ -76,6 +76,9 @@ LEGEND: tuple[tuple[str, str, tuple[int, int, int]], ...] = (
     ("fish", "dot", _FISH),
 )
 """The map's legend: label, glyph, colour (the glyphs are those the map draws)."""
+_DIM_30 = (np.arange(256) * 3 // 10).astype(np.uint8)
+"""Each channel value dimmed to 30 % (rounded down), as a lookup table: ten times faster than the
+float product it replaces, and the same pixels."""
 DETAIL_MIN_SIZE = 128
 """Smallest panel size with the map's legend and the memory tiles' task and step: below it these
 labels would wrap over several rows or cover the thumbnails, in text too small to read (such sizes
@@ -386,7 +389,7 @@ def compose_frame(
 
 def summary_frame(last: np.ndarray, summary: Mapping[str, Any]) -> np.ndarray:
     """The last frame dimmed, with the episode's result over it (held ~1 s at the end of a video)."""
-    img = (last.astype(np.float32) * 0.3).astype(np.uint8)
+    img = cv2.LUT(np.ascontiguousarray(last), _DIM_30)
     h, w = img.shape[:2]
     scale = max(0.45, h / 420)
     ok = bool(summary.get("success"))
