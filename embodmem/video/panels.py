@@ -111,6 +111,29 @@ def _text(
     cv2.putText(img, text, org, _FONT, scale, color, thickness, cv2.LINE_AA)
 
 
+@functools.lru_cache(maxsize=64)
+def _boxed_label(text: str, scale: float, color: tuple[int, int, int]) -> tuple[np.ndarray, int, int]:
+    """``_text(..., box=True)`` drawn once into its own patch: the box is opaque and holds every
+    pixel of the text, so pasting the patch gives the very pixels drawing it would. Returns the
+    patch (read-only) and the offset of its top-left corner from the text's origin."""
+    (w, h), base = cv2.getTextSize(text, _FONT, scale, 1)
+    patch = np.zeros((h + base + 3, w + 5, 3), dtype=np.uint8)
+    _text(patch, text, (2, h + 2), scale, color, box=True)
+    patch.flags.writeable = False
+    return patch, -2, -h - 2
+
+
+def _paste(img: np.ndarray, label: tuple[np.ndarray, int, int], org: tuple[int, int]) -> None:
+    """Paste a :func:`_boxed_label` at text origin ``org``, clipped to ``img``."""
+    patch, dx, dy = label
+    x0, y0 = org[0] + dx, org[1] + dy
+    h, w = patch.shape[:2]
+    top, left = max(0, -y0), max(0, -x0)
+    bottom, right = min(h, img.shape[0] - y0), min(w, img.shape[1] - x0)
+    if top < bottom and left < right:
+        img[y0 + top : y0 + bottom, x0 + left : x0 + right] = patch[top:bottom, left:right]
+
+
 def camera_panel(image: np.ndarray, size: int) -> np.ndarray:
     """The first-person camera enlarged with nearest neighbour (pixels stay visible, as the agent saw them)."""
     return cv2.resize(np.ascontiguousarray(image), (size, size), interpolation=cv2.INTER_NEAREST)
@@ -156,7 +179,7 @@ class MapPainter:
                 dx, dy = DIR_TO_VEC[int(r.pose[2]) % 4]
                 cv2.circle(img, c, max(2, px // 2), _RETRIEVED, max(1, px // 6), cv2.LINE_AA)
                 cv2.line(img, c, (c[0] + dx * px, c[1] + dy * px), _RETRIEVED, max(1, px // 6), cv2.LINE_AA)
-                _text(img, str(i + 1), (c[0] + px // 2, c[1] - px // 2), max(0.3, px / 20), _RETRIEVED, box=True)
+                _paste(img, _boxed_label(str(i + 1), max(0.3, px / 20), _RETRIEVED), (c[0] + px // 2, c[1] - px // 2))
         if rec.goal_cell is not None:
             c = self.cell_center(*rec.goal_cell)
             cv2.drawMarker(img, c, _GOAL, cv2.MARKER_TILTED_CROSS, max(4, px), max(1, px // 5))
@@ -288,8 +311,8 @@ def caption(scene: Scene) -> str:
     return f"{where}, {scene.mission}  (reference task {scene.task_number}, world {scene.world_seed})"
 
 
-def text_strip(lines: Sequence[str], width: int, size: int) -> np.ndarray:
-    """A dark strip under the panels with one line of text per entry."""
+def text_strip(lines: Sequence[str | None], width: int, size: int) -> np.ndarray:
+    """A dark strip under the panels with one line of text per entry (None: an empty line)."""
     img = _blank(_strip_height(len(lines), size), width)
     _write_lines(img, lines, size)
     return img
@@ -300,10 +323,11 @@ def _strip_height(n_lines: int, size: int) -> int:
     return h + h % 2  # codecs want even frame sizes
 
 
-def _write_lines(img: np.ndarray, lines: Sequence[str], size: int) -> None:
+def _write_lines(img: np.ndarray, lines: Sequence[str | None], size: int) -> None:
     scale, line_h = _font_scale(size), _line_height(size)
     for i, t in enumerate(lines):
-        _text(img, t, (8, line_h * (i + 1) - 2), scale)
+        if t is not None:  # None: a line already on the background
+            _text(img, t, (8, line_h * (i + 1) - 2), scale)
 
 
 def legend_strip(width: int, size: int) -> np.ndarray:
@@ -351,9 +375,10 @@ def compose_frame(
     camera: np.ndarray,
     top_down: np.ndarray,
     memory: np.ndarray,
-    lines: Sequence[str],
+    lines: Sequence[str | None],
     size: int,
     legend: np.ndarray | None = None,
+    strip: np.ndarray | None = None,
 ) -> np.ndarray:
     """One RGB frame: camera (enlarged), top-down map and memory panel side by side, text below.
 
@@ -361,9 +386,11 @@ def compose_frame(
         camera: first-person RGB image, any size (enlarged with nearest neighbour to ``size``).
         top_down: top-down RGB map (resized to ``size`` if needed).
         memory: memory panel (resized to ``size`` if needed).
-        lines: the text strip, one entry per line.
+        lines: the text strip, one entry per line (None: a line already written on ``strip``).
         size: panel height and width in pixels (even).
         legend: a strip drawn under the text (:func:`legend_strip`), if any.
+        strip: the text strip's background (:func:`text_strip`, e.g. with the lines that stay the
+            same all episode); default plain.
     """
     width = 3 * size
     strip_h = _strip_height(len(lines), size)
@@ -379,9 +406,9 @@ def compose_frame(
             p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)
         )
         frame[:size, i * size] = 60  # thin separators
-    strip = frame[size : size + strip_h]  # full rows: a contiguous view OpenCV can draw into
-    strip[:] = _background(strip_h, width)
-    _write_lines(strip, lines, size)
+    text = frame[size : size + strip_h]  # full rows: a contiguous view OpenCV can draw into
+    text[:] = _background(strip_h, width) if strip is None else strip
+    _write_lines(text, lines, size)
     if legend is not None:
         frame[size + strip_h :] = legend
     return frame
@@ -435,6 +462,8 @@ class FrameRenderer:
         self.painter = MapPainter(scene, size)
         self.legend = legend_strip(3 * size, size) if size >= DETAIL_MIN_SIZE else None
         self.title = caption(scene)
+        self._strip = text_strip([self.title, None, None], 3 * size, size)
+        self._strip.flags.writeable = False
         self.last: np.ndarray | None = None
         """The frame drawn last (None before the first step)."""
         self._traj = [(scene.start_pose[0], scene.start_pose[1])]
@@ -469,12 +498,12 @@ class FrameRenderer:
         p = f"  p(target) {rec.p_target:.2f}" if rec.p_target is not None else ""
         nodes = f"  map nodes {len(rec.graph.positions)}" if rec.graph is not None else ""
         lines = [
-            self.title,
+            None,  # the caption, on self._strip
             f"step {rec.step}/{scene.max_steps}   action {action}   distance {rec.distance_m:.0f} m{mode}{p}",
             f"path {rec.path_length_m:.0f} m   collisions {rec.collisions}   target in view "
             f"{'YES' if rec.target_in_view else 'no'} ({self._seen_target} steps){nodes}",
         ]
-        self.last = compose_frame(rec.image, top, self._panel, lines, size, self.legend)
+        self.last = compose_frame(rec.image, top, self._panel, lines, size, self.legend, self._strip)
         return self.last
 
 
