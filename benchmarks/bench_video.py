@@ -46,8 +46,8 @@ import embodmem.app as app
 from embodmem.atomic import atomic_write_text
 from embodmem.config import VideoFormat
 from embodmem.replay import load_log, simulate
-from embodmem.video import CODECS, render_frames
-from embodmem.video.encoding import Codec, VideoEncoder
+from embodmem.video import CODECS, render_frames, write_video
+from embodmem.video.encoding import Codec
 
 H264_SETTINGS: dict[str, dict[str, str]] = {
     "ultrafast, crf 23 (the default before)": {"preset": "ultrafast", "crf": "23"},
@@ -96,10 +96,7 @@ def codec_table(frames: list[np.ndarray], fps: int, repeats: int) -> dict[str, d
         for r in range(repeats):
             for name in H264_SETTINGS if r % 2 == 0 else reversed(H264_SETTINGS):
                 start = time.process_time()
-                with VideoEncoder("mp4", fps, Codec("mp4", "libx264", H264_SETTINGS[name])) as encoder:
-                    for frame in frames:
-                        encoder.add(frame)
-                    encoder.save(path)
+                write_video(path, frames, fps, Codec("mp4", "libx264", H264_SETTINGS[name]))
                 cpu[name].append((time.process_time() - start) / len(frames))
                 if name not in table:
                     with av.open(str(path)) as container:

@@ -180,6 +180,22 @@ def test_write_video_is_atomic_and_checks_its_input(tmp_path: Path) -> None:
     assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
 
 
+def test_write_video_takes_other_encoder_settings(tmp_path: Path) -> None:
+    """What ``benchmarks/bench_video.py --codecs`` compares: the same frames with other x264 settings."""
+    from embodmem.video.encoding import CODECS, Codec
+
+    scene, steps = short_episode()
+    frames = list(render_frames(scene, steps, SIZE, None))
+    default, crf = tmp_path / "default.mp4", tmp_path / "crf.mp4"
+    assert write_video(default, frames, fps=4) == len(frames)
+    assert write_video(crf, frames, fps=4, codec=Codec("mp4", "libx264", {"preset": "ultrafast", "crf": "23"})) == len(
+        frames
+    )
+    assert CODECS["mp4"].options["qp"] == "18"
+    assert probe(crf).codec == probe(default).codec == "h264" and probe(crf).frames == len(frames)
+    assert crf.read_bytes() != default.read_bytes()
+
+
 def test_episode_video_name_carries_episode_and_result() -> None:
     record = {
         "sequence": "wreck_then_barrel",
@@ -322,45 +338,21 @@ def test_encoder_thread_error_is_reported_and_the_run_goes_on(tmp_path: Path, mo
     on disk, no temporary file); the next episode gets its video."""
     import embodmem.video.encoding as encoding_module
 
-    encode = encoding_module.VideoEncoder._encode
+    encode = encoding_module._encode_planes
     calls = []
 
-    def failing(self, rgb):
+    def failing(*args):
         calls.append(1)
         if len(calls) == 3:
             raise RuntimeError("encoder crashed")
-        encode(self, rgb)
+        encode(*args)
 
-    monkeypatch.setattr(encoding_module.VideoEncoder, "_encode", failing)
+    monkeypatch.setattr(encoding_module, "_encode_planes", failing)
     _, results = record_episodes(tmp_path, [0, 0])
     records = [r.record for r in results]
     assert records[0]["video_error"] == "encoder crashed" and "video" not in records[0]
     assert "video_error" not in records[1] and (tmp_path / records[1]["video"]).is_file()
     assert list((tmp_path / "videos").iterdir()) == [tmp_path / records[1]["video"]], "no partial file"
-
-
-def test_video_encoder_checks_its_input(tmp_path: Path) -> None:
-    from embodmem.video.encoding import VideoEncoder
-
-    with pytest.raises(ValueError, match="allowed: mp4, webm"):
-        VideoEncoder("avi", 10)
-    with pytest.raises(ValueError, match="fps=0"):
-        VideoEncoder("mp4", 0)
-    frame = np.zeros((32, 32, 3), np.uint8)
-    encoder = VideoEncoder("mp4", 10)
-    encoder.add(frame)
-    with pytest.raises(ValueError, match="writes .mp4"):
-        encoder.save(tmp_path / "v.webm")
-    with pytest.raises(ValueError, match="closed"):
-        encoder.add(frame)
-    with pytest.raises(ValueError, match="no frames"):
-        VideoEncoder("mp4", 10).save(tmp_path / "v.mp4")
-    assert list(tmp_path.iterdir()) == []
-    with VideoEncoder("webm", 5) as encoder:
-        for _ in range(3):
-            encoder.add(frame)
-        assert encoder.save(tmp_path / "v.webm") == 3
-    assert probe(tmp_path / "v.webm").frames == 3
 
 
 # --------------------------------------------------------------------------- captions, tiles, legend
