@@ -8,7 +8,7 @@ Two formats, chosen by the file's extension:
   ``row-mt``): smaller files at the same speed class, for pages that prefer WebM.
 
 Both are set for speed, so that recording a run costs little next to running it: libx264's
-``ultrafast`` preset at a constant quantiser takes about 0.9 ms of CPU per default frame
+``ultrafast`` preset at a constant quantiser takes 0.7-0.9 ms of CPU per default frame
 (768 x 364) with the colour conversion (``benchmarks/bench_video.py --codecs``), VP9 realtime
 about twice that; OpenCV's VP9 writer, used before, managed about 16 frames/s. Encoding runs on a
 worker thread while the next frames are drawn (see :func:`_encode`).
@@ -62,8 +62,8 @@ CODECS: dict[str, Codec] = {
     ),
 }
 """Extension -> encoder settings. H.264 runs at a constant quantiser: with ``crf``, x264 also rates
-each frame's complexity on a half-size copy, about a fifth of the encoding's CPU at ``ultrafast``,
-and on these frames ``qp=18`` keeps the error of ``crf=23`` in smaller files (``benchmarks/
+each frame's complexity on a half-size copy, a fifth to a third of the encoding's CPU at
+``ultrafast``, and on these frames ``qp=18`` keeps about the error of ``crf=23`` in smaller files (``benchmarks/
 bench_video.py --codecs``). VP9 keeps ``crf`` (``b=0``: pure constant quality)."""
 PIPELINE_DEPTH = 8
 """Frames converted and waiting for the encoder thread at most."""

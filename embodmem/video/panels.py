@@ -11,7 +11,8 @@
     +-------------------------------------------------------------+
 
 What does not change during an episode (the seabed with the target outlines and the start, the
-legend) is drawn once; a frame adds the moving parts to a copy.
+legend, the caption's first line) is drawn once, the topological map once per change, the recall
+labels once per label; a frame adds the moving parts to a copy.
 
 Example:
     >>> from embodmem.envs.underwater import UnderwaterEnv
@@ -442,11 +443,10 @@ def summary_frame(last: np.ndarray, summary: Mapping[str, Any]) -> np.ndarray:
 
 
 class FrameRenderer:
-    """Draws an episode's frames one step at a time, in order (:func:`render_frames` drives it).
-
-    A frame depends only on its step and the steps before it (the trajectory so far, the recall on
-    screen), so a caller could also draw the frames while the episode is still running; the
-    recorder does not (see :mod:`embodmem.video.recorder`).
+    """Draws an episode's frames one step at a time, in order (:func:`render_frames` drives it):
+    a frame depends only on its step and the steps before it (the trajectory so far, the recall on
+    screen). What stays the same all episode (map layers, legend, the caption's first line) is
+    drawn once.
 
     Args:
         scene: the static scene, placed in its sequence (:meth:`Scene.placed`).
