@@ -135,9 +135,14 @@ def _paste(img: np.ndarray, label: tuple[np.ndarray, int, int], org: tuple[int, 
         img[y0 + top : y0 + bottom, x0 + left : x0 + right] = patch[top:bottom, left:right]
 
 
-def camera_panel(image: np.ndarray, size: int) -> np.ndarray:
-    """The first-person camera enlarged with nearest neighbour (pixels stay visible, as the agent saw them)."""
-    return cv2.resize(np.ascontiguousarray(image), (size, size), interpolation=cv2.INTER_NEAREST)
+def camera_panel(image: np.ndarray, size: int, out: np.ndarray | None = None) -> np.ndarray:
+    """The first-person camera enlarged with nearest neighbour (pixels stay visible, as the agent
+    saw them); drawn straight into ``out`` (a (size, size, 3) uint8 view) when given."""
+    panel = cv2.resize(np.ascontiguousarray(image), (size, size), dst=out, interpolation=cv2.INTER_NEAREST)
+    if out is not None and not np.shares_memory(panel, out):  # OpenCV could not use out (another dtype)
+        out[:] = panel
+        return out
+    return panel
 
 
 class MapPainter:
@@ -398,10 +403,7 @@ def compose_frame(
     legend_h = 0 if legend is None else legend.shape[0]
     # Everything is drawn into one preallocated frame: concatenating the parts cost as much as drawing them.
     frame = np.empty((size + strip_h + legend_h, width, 3), dtype=np.uint8)
-    view = frame[:size, :size]
-    cam = cv2.resize(np.ascontiguousarray(camera), (size, size), dst=view, interpolation=cv2.INTER_NEAREST)
-    if not np.shares_memory(cam, frame):  # OpenCV drew elsewhere (another dtype): copy it in
-        view[:] = cam
+    camera_panel(camera, size, frame[:size, :size])
     for i, p in enumerate((top_down, memory), start=1):
         frame[:size, i * size : (i + 1) * size] = (
             p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)
