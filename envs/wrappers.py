@@ -91,7 +91,7 @@ class ObservationSpace(spaces.Dict):
         _refuse(sys._getframe(1).f_code)
         return super().__getitem__(key)
 
-    @property  # type: ignore[override]
+    @property
     def spaces(self) -> dict[str, gym.Space[Any]]:
         """The sub-spaces (``Dict.spaces``), refused to an unsupported wrapper's constructor."""
         _refuse(sys._getframe(1).f_code)
