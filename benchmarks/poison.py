@@ -1,11 +1,13 @@
-"""False memories: what K implanted frames of the target (seen in other worlds, stored at far places)
-cost the memory agent, against having no memory at all.
+"""False memories: what K implanted frames of the target (seen in other worlds, stored at places far
+from every drum) cost the memory agent, against having no memory at all.
 
-For each K, runs wreck_then_barrel with the memory agent warm (K false memories implanted before
-task 2) and cold (no memory), through benchmarks/suite.py's multirun, and prints task 2's success and
-SPL with paired bootstrap 95% CIs over worlds, split by whether the drums were really seen in task 1.
+For each placement (``experiment.poison_place``: ``far``, random free cells; ``trail``, cells the robot
+really passed in task 1) and each K, runs wreck_then_barrel with the memory agent warm (K false
+memories implanted before task 2) and cold (no memory), through benchmarks/suite.py's multirun, and
+prints task 2's success and SPL with bootstrap 95% CIs over worlds, split by whether the drums were
+really seen in task 1, and pooled.
 
-    python benchmarks/poison.py --split test --worlds 50 --k 0,1,5,20,100
+    python benchmarks/poison.py --split test --worlds 100 --k 0,1,5,20,100 --places far,trail
 """
 
 from __future__ import annotations
@@ -28,51 +30,61 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=50)
     parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument("--k", default="0,1,5,20,100")
+    parser.add_argument("--places", default="far", help="comma-separated experiment.poison_place values: far,trail")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or ROOT / "multirun" / f"poison-{args.split}"
     rows = [
-        "| K | target seen in task 1 | n | warm success [95% CI] | warm SPL [95% CI] | cold SPL | warm - cold SPL [95% CI] |",
-        "|---:|---|---:|---|---|---:|---|",
+        "| placed | K | drums seen in task 1 | n | warm success [95% CI] | cold success | warm SPL [95% CI] | "
+        "cold SPL | warm - cold SPL [95% CI] |",
+        "|---|---:|---|---:|---|---:|---|---:|---|",
     ]
-    for k in [int(v) for v in args.k.split(",")]:
-        directory = out / f"k{k}"
-        if not any(directory.rglob("metrics.jsonl")):
-            cmd = [
-                sys.executable,
-                str(ROOT / "benchmarks" / "suite.py"),
-                "--split",
-                args.split,
-                "--worlds",
-                str(args.worlds),
-                *(["--first", str(args.first)] if args.first is not None else []),
-                "--agents",
-                "quick",
-                "--sequences",
-                "wreck_then_barrel",
-                "--out",
-                str(directory),
-                f"experiment.poison_k={k}",
-            ]
-            subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
-        recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == "memory"]
-        warm = {r["world_seed"]: r for r in recs if r["condition"] == "warm"}
-        cold = {r["world_seed"]: r for r in recs if r["condition"] == "cold"}
-        for seen in (True, False):
-            worlds = sorted(w for w in warm if w in cold and bool(warm[w]["target_seen_before"]) == seen)
-            if len(worlds) < 2:
-                continue
-            ws = np.array([warm[w]["success"] for w in worlds], float)
-            wspl = np.array([warm[w]["spl"] for w in worlds])
-            cspl = np.array([cold[w]["spl"] for w in worlds])
-            slo, shi = mean_ci(ws)
-            plo, phi = mean_ci(wspl)
-            dlo, dhi = paired_ci(wspl, cspl, difference_of_means)
-            rows.append(
-                f"| {k} | {'seen' if seen else 'not seen'} | {len(worlds)} | {ws.mean():.2f} [{slo:.2f}, {shi:.2f}] | "
-                f"{wspl.mean():.2f} [{plo:.2f}, {phi:.2f}] | {cspl.mean():.2f} | "
-                f"{float(difference_of_means(wspl, cspl)):+.2f} [{dlo:+.2f}, {dhi:+.2f}] |"
-            )
+    for place in args.places.split(","):
+        for k in [int(v) for v in args.k.split(",")]:
+            directory = out / (f"k{k}" if place == "far" else f"{place}-k{k}")
+            if not any(directory.rglob("metrics.jsonl")):
+                cmd = [
+                    sys.executable,
+                    str(ROOT / "benchmarks" / "suite.py"),
+                    "--split",
+                    args.split,
+                    "--worlds",
+                    str(args.worlds),
+                    *(["--first", str(args.first)] if args.first is not None else []),
+                    "--agents",
+                    "quick",
+                    "--sequences",
+                    "wreck_then_barrel",
+                    "--out",
+                    str(directory),
+                    f"experiment.poison_k={k}",
+                    f"experiment.poison_place={place}",
+                    "experiment.baselines=[]",
+                ]
+                subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
+            recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == "memory"]
+            warm = {r["world_seed"]: r for r in recs if r["condition"] == "warm"}
+            cold = {r["world_seed"]: r for r in recs if r["condition"] == "cold"}
+            for group in ("seen", "not seen", "all"):
+                worlds = sorted(
+                    w
+                    for w in warm
+                    if w in cold and (group == "all" or bool(warm[w]["target_seen_before"]) == (group == "seen"))
+                )
+                if len(worlds) < 2:
+                    continue
+                ws = np.array([warm[w]["success"] for w in worlds], float)
+                cs = np.array([cold[w]["success"] for w in worlds], float)
+                wspl = np.array([warm[w]["spl"] for w in worlds])
+                cspl = np.array([cold[w]["spl"] for w in worlds])
+                slo, shi = mean_ci(ws)
+                plo, phi = mean_ci(wspl)
+                dlo, dhi = paired_ci(wspl, cspl, difference_of_means)
+                rows.append(
+                    f"| {place} | {k} | {group} | {len(worlds)} | {ws.mean():.2f} [{slo:.2f}, {shi:.2f}] | {cs.mean():.2f} | "
+                    f"{wspl.mean():.2f} [{plo:.2f}, {phi:.2f}] | {cspl.mean():.2f} | "
+                    f"{float(difference_of_means(wspl, cspl)):+.2f} [{dlo:+.2f}, {dhi:+.2f}] |"
+                )
     print("\n".join(rows))
 
 

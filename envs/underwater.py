@@ -29,6 +29,7 @@ from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.tasks import MISSIONS, Task, get_task
 from embodmem.envs.world import World, bfs_distance, generate_world
+from embodmem.envs.wrappers import ObservationSpace
 
 VISIBLE_FRACTION = 0.01
 """A target counts as "in view" when its fog-weighted pixels cover this fraction of the image."""
@@ -114,7 +115,9 @@ class UnderwaterEnv(MiniGridEnv):
         every other seabed kind a `wall`; `COLOR_IDX` is the project's own, 6 + kind id - 1 (see
         `embodmem.envs.objects.KINDS`), beyond MiniGrid's colours 0-5; `STATE` is 0.
     - `OneHotPartialObsWrapper`, `DictObservationSpaceWrapper`, `FlatObsWrapper` and
-        `DirectionObsWrapper` do not fit this env (see `embodmem.envs.wrappers.UNSUPPORTED`).
+        `DirectionObsWrapper` do not fit this env: wrapping it in one raises
+        `embodmem.envs.wrappers.UnsupportedWrapperError` with the reason and the alternative
+        (`embodmem.envs.wrappers.UNSUPPORTED`).
 
     ## Rewards
 
@@ -227,7 +230,7 @@ class UnderwaterEnv(MiniGridEnv):
             obs_spaces[view] = img_space
         if c.topdown:
             obs_spaces["topdown"] = spaces.Box(0, 255, (56, 56, 3), np.uint8)
-        self.observation_space = spaces.Dict(obs_spaces)
+        self.observation_space = ObservationSpace(obs_spaces)
 
         self.task_index = 0
         self.task: Task = get_task(self.tasks[0])

@@ -15,14 +15,26 @@ find; :class:`DropMission` removes it::
 MiniGrid wrappers that work on the env as it is: ``ImgObsWrapper``, ``RGBImgObsWrapper``,
 ``RGBImgPartialObsWrapper``, ``FullyObsWrapper``, ``ViewSizeWrapper``, ``SymbolicObsWrapper``,
 ``PositionBonus``, ``ActionBonus``, ``ReseedWrapper``, ``NoDeath`` and ``StochasticActionWrapper``.
-The others are listed in :data:`UNSUPPORTED` with the reason and what to use instead.
+The others are listed in :data:`UNSUPPORTED` with the reason and what to use instead; wrapping the
+env in one of them raises :class:`UnsupportedWrapperError` at once (see :class:`ObservationSpace`),
+instead of MiniGrid's own error at the first observation::
+
+    >>> import minigrid.wrappers
+    >>> from embodmem.envs.underwater import UnderwaterEnv
+    >>> minigrid.wrappers.FlatObsWrapper(UnderwaterEnv(task="wreck", image_size=16))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    embodmem.envs.wrappers.UnsupportedWrapperError: FlatObsWrapper does not fit the underwater env: it encodes ...
 """
 
 from __future__ import annotations
 
+import sys
+from types import CodeType
 from typing import Any
 
 import gymnasium as gym
+import minigrid.wrappers
 import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import FilterObservation
@@ -50,7 +62,50 @@ UNSUPPORTED: dict[str, str] = {
         "privileged (info['geodesic_m'] and info['distance_m'] are there for oracles and metrics)"
     ),
 }
-"""MiniGrid wrappers that do not fit the underwater envs: name -> why, and what to use instead."""
+"""MiniGrid wrappers that do not fit the underwater envs: name -> why (a verb phrase: "it ..."), and
+what to use instead."""
+
+_REFUSED: dict[CodeType, str] = {getattr(minigrid.wrappers, name).__init__.__code__: name for name in UNSUPPORTED}
+"""The constructors of the unsupported wrappers (MiniGrid's own functions, read, not changed) -> name."""
+
+
+class UnsupportedWrapperError(TypeError):
+    """A MiniGrid wrapper that cannot fit the underwater env was put around it."""
+
+
+class ObservationSpace(spaces.Dict):
+    """The underwater env's observation space: a ``gymnasium.spaces.Dict`` in every respect, which
+    also refuses the :data:`UNSUPPORTED` MiniGrid wrappers while they are built.
+
+    Those wrappers read the env's space in their constructor (``space["image"]``, or
+    ``space.spaces``), then fail only at the first observation, with an error about a character or
+    an index. This space looks at who reads it: when the reader is the constructor of one of them
+    (the very function MiniGrid defines, subclasses included), it raises
+    :class:`UnsupportedWrapperError` naming the wrapper, why it does not fit, and what to use
+    instead. Nothing of MiniGrid is changed. Wrappers that build a new space first (e.g.
+    ``ImgObsWrapper``) hand the next wrapper a plain ``Dict``, so an unsupported wrapper put around
+    them fails as MiniGrid makes it fail.
+    """
+
+    def __getitem__(self, key: str) -> gym.Space[Any]:
+        _refuse(sys._getframe(1).f_code)
+        return super().__getitem__(key)
+
+    @property
+    def spaces(self) -> dict[str, gym.Space[Any]]:
+        """The sub-spaces (``Dict.spaces``), refused to an unsupported wrapper's constructor."""
+        _refuse(sys._getframe(1).f_code)
+        return self.__dict__["spaces"]
+
+    @spaces.setter
+    def spaces(self, value: dict[str, gym.Space[Any]]) -> None:
+        self.__dict__["spaces"] = value
+
+
+def _refuse(reader: CodeType) -> None:
+    name = _REFUSED.get(reader)
+    if name is not None:
+        raise UnsupportedWrapperError(f"{name} does not fit the underwater env: it {UNSUPPORTED[name]}")
 
 
 def _mission_space_check(env: gym.Env, wrapper: str) -> dict[str, spaces.Space]:

@@ -8,8 +8,9 @@ Two formats, chosen by the file's extension:
   ``row-mt``): smaller files at the same speed class, for pages that prefer WebM.
 
 Both are set for speed, so that recording a run costs little next to running it: libx264's
-``ultrafast`` preset takes about 2.5 ms of CPU per default frame (768 x 364), VP9 realtime about
-twice that; OpenCV's VP9 writer, used before, managed about 16 frames/s. Encoding runs on a
+``ultrafast`` preset at a constant quantiser takes 0.7-0.9 ms of CPU per default frame
+(768 x 364) with the colour conversion (``benchmarks/bench_video.py --codecs``), VP9 realtime
+about twice that; OpenCV's VP9 writer, used before, managed about 16 frames/s. Encoding runs on a
 worker thread while the next frames are drawn (see :func:`_encode`).
 
 The file is written through :func:`embodmem.atomic.atomic_write_with`: it appears complete or not
@@ -55,13 +56,15 @@ class Codec:
 
 
 CODECS: dict[str, Codec] = {
-    "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "crf": "23"}),
+    "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "qp": "18"}),
     "webm": Codec(
         "webm", "libvpx-vp9", {"deadline": "realtime", "cpu-used": "8", "row-mt": "1", "crf": "32", "b": "0"}
     ),
 }
-"""Extension -> encoder settings. ``crf`` keeps the quality constant (text stays sharp); VP9 needs
-``b=0`` for pure constant quality."""
+"""Extension -> encoder settings. H.264 runs at a constant quantiser: with ``crf``, x264 also rates
+each frame's complexity on a half-size copy, a fifth to a third of the encoding's CPU at
+``ultrafast``, and on these frames ``qp=18`` keeps about the error of ``crf=23`` in smaller files (``benchmarks/
+bench_video.py --codecs``). VP9 keeps ``crf`` (``b=0``: pure constant quality)."""
 PIPELINE_DEPTH = 8
 """Frames converted and waiting for the encoder thread at most."""
 PIXEL_FORMAT = "yuv420p"
@@ -80,28 +83,31 @@ def video_format(path: str | os.PathLike[str]) -> str:
     return ext
 
 
-def write_video(path: str | os.PathLike[str], frames: Iterable[np.ndarray], fps: int = 10) -> int:
+def write_video(
+    path: str | os.PathLike[str], frames: Iterable[np.ndarray], fps: int = 10, codec: Codec | None = None
+) -> int:
     """Encode RGB frames into ``path`` (format from its extension) atomically; returns the frame count.
 
     All frames must have the size of the first, and even sides (yuv420p halves the chroma).
+    ``codec`` replaces the format's settings in :data:`CODECS` (benchmarks compare settings).
 
     Raises:
         RuntimeError: when the encoder fails (message from FFmpeg).
         ValueError: when no frames are given, or a frame has another size or odd sides.
     """
-    fmt = video_format(path)
+    settings = codec or CODECS[video_format(path)]
     count = 0
 
     def encode(fh: BinaryIO) -> None:
         nonlocal count
-        count = _encode(fh, CODECS[fmt], frames, fps)
+        count = _encode(fh, settings, frames, fps)
 
     if fps < 1:
         raise ValueError(f"fps={fps} must be >= 1")
     try:
         atomic_write_with(path, encode)
     except av.FFmpegError as err:
-        raise RuntimeError(f"{path}: {CODECS[fmt].encoder} failed: {err}") from err
+        raise RuntimeError(f"{path}: {settings.encoder} failed: {err}") from err
     return count
 
 
@@ -129,17 +135,14 @@ def _encode(fh: BinaryIO, codec: Codec, frames: Iterable[np.ndarray], fps: int) 
     n = 0
     with av.open(fh, mode="w", format=codec.container) as container:
         stream = container.add_stream(codec.encoder, rate=fps, options=dict(codec.options))
+        assert isinstance(stream, av.VideoStream)
         stream.width, stream.height, stream.pix_fmt = w, h, PIXEL_FORMAT
-
-        def encode(planes: np.ndarray) -> None:
-            container.mux(stream.encode(av.VideoFrame.from_ndarray(planes, format=PIXEL_FORMAT)))
-
         pending: deque[Future[None]] = deque()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="video-encode") as worker:
             for frame in itertools.chain([first], it):
                 if frame.shape != shape:
                     raise ValueError(f"frame {n} has shape {frame.shape}, the first had {shape}")
-                pending.append(worker.submit(encode, _yuv420p(frame)))
+                pending.append(worker.submit(_encode_planes, container, stream, _yuv420p(frame)))
                 n += 1
                 while len(pending) > PIPELINE_DEPTH:
                     pending.popleft().result()
@@ -147,3 +150,8 @@ def _encode(fh: BinaryIO, codec: Codec, frames: Iterable[np.ndarray], fps: int) 
                 pending.popleft().result()
         container.mux(stream.encode(None))
     return n
+
+
+def _encode_planes(container: av.container.OutputContainer, stream: av.VideoStream, planes: np.ndarray) -> None:
+    """On the worker: encode one frame's yuv420p planes (PyAV wraps them without a copy) and mux its packets."""
+    container.mux(stream.encode(av.VideoFrame.from_numpy_buffer(planes, format=PIXEL_FORMAT)))

@@ -11,7 +11,8 @@
     +-------------------------------------------------------------+
 
 What does not change during an episode (the seabed with the target outlines and the start, the
-legend) is drawn once; a frame adds the moving parts to a copy.
+legend, the caption's first line) is drawn once, the topological map once per change, the recall
+labels once per label; a frame adds the moving parts to a copy.
 
 Example:
     >>> from embodmem.envs.underwater import UnderwaterEnv
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import cv2
@@ -76,6 +77,9 @@ LEGEND: tuple[tuple[str, str, tuple[int, int, int]], ...] = (
     ("fish", "dot", _FISH),
 )
 """The map's legend: label, glyph, colour (the glyphs are those the map draws)."""
+_DIM_30 = (np.arange(256) * 3 // 10).astype(np.uint8)
+"""Each channel value dimmed to 30 % (rounded down), as a lookup table: ten times faster than the
+float product it replaces, and the same pixels."""
 DETAIL_MIN_SIZE = 128
 """Smallest panel size with the map's legend and the memory tiles' task and step: below it these
 labels would wrap over several rows or cover the thumbnails, in text too small to read (such sizes
@@ -114,9 +118,37 @@ def _text(
     cv2.putText(img, text, org, _FONT, scale, color, thickness, cv2.LINE_AA)
 
 
-def camera_panel(image: np.ndarray, size: int) -> np.ndarray:
-    """The first-person camera enlarged with nearest neighbour (pixels stay visible, as the agent saw them)."""
-    return cv2.resize(np.ascontiguousarray(image), (size, size), interpolation=cv2.INTER_NEAREST)
+@functools.lru_cache(maxsize=64)
+def _boxed_label(text: str, scale: float, color: tuple[int, int, int]) -> tuple[np.ndarray, int, int]:
+    """``_text(..., box=True)`` drawn once into its own patch: the box is opaque and holds every
+    pixel of the text, so pasting the patch gives the very pixels drawing it would. Returns the
+    patch (read-only) and the offset of its top-left corner from the text's origin."""
+    (w, h), base = cv2.getTextSize(text, _FONT, scale, 1)
+    patch = np.zeros((h + base + 3, w + 5, 3), dtype=np.uint8)
+    _text(patch, text, (2, h + 2), scale, color, box=True)
+    patch.flags.writeable = False
+    return patch, -2, -h - 2
+
+
+def _paste(img: np.ndarray, label: tuple[np.ndarray, int, int], org: tuple[int, int]) -> None:
+    """Paste a :func:`_boxed_label` at text origin ``org``, clipped to ``img``."""
+    patch, dx, dy = label
+    x0, y0 = org[0] + dx, org[1] + dy
+    h, w = patch.shape[:2]
+    top, left = max(0, -y0), max(0, -x0)
+    bottom, right = min(h, img.shape[0] - y0), min(w, img.shape[1] - x0)
+    if top < bottom and left < right:
+        img[y0 + top : y0 + bottom, x0 + left : x0 + right] = patch[top:bottom, left:right]
+
+
+def camera_panel(image: np.ndarray, size: int, out: np.ndarray | None = None) -> np.ndarray:
+    """The first-person camera enlarged with nearest neighbour (pixels stay visible, as the agent
+    saw them); drawn straight into ``out`` (a (size, size, 3) uint8 view) when given."""
+    panel = cv2.resize(np.ascontiguousarray(image), (size, size), dst=out, interpolation=cv2.INTER_NEAREST)
+    if out is not None and not np.shares_memory(panel, out):  # OpenCV could not use out (another dtype)
+        out[:] = panel
+        return out
+    return panel
 
 
 class MapPainter:
@@ -136,6 +168,9 @@ class MapPainter:
         c = self.cell_center(sx, sy)
         cv2.rectangle(base, (c[0] - px, c[1] - px), (c[0] + px, c[1] + px), _START, max(1, px // 6) + 1)
         self.base = base
+        self._graph_layer: tuple[MapSnapshot | None, int | None, np.ndarray] = (None, None, base)
+        """The static layer with the last graph drawn on it: graph snapshot, current node, image. The
+        map changes far less often than the robot moves, so most frames start from this copy."""
 
     def cell_center(self, x: float, y: float) -> tuple[int, int]:
         return int(round((x + 0.5) * self.px)), int(round((y + 0.5) * self.px))
@@ -143,9 +178,7 @@ class MapPainter:
     def draw(self, trajectory: np.ndarray, rec: StepRecord, shown: list[Retrieval] | None) -> np.ndarray:
         """The map at one step: trajectory so far, graph, fish, recalled poses, goal and robot."""
         px = self.px
-        img = self.base.copy()
-        if rec.graph is not None and len(rec.graph.positions):
-            _draw_graph(img, rec.graph, px, rec.current_node)
+        img = self._with_graph(rec.graph, rec.current_node).copy()
         if len(trajectory) > 1:
             pts = ((trajectory + 0.5) * px).astype(np.int32)
             cv2.polylines(img, [pts], False, _WHITE, max(1, px // 4), cv2.LINE_AA)
@@ -158,13 +191,25 @@ class MapPainter:
                 dx, dy = DIR_TO_VEC[int(r.pose[2]) % 4]
                 cv2.circle(img, c, max(2, px // 2), _RETRIEVED, max(1, px // 6), cv2.LINE_AA)
                 cv2.line(img, c, (c[0] + dx * px, c[1] + dy * px), _RETRIEVED, max(1, px // 6), cv2.LINE_AA)
-                _text(img, str(i + 1), (c[0] + px // 2, c[1] - px // 2), max(0.3, px / 20), _RETRIEVED, box=True)
+                _paste(img, _boxed_label(str(i + 1), max(0.3, px / 20), _RETRIEVED), (c[0] + px // 2, c[1] - px // 2))
         if rec.goal_cell is not None:
             c = self.cell_center(*rec.goal_cell)
             cv2.drawMarker(img, c, _GOAL, cv2.MARKER_TILTED_CROSS, max(4, px), max(1, px // 5))
         _draw_robot(img, self.cell_center(*rec.pos), rec.heading, px)
         if img.shape[0] != self.size:
             img = cv2.resize(img, (self.size, self.size), interpolation=cv2.INTER_AREA)
+        return img
+
+    def _with_graph(self, graph: MapSnapshot | None, current: int | None) -> np.ndarray:
+        """The static layer with ``graph`` on it (not to be drawn on: copy it); a snapshot is
+        recognised by identity, as the recorder shares one while the map is unchanged."""
+        if graph is None or not len(graph.positions):
+            return self.base
+        last_graph, last_current, img = self._graph_layer
+        if graph is not last_graph or current != last_current:
+            img = self.base.copy()
+            _draw_graph(img, graph, self.px, current)
+            self._graph_layer = (graph, current, img)
         return img
 
 
@@ -278,8 +323,8 @@ def caption(scene: Scene) -> str:
     return f"{where}, {scene.mission}  (reference task {scene.task_number}, world {scene.world_seed})"
 
 
-def text_strip(lines: Sequence[str], width: int, size: int) -> np.ndarray:
-    """A dark strip under the panels with one line of text per entry."""
+def text_strip(lines: Sequence[str | None], width: int, size: int) -> np.ndarray:
+    """A dark strip under the panels with one line of text per entry (None: an empty line)."""
     img = _blank(_strip_height(len(lines), size), width)
     _write_lines(img, lines, size)
     return img
@@ -290,10 +335,11 @@ def _strip_height(n_lines: int, size: int) -> int:
     return h + h % 2  # codecs want even frame sizes
 
 
-def _write_lines(img: np.ndarray, lines: Sequence[str], size: int) -> None:
+def _write_lines(img: np.ndarray, lines: Sequence[str | None], size: int) -> None:
     scale, line_h = _font_scale(size), _line_height(size)
     for i, t in enumerate(lines):
-        _text(img, t, (8, line_h * (i + 1) - 2), scale)
+        if t is not None:  # None: a line already on the background
+            _text(img, t, (8, line_h * (i + 1) - 2), scale)
 
 
 def legend_strip(width: int, size: int) -> np.ndarray:
@@ -341,9 +387,10 @@ def compose_frame(
     camera: np.ndarray,
     top_down: np.ndarray,
     memory: np.ndarray,
-    lines: Sequence[str],
+    lines: Sequence[str | None],
     size: int,
     legend: np.ndarray | None = None,
+    strip: np.ndarray | None = None,
 ) -> np.ndarray:
     """One RGB frame: camera (enlarged), top-down map and memory panel side by side, text below.
 
@@ -351,24 +398,26 @@ def compose_frame(
         camera: first-person RGB image, any size (enlarged with nearest neighbour to ``size``).
         top_down: top-down RGB map (resized to ``size`` if needed).
         memory: memory panel (resized to ``size`` if needed).
-        lines: the text strip, one entry per line.
+        lines: the text strip, one entry per line (None: a line already written on ``strip``).
         size: panel height and width in pixels (even).
         legend: a strip drawn under the text (:func:`legend_strip`), if any.
+        strip: the text strip's background (:func:`text_strip`, e.g. with the lines that stay the
+            same all episode); default plain.
     """
     width = 3 * size
     strip_h = _strip_height(len(lines), size)
     legend_h = 0 if legend is None else legend.shape[0]
     # Everything is drawn into one preallocated frame: concatenating the parts cost as much as drawing them.
     frame = np.empty((size + strip_h + legend_h, width, 3), dtype=np.uint8)
-    frame[:size, :size] = camera_panel(camera, size)
+    camera_panel(camera, size, frame[:size, :size])
     for i, p in enumerate((top_down, memory), start=1):
         frame[:size, i * size : (i + 1) * size] = (
             p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)
         )
         frame[:size, i * size] = 60  # thin separators
-    strip = frame[size : size + strip_h]  # full rows: a contiguous view OpenCV can draw into
-    strip[:] = _background(strip_h, width)
-    _write_lines(strip, lines, size)
+    text = frame[size : size + strip_h]  # full rows: a contiguous view OpenCV can draw into
+    text[:] = _background(strip_h, width) if strip is None else strip
+    _write_lines(text, lines, size)
     if legend is not None:
         frame[size + strip_h :] = legend
     return frame
@@ -376,7 +425,7 @@ def compose_frame(
 
 def summary_frame(last: np.ndarray, summary: Mapping[str, Any]) -> np.ndarray:
     """The last frame dimmed, with the episode's result over it (held ~1 s at the end of a video)."""
-    img = (last.astype(np.float32) * 0.3).astype(np.uint8)
+    img = cv2.LUT(np.ascontiguousarray(last), _DIM_30)
     h, w = img.shape[:2]
     scale = max(0.45, h / 420)
     ok = bool(summary.get("success"))
@@ -401,9 +450,74 @@ def summary_frame(last: np.ndarray, summary: Mapping[str, Any]) -> np.ndarray:
     return img
 
 
+class FrameRenderer:
+    """Draws an episode's frames one step at a time, in order (:func:`render_frames` drives it):
+    a frame depends only on its step and the steps before it (the trajectory so far, the recall on
+    screen). What stays the same all episode (map layers, legend, the caption's first line) is
+    drawn once.
+
+    Args:
+        scene: the static scene, placed in its sequence (:meth:`Scene.placed`).
+        size: panel side in pixels (rounded up to an even number); from ``DETAIL_MIN_SIZE`` up, a
+            legend of the map goes under the text.
+        hold_steps: how long a retrieval stays on screen after its query.
+    """
+
+    def __init__(self, scene: Scene, size: int = 256, hold_steps: int = RETRIEVAL_HOLD_STEPS):
+        self.scene = scene
+        self.size = size = size + size % 2
+        self.hold_steps = hold_steps
+        self.painter = MapPainter(scene, size)
+        self.legend = legend_strip(3 * size, size) if size >= DETAIL_MIN_SIZE else None
+        self.title = caption(scene)
+        self._strip = text_strip([self.title, None, None], 3 * size, size)
+        self._strip.flags.writeable = False
+        self.last: np.ndarray | None = None
+        """The frame drawn last (None before the first step)."""
+        self._traj = [(scene.start_pose[0], scene.start_pose[1])]
+        self._shown: list[Retrieval] | None = None
+        self._shown_at: int | None = None
+        self._query: str | None = None
+        self._panel_key: tuple[Any, ...] | None = None
+        self._panel: np.ndarray | None = None
+        self._tiles: np.ndarray | None = None  # the recalled frames, drawn once per recall
+        self._recalls = 0
+        self._seen_target = 0
+
+    def frame(self, rec: StepRecord) -> np.ndarray:
+        """The frame of step ``rec`` (call once per step, in order)."""
+        size, scene = self.size, self.scene
+        if rec.pos != self._traj[-1]:
+            self._traj.append(rec.pos)
+        if rec.retrievals:
+            self._shown, self._shown_at, self._query = list(rec.retrievals), rec.step, rec.query
+            self._tiles, self._recalls = memory_tiles(self._shown, size), self._recalls + 1
+        shown_at = self._shown_at
+        age = rec.step - shown_at if shown_at is not None else 0
+        active = self._shown if self._shown is not None and age <= self.hold_steps else None
+        key = (self._recalls, age) if active else (None, shown_at)
+        if key != self._panel_key or self._panel is None:
+            self._panel = memory_panel(active, size, self._query, age, shown_at, self._tiles)
+            self._panel_key = key
+        self._seen_target += rec.target_in_view
+        top = self.painter.draw(np.asarray(self._traj, dtype=np.float64), rec, active)
+        action = "-" if rec.action is None else ACTION_NAMES.get(rec.action, str(rec.action))
+        mode = f"  mode {rec.mode}" if rec.mode else ""
+        p = f"  p(target) {rec.p_target:.2f}" if rec.p_target is not None else ""
+        nodes = f"  map nodes {len(rec.graph.positions)}" if rec.graph is not None else ""
+        lines = [
+            None,  # the caption, on self._strip
+            f"step {rec.step}/{scene.max_steps}   action {action}   distance {rec.distance_m:.0f} m{mode}{p}",
+            f"path {rec.path_length_m:.0f} m   collisions {rec.collisions}   target in view "
+            f"{'YES' if rec.target_in_view else 'no'} ({self._seen_target} steps){nodes}",
+        ]
+        self.last = compose_frame(rec.image, top, self._panel, lines, size, self.legend, self._strip)
+        return self.last
+
+
 def render_frames(
     scene: Scene,
-    steps: Sequence[StepRecord],
+    steps: Iterable[StepRecord],
     size: int = 256,
     summary: Mapping[str, Any] | None = None,
     hold_frames: int = 10,
@@ -424,48 +538,15 @@ def render_frames(
         hold_frames: how many times the summary frame is repeated.
         hold_steps: how long a retrieval stays on screen.
     """
-    size += size % 2
-    painter = MapPainter(scene, size)
-    legend = legend_strip(3 * size, size) if size >= DETAIL_MIN_SIZE else None
-    title = caption(scene)
-    traj = [(scene.start_pose[0], scene.start_pose[1])]
-    shown: list[Retrieval] | None = None
-    shown_at: int | None = None
-    query: str | None = None
-    panel_key: tuple[Any, ...] | None = None
-    panel: np.ndarray | None = None
-    tiles: np.ndarray | None = None  # the recalled frames, drawn once per recall
-    recalls = 0
-    seen_target = 0
-    frame: np.ndarray | None = None
+    renderer = FrameRenderer(scene, size, hold_steps)
     for rec in steps:
-        if rec.pos != traj[-1]:
-            traj.append(rec.pos)
-        if rec.retrievals:
-            shown, shown_at, query = list(rec.retrievals), rec.step, rec.query
-            tiles, recalls = memory_tiles(shown, size), recalls + 1
-        age = rec.step - shown_at if shown_at is not None else 0
-        active = shown if shown is not None and age <= hold_steps else None
-        key = (recalls, age) if active else (None, shown_at)
-        if key != panel_key:
-            panel = memory_panel(active, size, query, age, shown_at, tiles)
-            panel_key = key
-        seen_target += rec.target_in_view
-        top = painter.draw(np.asarray(traj, dtype=np.float64), rec, active)
-        action = "-" if rec.action is None else ACTION_NAMES.get(rec.action, str(rec.action))
-        mode = f"  mode {rec.mode}" if rec.mode else ""
-        p = f"  p(target) {rec.p_target:.2f}" if rec.p_target is not None else ""
-        nodes = f"  map nodes {len(rec.graph.positions)}" if rec.graph is not None else ""
-        lines = [
-            title,
-            f"step {rec.step}/{scene.max_steps}   action {action}   distance {rec.distance_m:.0f} m{mode}{p}",
-            f"path {rec.path_length_m:.0f} m   collisions {rec.collisions}   target in view "
-            f"{'YES' if rec.target_in_view else 'no'} ({seen_target} steps){nodes}",
-        ]
-        assert panel is not None
-        frame = compose_frame(rec.image, top, panel, lines, size, legend)
+        yield renderer.frame(rec)
+    if summary is not None and renderer.last is not None:
+        yield from summary_frames(renderer.last, summary, hold_frames)
+
+
+def summary_frames(last: np.ndarray, summary: Mapping[str, Any], hold_frames: int) -> Iterator[np.ndarray]:
+    """The summary frame (:func:`summary_frame`) ``hold_frames`` times: one array, drawn once."""
+    frame = summary_frame(last, summary)
+    for _ in range(hold_frames):
         yield frame
-    if summary is not None and frame is not None:
-        last = summary_frame(frame, summary)
-        for _ in range(hold_frames):
-            yield last

@@ -180,6 +180,22 @@ def test_write_video_is_atomic_and_checks_its_input(tmp_path: Path) -> None:
     assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
 
 
+def test_write_video_takes_other_encoder_settings(tmp_path: Path) -> None:
+    """What ``benchmarks/bench_video.py --codecs`` compares: the same frames with other x264 settings."""
+    from embodmem.video.encoding import CODECS, Codec
+
+    scene, steps = short_episode()
+    frames = list(render_frames(scene, steps, SIZE, None))
+    default, crf = tmp_path / "default.mp4", tmp_path / "crf.mp4"
+    assert write_video(default, frames, fps=4) == len(frames)
+    assert write_video(crf, frames, fps=4, codec=Codec("mp4", "libx264", {"preset": "ultrafast", "crf": "23"})) == len(
+        frames
+    )
+    assert CODECS["mp4"].options["qp"] == "18"
+    assert probe(crf).codec == probe(default).codec == "h264" and probe(crf).frames == len(frames)
+    assert crf.read_bytes() != default.read_bytes()
+
+
 def test_episode_video_name_carries_episode_and_result() -> None:
     record = {
         "sequence": "wreck_then_barrel",
@@ -201,14 +217,16 @@ def test_episode_video_name_carries_episode_and_result() -> None:
 # --------------------------------------------------------------------------- recorder
 
 
-def record_episodes(tmp_path: Path, successes: list[int], **cfg) -> tuple[EpisodeRecorder, list]:
+def record_episodes(
+    tmp_path: Path, successes: list[int], seed: int = 0, out: str = "videos", **cfg
+) -> tuple[EpisodeRecorder, list]:
     env = UnderwaterEnv(task="barrel", **ENV_KW)
-    agent = RandomAgent(seed=0, stop_probability=0.0)
-    rec = EpisodeRecorder(video_cfg(**cfg), tmp_path / "videos")
+    agent = RandomAgent(seed=seed, stop_probability=0.0)
+    rec = EpisodeRecorder(video_cfg(**cfg), tmp_path / out)
     rec.bind(env, agent)
     results = []
     for i, s in enumerate(successes):
-        result = run_episode(env, agent, {"task": "barrel"}, i, on_step=rec.step)
+        result = run_episode(env, agent, {"task": "barrel"}, seed + i, on_step=rec.step)
         labelled(result, s)
         result.record["task_index"] = i + 1
         rec.finish(result)
@@ -304,6 +322,37 @@ def test_default_video_config_writes_h264_mp4(tmp_path: Path) -> None:
     assert rec.paths[0].suffix == ".mp4"
     info = probe(rec.paths[0])
     assert (info.codec, info.pix_fmt, info.frames) == ("h264", "yuv420p", ENV_KW["max_steps"] + cfg.fps)
+
+
+def test_same_seed_same_video_bytes_other_seed_other_video(tmp_path: Path) -> None:
+    videos = {}
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        rec, _ = record_episodes(tmp_path, [0, 1], seed=seed, out=name)
+        videos[name] = [p.read_bytes() for p in rec.paths]
+    assert len(videos["a"]) == 2 and videos["a"] == videos["b"]
+    assert videos["a"][0] != videos["c"][0]
+
+
+def test_encoder_thread_error_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error on the encoder thread surfaces when the episode ends, as ``video_error`` (nothing
+    on disk, no temporary file); the next episode gets its video."""
+    import embodmem.video.encoding as encoding_module
+
+    encode = encoding_module._encode_planes
+    calls = []
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("encoder crashed")
+        encode(*args)
+
+    monkeypatch.setattr(encoding_module, "_encode_planes", failing)
+    _, results = record_episodes(tmp_path, [0, 0])
+    records = [r.record for r in results]
+    assert records[0]["video_error"] == "encoder crashed" and "video" not in records[0]
+    assert "video_error" not in records[1] and (tmp_path / records[1]["video"]).is_file()
+    assert list((tmp_path / "videos").iterdir()) == [tmp_path / records[1]["video"]], "no partial file"
 
 
 # --------------------------------------------------------------------------- captions, tiles, legend

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import doctest
 import importlib
 import inspect
+import pickle
 import pkgutil
+import re
 import subprocess
 import sys
 from typing import Any
@@ -15,9 +18,10 @@ import numpy as np
 import pytest
 from minigrid.core import constants as mg_constants
 
+import embodmem.envs.wrappers as wrappers_module
 from embodmem.envs.objects import KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.envs.wrappers import UNSUPPORTED
+from embodmem.envs.wrappers import UNSUPPORTED, ObservationSpace, UnsupportedWrapperError
 
 ALL_MINIGRID_WRAPPERS = sorted(
     name
@@ -32,8 +36,6 @@ WRAPPER_ARGS: dict[str, dict[str, Any]] = {
     "RGBImgObsWrapper": {"tile_size": 2},
     "RGBImgPartialObsWrapper": {"tile_size": 2},
 }
-UNSUPPORTED_TASK = {"FlatObsWrapper": "landing_platform"}
-"""Task to show an unsupported wrapper failing on (FlatObsWrapper does fit most missions)."""
 
 TABLES = ("OBJECT_TO_IDX", "IDX_TO_OBJECT", "COLOR_TO_IDX", "IDX_TO_COLOR", "COLORS", "COLOR_NAMES", "STATE_TO_IDX")
 
@@ -115,14 +117,18 @@ def test_every_minigrid_wrapper_is_classified() -> None:
 
 
 @pytest.mark.parametrize("name", ALL_MINIGRID_WRAPPERS)
-def test_minigrid_wrapper_fits_or_is_listed_as_unsupported(name: str) -> None:
+def test_minigrid_wrapper_fits_or_is_refused_at_wrap_time(name: str) -> None:
+    """Each wrapper either works, every observation inside its declared space, or refuses the env
+    as it is built: one line naming the wrapper, why, and what to use instead."""
     cls = getattr(minigrid.wrappers, name)
-    env = UnderwaterEnv(task=UNSUPPORTED_TASK.get(name, "wreck"), world_seed=2, size=24, image_size=16)
+    env = UnderwaterEnv(task="wreck", world_seed=2, size=24, image_size=16)
     if name in UNSUPPORTED:
-        with pytest.raises((ValueError, IndexError, KeyError, AssertionError)):
-            wrapped = cls(env, **WRAPPER_ARGS.get(name, {}))
-            for obs in _rollout(wrapped):
-                assert wrapped.observation_space.contains(obs), f"{name}: observation outside its space"
+        expected = f"{name} does not fit the underwater env: it {UNSUPPORTED[name]}"
+        with pytest.raises(UnsupportedWrapperError, match=f"^{re.escape(expected)}$"):
+            cls(env, **WRAPPER_ARGS.get(name, {}))
+        assert "\n" not in expected, "one line"
+        with pytest.raises(UnsupportedWrapperError, match=f"^{re.escape(name)} does not fit"):
+            cls(gym.make("EmbodMem/Wreck-v0", world_seed=2, size=24, image_size=16))  # behind gym.make's wrappers
         return
     wrapped = cls(env, **WRAPPER_ARGS.get(name, {}))
     observations = _rollout(wrapped)
@@ -130,6 +136,37 @@ def test_minigrid_wrapper_fits_or_is_listed_as_unsupported(name: str) -> None:
         assert wrapped.observation_space.contains(obs), f"{name}: observation outside {wrapped.observation_space}"
     if isinstance(wrapped.observation_space, gym.spaces.Dict):
         assert observations[0]["image"].shape == wrapped.observation_space["image"].shape
+
+
+def test_the_refusing_space_is_a_plain_dict_space_to_everyone_else() -> None:
+    """The env's space pickles (async vector envs), compares, samples and flattens like the
+    ``gymnasium.spaces.Dict`` it is; a subclass of a refused wrapper is refused too; the same
+    wrappers on a stock MiniGrid env are untouched."""
+    env = UnderwaterEnv(task="wreck", world_seed=2, size=24, image_size=16)
+    space = env.observation_space
+    assert isinstance(space, ObservationSpace) and isinstance(space, gym.spaces.Dict)
+    plain = gym.spaces.Dict(dict(space.spaces))
+    assert space == plain and pickle.loads(pickle.dumps(space)) == space
+    assert isinstance(pickle.loads(pickle.dumps(space)), ObservationSpace)
+    obs, _ = env.reset(seed=0)
+    assert space.contains(obs) and space.contains(space.sample())
+    numeric = gym.spaces.Dict({k: v for k, v in space.items() if k != "mission"})
+    assert gym.spaces.flatten_space(numeric).shape == (16 * 16 * 3 + 3 + len(obs["sonar"]),)
+
+    class MyFlat(minigrid.wrappers.FlatObsWrapper):
+        pass
+
+    with pytest.raises(UnsupportedWrapperError, match="^FlatObsWrapper does not fit"):
+        MyFlat(env)
+    stock = minigrid.wrappers.FlatObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"))
+    flat, _ = stock.reset(seed=0)
+    assert stock.observation_space.contains(flat)
+    direction = minigrid.wrappers.DirectionObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"))
+    assert "goal_direction" in direction.reset(seed=0)[0]
+
+
+def test_wrappers_doctests() -> None:
+    assert doctest.testmod(wrappers_module).failed == 0
 
 
 def test_minigrid_grid_views_carry_the_kinds() -> None:
