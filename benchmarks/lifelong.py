@@ -10,6 +10,8 @@ runs the warm tour under each byte budget and eviction policy and plots warm SPL
     python benchmarks/lifelong.py --split test --worlds 10 --env world64 --budgets 16384,65536,262144,none
     python benchmarks/lifelong.py --split test --worlds 5 --env world64 --jobs 1 --out multirun/lifelong-rate  # step rate, run alone
     python benchmarks/lifelong.py --from-dir multirun/lifelong-test-world64              # re-print and re-plot
+    python benchmarks/lifelong.py --from-dir multirun/lifelong-budgets-test-world64 --tour-dir multirun/lifelong-test-world64
+        # the budget table and plot, with the tour's unlimited warm runs of the same worlds beside them
 
 Only this script and suite.py read the test split, to report; choose nothing from it.
 """
@@ -164,6 +166,12 @@ def budget_report(records: list[dict], path: Path | None) -> str:
             f"| {label} | {eviction} | {frames:.0f} | {per_world.mean():.2f} [{lo:.2f}, {hi:.2f}] | {last:.2f} |"
         )
         curves.setdefault(eviction, []).append((budget_key(budget), per_world.mean()))
+    # An unlimited memory evicts nothing: its one point ends every policy's curve.
+    shared = curves.pop("any (unlimited)", [])
+    for pts in curves.values():
+        pts.extend(shared)
+    if not curves and shared:
+        curves["unlimited"] = shared
     if path is not None and curves:
         import matplotlib
 
@@ -199,6 +207,12 @@ def main() -> None:
     parser.add_argument("--evictions", default="fifo,least_used,places")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--from-dir", type=Path, default=None)
+    parser.add_argument(
+        "--tour-dir",
+        type=Path,
+        default=None,
+        help="with budgets: a tour run whose warm records of the same worlds are the unlimited reference",
+    )
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     budgets = args.budgets is not None
@@ -236,6 +250,12 @@ def main() -> None:
         print(f"\n{len(worlds)} worlds of {args.split}: {time.perf_counter() - t0:.0f} s wall", flush=True)
     records = load_runs(directory)
     budgets = budgets or any(r["byte_budget"] != "null" for r in records)
+    if budgets and args.tour_dir is not None:
+        worlds = {r["world_seed"] for r in records}
+        unlimited = [r for r in load_runs(args.tour_dir) if r["condition"] == "warm" and r["world_seed"] in worlds]
+        for r in unlimited:
+            r["eviction"] = "any (unlimited)"
+        records += unlimited
     if budgets:
         print(budget_report(records, directory / "lifelong_budgets.png"))
         print(f"\nplot: {directory / 'lifelong_budgets.png'}")
