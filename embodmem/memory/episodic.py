@@ -22,13 +22,32 @@ import numpy as np
 from pydantic import Field
 
 from embodmem.memory.fifo import ShortTermFIFO
-from embodmem.memory.persistence import MemoryLoadError, Strict, read_snapshot, validated, write_snapshot
+from embodmem.memory.persistence import (
+    MemoryLoadError,
+    Strict,
+    Writer,
+    read_files,
+    read_manifest,
+    validated,
+    write_snapshot,
+)
+from embodmem.memory.rawfile import RAW_DTYPES, read_npy_rows
 from embodmem.memory.records import NO_NODE, FrameMeta, Hit, MetaTable, fit_thumbnail
 from embodmem.memory.sleep import sleep as sleep_pass
-from embodmem.memory.store import EVICTIONS, LongTermStore, StoreState, build_index, code_bytes_per_vector
+from embodmem.memory.store import (
+    EVICTIONS,
+    RAW_MODES,
+    LongTermStore,
+    RawFileMismatch,
+    StoreState,
+    build_index,
+    code_bytes_per_vector,
+)
 from embodmem.memory.topomap import NODE_RULES, TopologicalMap
 
 _FILES = ("index.faiss", "arrays.npz", "map.json")
+_RAW_FILE = "raw.npy"
+"""The snapshot's raw vectors (``raw_vectors="disk"`` only): one row per long-term record, id order."""
 
 
 class MemoryState(Strict):
@@ -108,6 +127,19 @@ class MemoryConfig:
     """FAISS OpenMP threads, set process-wide when the memory is built. 1 by default: the agent's
     small searches gain nothing from threads, and on a busy 2-core machine OpenMP spin-waiting made
     FAISS calls up to 1000x slower. None leaves FAISS's setting alone."""
+    raw_vectors: str = "recent"
+    """Where raw vectors are kept: "recent" (the latest train_sample in RAM, for drift checks;
+    retraining mixes them with decoded codes) or "disk" (every long-term record's, in a
+    memory-mapped file outside the byte budget: training and sleep-time retraining sample all of
+    them and re-encode every record exactly; snapshots carry them as raw.npy)."""
+    raw_dtype: str = "float16"
+    """Element type of the raw vectors on disk: "float16" (2 bytes a dimension) or "float32"."""
+    raw_dir: str | None = None
+    """Directory of the working raw-vector file (an unlinked temporary file); None: the system
+    temp directory. Put it on a real disk: on a tmpfs the "disk" is RAM."""
+    rerank: int = 0
+    """Candidates fetched from the index per query and re-scored exactly from the raw vectors on
+    disk (0: off; needs raw_vectors="disk"). Lifts a lossy code's recall to its coarse recall."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -167,6 +199,19 @@ class MemoryConfig:
             self.faiss_threads is None or (is_int(self.faiss_threads) and 1 <= self.faiss_threads <= 1024),
             "faiss_threads",
             "None or an int in [1, 1024]",
+        )
+        need(self.raw_vectors in RAW_MODES, "raw_vectors", " or ".join(repr(m) for m in RAW_MODES))
+        need(self.raw_dtype in RAW_DTYPES, "raw_dtype", " or ".join(repr(d) for d in RAW_DTYPES))
+        need(
+            self.raw_dir is None or (isinstance(self.raw_dir, str) and os.path.isdir(self.raw_dir)),
+            "raw_dir",
+            "None or an existing directory",
+        )
+        need(is_int(self.rerank) and 0 <= self.rerank <= 1 << 16, "rerank", "an int in [0, 65536]")
+        need(
+            self.rerank == 0 or self.raw_vectors == "disk",
+            "rerank",
+            "0 unless raw_vectors='disk' (exact scores come from the raw vectors on disk)",
         )
         try:
             probe = build_index(self.dim, self.index_factory)
@@ -242,6 +287,10 @@ class AgentMemory:
             pq_train_points=c.pq_train_points,
             thumbnail_size=c.thumbnail_size if c.keep_thumbnails else None,
             seed=c.seed,
+            raw_vectors=c.raw_vectors,
+            raw_dtype=c.raw_dtype,
+            raw_dir=c.raw_dir,
+            rerank=int(c.rerank),
         )
         self.fifo = ShortTermFIFO(c.dim, c.short_term_capacity, c.consolidate_to)
         self.map = TopologicalMap(c.dim, c.node_distance, c.node_similarity, c.node_rule)
@@ -384,13 +433,14 @@ class AgentMemory:
         return results[0] if single else results
 
     def hit_vectors(self, hits: Sequence[Hit]) -> np.ndarray:
-        """Stored vectors of ``hits`` (decoded for quantised stores), e.g. to re-score them."""
+        """Stored vectors of ``hits`` (decoded for quantised stores, raw when kept on disk), e.g. to
+        re-score them."""
         if not hits:
             return np.zeros((0, self.config.dim), np.float32)
         short = {rid: i for i, rid in enumerate(self.fifo.ids)}
         vecs = self.fifo.vectors if short else None
         long_ids = [h.id for h in hits if h.source != "short_term"]
-        long = dict(zip(long_ids, self.store.reconstruct(long_ids))) if long_ids else {}
+        long = dict(zip(long_ids, self.store.vectors(long_ids))) if long_ids else {}
         return np.stack([vecs[short[h.id]] if h.source == "short_term" else long[h.id] for h in hits]).astype(
             np.float32
         )
@@ -417,6 +467,7 @@ class AgentMemory:
             "index_id_bytes": s["index_id_bytes"],
             "fixed_bytes": s["fixed_bytes"],
             "raw_buffer_bytes": s["raw_buffer_bytes"],
+            "raw_disk_bytes": s["raw_disk_bytes"],
             "short_term_bytes": len(self.fifo) * self.config.dim * 4,
             "index": s["index"],
             "trained": s["trained"],
@@ -452,11 +503,13 @@ class AgentMemory:
             "queries": self.queries,
             "segment": list(self._segment) if self._segment else None,
         }
-        files = {
+        files: dict[str, bytes | Writer] = {
             "index.faiss": index_bytes,
             "arrays.npz": buf.getvalue(),
             "map.json": self.map.to_json().encode(),
         }
+        if self.store.raw_file is not None:
+            files[_RAW_FILE] = self.store.raw_file.write_npy
         return write_snapshot(
             directory, files, {"dim": self.config.dim, "config": self.config.to_dict(), "state": state}
         )
@@ -475,16 +528,23 @@ class AgentMemory:
                 corrupted, foreign or inconsistent.
         """
         directory = Path(directory)
-        manifest, files = read_snapshot(directory, _FILES)
+        manifest = read_manifest(directory)
         mpath = directory / "manifest.json"
-        path = {k: directory / manifest.files[k].path for k in _FILES}
-        dim = manifest.dim
-        if expect_dim is not None and dim != expect_dim:
-            raise MemoryLoadError(mpath, f"field dim: foreign memory of dim {dim}, expected {expect_dim}")
         try:
             config = MemoryConfig.from_dict(manifest.config)
         except (TypeError, ValueError) as e:
-            raise MemoryLoadError(mpath, f"field config: {e}") from None
+            config = None
+            config_error = MemoryLoadError(mpath, f"field config: {e}")
+        streamed = (_RAW_FILE,) if config is not None and config.raw_vectors == "disk" else ()
+        if config is None and _RAW_FILE in manifest.files:
+            streamed = (_RAW_FILE,)
+        files, streamed_paths = read_files(directory, manifest, _FILES, streamed)
+        path = {k: directory / manifest.files[k].path for k in _FILES + streamed}
+        dim = manifest.dim
+        if expect_dim is not None and dim != expect_dim:
+            raise MemoryLoadError(mpath, f"field dim: foreign memory of dim {dim}, expected {expect_dim}")
+        if config is None:
+            raise config_error
         if config.dim != dim:
             raise MemoryLoadError(mpath, f"field config.dim: {config.dim} != manifest dim {dim}")
         st = validated(MemoryState, manifest.state, mpath, "state")
@@ -517,8 +577,16 @@ class AgentMemory:
             fifo_vecs = np.asarray(arrays["fifo_vecs"])
         except (ValueError, KeyError, OSError, EOFError) as e:
             raise MemoryLoadError(path["arrays.npz"], f"inconsistent arrays ({e})") from None
+        raw_rows = None
+        if streamed:
+            try:
+                raw_rows = read_npy_rows(streamed_paths[_RAW_FILE])
+            except ValueError as e:
+                raise MemoryLoadError(path[_RAW_FILE], f"field files.{_RAW_FILE}: {e}") from None
         try:
-            mem.store.load_state(index, arrays, st.store, st.next_id)
+            mem.store.load_state(index, arrays, st.store, st.next_id, raw_rows)
+        except RawFileMismatch as e:
+            raise MemoryLoadError(path[_RAW_FILE], f"field files.{_RAW_FILE}: {e}") from None
         except (ValueError, KeyError, OSError) as e:
             problem = (
                 str(e).strip("'") if str(e).startswith("field ") else f"field state.store: {str(e).strip(chr(39))}"
