@@ -15,11 +15,22 @@ output), or real embeddings from ``--vectors FILE.npy``; reaching a size larger 
 ``--order visit`` (default) inserts place after place, as an exploring agent does, so the cold-start
 quantiser sees only the first places; ``--order shuffled`` is FAISS's usual i.i.d. setting.
 
+Disk rows (``--disk-factories``, default the ``memory=disk`` config, ``configs/memory/disk.yaml``): the
+store keeps every raw vector in a memory-mapped file on disk (``raw_vectors="disk"``), re-ranks
+``--rerank`` candidates exactly from it, and is fed like an agent that sleeps ``--sleeps`` times
+(evenly spread): each sleep runs sleep's retraining step, which retrains from a uniform sample of all
+raw vectors and re-encodes every record when drift exceeds ``--disk-drift-factor``. Those pauses are
+timed as the cost of keeping the quantiser current. They get their own table, printed under
+today's rows: RAM code bytes, disk bytes, retrain seconds, recall before and after the last sleep,
+warm and cold-page-cache latency.
+
 Usage:
     python benchmarks/bench_memory.py --quick                      # 10k, about 2 minutes here
     python benchmarks/bench_memory.py --out /tmp/bench_memory      # 10k, 100k, 1M: about 15 minutes
     python benchmarks/bench_memory.py --sizes 1M --order shuffled --factories "IVF4096,PQ64" --nprobe 16
     python benchmarks/bench_memory.py --vectors frames.npy --tile --out /tmp/bench_memory
+    python benchmarks/bench_memory.py --sizes 1M --order visit     # today's rows and the disk row
+    python benchmarks/bench_memory.py --sizes 100k --factories "" --disk-factories "IVF1024,SQ4;IVF1024,PQ32"
 
 At 1M on this 2-core machine (synthetic vectors, shuffled order) IVF4096,PQ64 at nprobe 16 met the
 targets: 64 bytes of code per frame, 1-recall@10 0.98, p50 0.8 ms. IVF1024,PQ64 reached 0.92: with

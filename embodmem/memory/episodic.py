@@ -530,23 +530,24 @@ class AgentMemory:
         directory = Path(directory)
         manifest = read_manifest(directory)
         mpath = directory / "manifest.json"
-        try:
-            config = MemoryConfig.from_dict(manifest.config)
-        except (TypeError, ValueError) as e:
-            config = None
-            config_error = MemoryLoadError(mpath, f"field config: {e}")
-        streamed = (_RAW_FILE,) if config is not None and config.raw_vectors == "disk" else ()
-        if config is None and _RAW_FILE in manifest.files:
-            streamed = (_RAW_FILE,)
+        streamed = (_RAW_FILE,) if _RAW_FILE in manifest.files else ()  # checked against the config below
         files, streamed_paths = read_files(directory, manifest, _FILES, streamed)
         path = {k: directory / manifest.files[k].path for k in _FILES + streamed}
         dim = manifest.dim
         if expect_dim is not None and dim != expect_dim:
             raise MemoryLoadError(mpath, f"field dim: foreign memory of dim {dim}, expected {expect_dim}")
-        if config is None:
-            raise config_error
+        try:
+            config = MemoryConfig.from_dict(manifest.config)
+        except (TypeError, ValueError) as e:
+            raise MemoryLoadError(mpath, f"field config: {e}") from None
         if config.dim != dim:
             raise MemoryLoadError(mpath, f"field config.dim: {config.dim} != manifest dim {dim}")
+        if (config.raw_vectors == "disk") != bool(streamed):
+            raise MemoryLoadError(
+                mpath,
+                f"field files: lists {sorted(manifest.files)}, but config raw_vectors={config.raw_vectors!r} "
+                f"{'needs' if config.raw_vectors == 'disk' else 'keeps no'} {_RAW_FILE}",
+            )
         st = validated(MemoryState, manifest.state, mpath, "state")
         if st.frames_written != st.next_id:
             raise MemoryLoadError(
