@@ -291,7 +291,7 @@ def test_manifest_mutation_sweep(tmp_path: Path, kind: str) -> None:
 _SAVER = """
 import sys, numpy as np
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
-mem = AgentMemory(MemoryConfig(dim=64, short_term_capacity=8, consolidate_to=4))
+mem = AgentMemory(MemoryConfig(dim=64, short_term_capacity=8, consolidate_to=4, raw_vectors=sys.argv[2]))
 rng = np.random.default_rng(0)
 for i in range(4000):
     mem.observe(rng.standard_normal(64), FrameMeta("run", "t", 0, i, float(i % 50), float(i // 50)))
@@ -301,9 +301,11 @@ while True:
 """
 
 
-def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("raw", ["recent", "disk"])
+def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path: Path, raw: str) -> None:
     """A real process saving in a loop, killed with SIGKILL at several moments: the directory always
-    loads, and the temp files a kill leaves are gone after the load."""
+    loads, and the temp files a kill leaves are gone after the load (with the raw vectors on disk
+    too: their streamed file is one more that a kill can cut short)."""
     import os
     import signal
     import subprocess
@@ -312,7 +314,7 @@ def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path:
 
     d = tmp_path / "mem"
     for delay in (0.05, 0.13, 0.29, 0.41, 0.6):
-        proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(d)], stdout=subprocess.PIPE, text=True,
+        proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(d), raw], stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         while not (d / "manifest.json").exists():
@@ -322,6 +324,7 @@ def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path:
         proc.wait(timeout=30)
         mem = AgentMemory.load(d)
         assert mem.frames_written == 4000
+        assert (mem.stats()["raw_disk_bytes"] == len(mem.store) * 2 * 64) == (raw == "disk")
         assert not [p.name for p in d.iterdir() if p.name.endswith(".tmp")]
 
 
