@@ -206,19 +206,6 @@ def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes | W
     return directory / MANIFEST
 
 
-def read_snapshot(directory: str | os.PathLike[str], required: tuple[str, ...]) -> tuple[Manifest, dict[str, bytes]]:
-    """Read and verify a snapshot: the manifest (digest, then fields), then each of ``required``
-    logical files (exactly these must be listed).
-
-    Raises:
-        MemoryLoadError: naming the file that is missing, truncated, corrupted or foreign, and the
-            manifest field that is wrong.
-    """
-    manifest = read_manifest(directory)
-    files, _ = read_files(directory, manifest, required)
-    return manifest, files
-
-
 def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
     """Read and verify a snapshot's manifest: its digest, then every field (not the data files).
 
