@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import faiss
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
@@ -370,3 +371,29 @@ def test_rerank_over_everything_is_exact() -> None:
         # 800 matches: scored exactly on the raw vectors; 1,600: a FAISS selector, then re-ranked
         row = s.search(q[0], 10, task=task)[0]
         assert [h.id for h in row] == want[np.argsort(-(raw[want] @ q[0]), kind="stable")[:10]].tolist()
+
+
+def test_disk_mode_same_seed_same_store_other_seed_differs() -> None:
+    """Raw vectors on disk, trained, retrained and merged: the same seed rebuilds the same index
+    bytes and answers; another seed samples other training vectors, so other codes."""
+    x, q, metas, _ = _places_in_visiting_order(2)
+
+    def build(seed: int) -> LongTermStore:
+        s = LongTermStore(
+            D, "IVF16,PQ4", train_min=400, train_sample=500, nprobe=2, raw_vectors="disk", rerank=16, seed=seed
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for b in range(0, len(x), 16):
+                s.add(x[b : b + 16], metas[b : b + 16], np.arange(b, min(len(x), b + 16)))
+            sleep(s, dedup_threshold=0.97, retrain=True)
+        return s
+
+    a, b, c = build(0), build(0), build(1)
+    assert faiss.serialize_index(a.index).tobytes() == faiss.serialize_index(b.index).tobytes()
+    assert [[(h.id, h.score) for h in row] for row in a.search(q, 10)] == [
+        [(h.id, h.score) for h in row] for row in b.search(q, 10)
+    ]
+    assert a.raw_file is not None and b.raw_file is not None
+    assert np.array_equal(a.raw_file.get(np.arange(len(a))), b.raw_file.get(np.arange(len(b))))
+    assert faiss.serialize_index(a.index).tobytes() != faiss.serialize_index(c.index).tobytes()
