@@ -20,7 +20,10 @@ once they outnumber the live ones (amortised O(1) per removal).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import errno
+import mmap
 import os
 import tempfile
 import weakref
@@ -70,7 +73,8 @@ class RawVectorFile:
         os.unlink(name)
         self._fh: BinaryIO = os.fdopen(fd, "r+b")
         self._closer = weakref.finalize(self, self._fh.close)
-        self._mm: np.memmap | None = None
+        self._map: mmap.mmap | None = None
+        self._mm: np.ndarray | None = None  # (alloc, dim) view of _map
         self._alloc = 0  # slots with disk space reserved
         self._used = 0  # slots written (live or dead)
         self._slots = np.zeros(0, np.int64)  # store row -> slot, increasing
@@ -110,9 +114,32 @@ class RawVectorFile:
         self._remap(alloc)
 
     def _remap(self, alloc: int) -> None:
-        self._mm = None  # unmap before mapping the new size
-        self._mm = np.memmap(self._fh, dtype=self.dtype, mode="r+", shape=(alloc, self.dim)) if alloc else None
+        """Map the first ``alloc`` slots (after unmapping), advised for random access: a re-rank
+        reads a hundred scattered rows, and the kernel's default read-ahead made one such read on a
+        cold 1M-row file fetch 240 MB in 200-350 ms instead of 0.5 MB in about 10 ms (measured here)."""
+        self._mm = None  # no view may outlive the mapping
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        if alloc:
+            self._map = mmap.mmap(self._fh.fileno(), alloc * self.row_bytes)
+            self._advise("MADV_RANDOM")
+            self._mm = np.frombuffer(self._map, dtype=self.dtype).reshape(alloc, self.dim)
         self._alloc = alloc
+
+    def _advise(self, advice: str) -> None:
+        """``madvise`` the whole mapping, where the platform has that advice."""
+        if self._map is not None and hasattr(mmap, advice):
+            self._map.madvise(getattr(mmap, advice))
+
+    @contextlib.contextmanager
+    def _sequential(self) -> Iterator[None]:
+        """Read-ahead on for a pass over the file in order (compaction, re-encoding, snapshots)."""
+        self._advise("MADV_SEQUENTIAL")
+        try:
+            yield
+        finally:
+            self._advise("MADV_RANDOM")
 
     def append(self, x: np.ndarray) -> np.ndarray:
         """Append rows (new records, in id order); returns them as stored, as float32.
@@ -159,12 +186,13 @@ class RawVectorFile:
     def compact(self) -> None:
         """Move the live rows to the front of the file, in order, and release the rest."""
         if self._mm is not None:
-            for s in range(0, self._n, _CHUNK_ROWS):
-                chunk = self._mm[self._slots[s : min(self._n, s + _CHUNK_ROWS)]]  # a copy: safe to write over
-                self._mm[s : s + len(chunk)] = chunk
+            with self._sequential():
+                for s in range(0, self._n, _CHUNK_ROWS):
+                    chunk = self._mm[self._slots[s : min(self._n, s + _CHUNK_ROWS)]]  # a copy: safe to write over
+                    self._mm[s : s + len(chunk)] = chunk
         self._slots[: self._n] = np.arange(self._n)
         self._used = self._n
-        self._mm = None
+        self._remap(0)
         self._fh.truncate(self._n * self.row_bytes)  # frees the blocks past the live rows
         self._remap(self._n)
         self.compactions += 1
@@ -184,8 +212,9 @@ class RawVectorFile:
 
     def chunks(self, rows: int = _CHUNK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
         """``(first_row, float32 vectors)`` over all rows in order, ``rows`` at a time."""
-        for s in range(0, self._n, rows):
-            yield s, self.get(np.arange(s, min(self._n, s + rows)))
+        with self._sequential():
+            for s in range(0, self._n, rows):
+                yield s, self.get(np.arange(s, min(self._n, s + rows)))
 
     # ----------------------------------------------------------------------------- persistence
     def write_npy(self, fh: BinaryIO) -> None:
@@ -198,8 +227,9 @@ class RawVectorFile:
         np.lib.format.write_array_header_1_0(fh, header)
         if self._mm is None:
             return
-        for s in range(0, self._n, _CHUNK_ROWS):
-            fh.write(np.ascontiguousarray(self._mm[self._slots[s : min(self._n, s + _CHUNK_ROWS)]]).tobytes())
+        with self._sequential():
+            for s in range(0, self._n, _CHUNK_ROWS):
+                fh.write(np.ascontiguousarray(self._mm[self._slots[s : min(self._n, s + _CHUNK_ROWS)]]).tobytes())
 
     def load_rows(self, source: np.ndarray) -> None:
         """Replace the contents by ``source`` (e.g. a snapshot's ``.npy`` opened with ``mmap_mode="r"``),
@@ -212,17 +242,44 @@ class RawVectorFile:
             self.append(np.asarray(source[s : s + _CHUNK_ROWS], dtype=np.float32))
 
     def drop_page_cache(self) -> None:
-        """Write dirty pages back and ask the kernel to drop the file's cached pages (to measure
-        reads from disk, or to hand the page cache back)."""
-        if self._mm is not None:
-            self._mm.flush()
+        """Write dirty pages back and have the kernel drop the file's cached pages (to measure
+        reads from disk, or to hand the page cache back).
+
+        The file is unmapped first and mapped again after: the kernel never drops pages that a
+        process has mapped (``POSIX_FADV_DONTNEED`` skips them).
+        """
+        alloc = self._alloc
+        if self._map is not None:
+            self._map.flush()
+        self._remap(0)
         os.fsync(self._fh.fileno())
         os.posix_fadvise(self._fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        self._remap(alloc)
+
+    def cached_bytes(self) -> int:
+        """Bytes of the file in the OS page cache now (``mincore`` over the mapping): the RAM the
+        raw vectors take at the moment, which the kernel may reclaim."""
+        if self._mm is None:
+            return 0
+        return _resident_bytes(self._mm.ctypes.data, self._mm.nbytes)
 
     def close(self) -> None:
         """Unmap and close (the unlinked file's space is freed)."""
-        self._mm = None
+        self._remap(0)
         self._closer()
+
+
+def _resident_bytes(address: int, length: int) -> int:
+    """Bytes of the mapping at ``address`` whose pages are in memory (Linux ``mincore``)."""
+    page = mmap.PAGESIZE
+    start = address - address % page
+    pages = (address + length - start + page - 1) // page
+    vec = (ctypes.c_ubyte * pages)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+    if libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(pages * page), vec) != 0:
+        raise OSError(ctypes.get_errno(), "mincore failed")
+    return int(np.count_nonzero(np.frombuffer(vec, np.uint8) & 1)) * page
 
 
 def _allocate(fd: int, size: int) -> None:
