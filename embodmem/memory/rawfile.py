@@ -279,7 +279,7 @@ def _resident_bytes(address: int, length: int) -> int:
     libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
     if libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(pages * page), vec) != 0:
         raise OSError(ctypes.get_errno(), "mincore failed")
-    return int(np.count_nonzero(np.frombuffer(vec, np.uint8) & 1)) * page
+    return int(np.count_nonzero(np.frombuffer(memoryview(vec), np.uint8) & 1)) * page
 
 
 def _allocate(fd: int, size: int) -> None:
