@@ -4,8 +4,9 @@
 this module maps a memory onto it: ``index.faiss`` (the long-term store's index), ``arrays.npz``
 (metadata columns, the short-term frames) and ``map.json`` (the topological map), with the counters
 in the manifest's ``state``; with ``raw_vectors="disk"`` also ``raw.npy`` (every long-term record's
-raw vector, streamed rather than held as bytes). Loading trusts nothing: every field is cross-checked against the index,
-the arrays and the map before the memory is rebuilt through its parts' own restore methods.
+raw vector, streamed rather than held as bytes). Loading trusts nothing: every field is cross-checked
+against the index, the arrays, the raw vectors and the map before the memory is rebuilt through its
+parts' own restore methods.
 """
 
 from __future__ import annotations
