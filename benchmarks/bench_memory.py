@@ -15,15 +15,30 @@ output), or real embeddings from ``--vectors FILE.npy``; reaching a size larger 
 ``--order visit`` (default) inserts place after place, as an exploring agent does, so the cold-start
 quantiser sees only the first places; ``--order shuffled`` is FAISS's usual i.i.d. setting.
 
+Disk rows (``--disk-factories``, default the ``memory=disk`` config, ``configs/memory/disk.yaml``): the
+store keeps every raw vector in a memory-mapped file on disk (``raw_vectors="disk"``), re-ranks
+``--rerank`` candidates exactly from it, and is fed like an agent that sleeps ``--sleeps`` times
+(evenly spread): each sleep runs sleep's retraining step, which retrains from a uniform sample of all
+raw vectors and re-encodes every record when drift exceeds ``--disk-drift-factor``. Those pauses are
+timed as the cost of keeping the quantiser current. They get their own table, printed under
+today's rows: RAM code bytes, disk bytes, retrain seconds, recall before and after the last sleep,
+warm and cold-page-cache latency.
+
 Usage:
     python benchmarks/bench_memory.py --quick                      # 10k, about 2 minutes here
-    python benchmarks/bench_memory.py --out /tmp/bench_memory      # 10k, 100k, 1M: about 15 minutes
+    python benchmarks/bench_memory.py --out /tmp/bench_memory      # 10k, 100k, 1M: about 25 minutes
     python benchmarks/bench_memory.py --sizes 1M --order shuffled --factories "IVF4096,PQ64" --nprobe 16
     python benchmarks/bench_memory.py --vectors frames.npy --tile --out /tmp/bench_memory
+    python benchmarks/bench_memory.py --sizes 1M --order visit     # all rows at 1M: 17 minutes here
+    python benchmarks/bench_memory.py --sizes 100k --factories "" --disk-factories "IVF1024,SQ4;IVF1024,PQ32"
 
 At 1M on this 2-core machine (synthetic vectors, shuffled order) IVF4096,PQ64 at nprobe 16 met the
 targets: 64 bytes of code per frame, 1-recall@10 0.98, p50 0.8 ms. IVF1024,PQ64 reached 0.92: with
-10k places, 1024 lists leave residuals too large for PQ64.
+10k places, 1024 lists leave residuals too large for PQ64. In visiting order the same quantisers fall
+to 0.47-0.71; the disk row (``memory=disk``: IVF4096,PQ64 with raw float16 vectors on disk, 128
+re-ranked, 10 sleeps) reached 1-recall@10 1.000 (0.984 just before the last sleep), p50 0.61 ms, 64 B
+of code per frame in RAM and 256 B on disk, for 9 retrains taking 533 s in all (82 s at most)
+(``benchmarks/results/memory_1m_visit_order_disk.md``).
 
 FAISS runs on one thread (``--threads``) by default: latencies are stabler, and on a shared 2-core
 machine OpenMP spin-waiting made multi-threaded FAISS calls far slower.
@@ -61,12 +76,18 @@ from typing import Any  # noqa: E402
 
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
 
+import embodmem.configs  # noqa: E402
 from embodmem.memory.records import NO_NODE  # noqa: E402
-from embodmem.memory.sleep import sleep  # noqa: E402
+from embodmem.memory.sleep import keep_quantiser_current, sleep  # noqa: E402
 from embodmem.memory.store import LongTermStore, _codec, build_index  # noqa: E402
 
 DEFAULT_FACTORIES = ["Flat", "SQ8", "IVF1024,SQ8", "IVF1024,PQ64", "IVF4096,PQ64"]
+DISK_CONFIG = OmegaConf.to_container(OmegaConf.load(Path(embodmem.configs.__file__).parent / "memory" / "disk.yaml"))
+"""``memory=disk``: the disk rows' defaults (factory, nprobe, rerank, drift factor, training sample, dtype)."""
+assert isinstance(DISK_CONFIG, dict)
+DEFAULT_DISK_FACTORIES = [str(DISK_CONFIG["index_factory"])]
 DRIFT_FACTOR = 3.0  # MemoryConfig.drift_factor's default: sleep retrains above it
 BATCH = 16  # records per insert: what one FIFO consolidation hands to long-term memory
 K = 10
@@ -292,6 +313,141 @@ def run_one(
     return rows
 
 
+def recall_at_10(found: list[list[int]], gt: np.ndarray) -> tuple[float, float]:
+    """1-recall@10 (the exact nearest neighbour is among the ten found) and 10-recall@10."""
+    r1 = float(np.mean([gt[i, 0] in found[i] for i in range(len(gt))]))
+    r10 = float(np.mean([len(set(gt[i]) & set(found[i])) / K for i in range(len(gt))]))
+    return r1, r10
+
+
+def run_disk(
+    factory: str,
+    base: np.ndarray,
+    queries: np.ndarray,
+    place: np.ndarray,
+    gt: np.ndarray,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """One store with its raw vectors on disk, fed in order with ``args.sleeps`` sleeps spread evenly.
+
+    Each sleep runs sleep's retraining step (:func:`keep_quantiser_current`: retrain from a uniform
+    sample of all raw vectors when drift > ``args.disk_drift_factor``), timed: that is the cost of keeping the
+    quantiser current. Recall is measured through ``LongTermStore.search`` (re-ranking included)
+    just before the last sleep (the quantiser is then as stale as it gets: it has not seen the last
+    ``n / sleeps`` frames) and after it; latency and sizes after it; then the dedup sleep pass as
+    for the other rows.
+    """
+    n, dim = base.shape
+    tm = train_min_for(factory, dim, n)
+    store = LongTermStore(
+        dim,
+        factory,
+        train_min=tm,
+        train_sample=min(n, max(tm, args.disk_train_sample)),
+        nprobe=args.disk_nprobe,
+        pq_train_points=args.pq_train_points,
+        seed=args.seed,
+        raw_vectors="disk",
+        raw_dtype=args.raw_dtype,
+        raw_dir=args.raw_dir,
+        rerank=args.rerank,
+    )
+    assert store.raw_file is not None
+    every = max(BATCH, n // max(1, args.sleeps))
+    retrains: list[float] = []
+    checks: list[float] = []
+    drifts: list[float | None] = []
+
+    def keep_current() -> None:
+        t = time.perf_counter()
+        drift, reason = keep_quantiser_current(store, drift_factor=args.disk_drift_factor)
+        checks.append(time.perf_counter() - t)
+        drifts.append(None if drift is None else round(drift, 2))
+        if reason is not None:
+            retrains.append(checks[-1])
+
+    def search_recall() -> tuple[float, float]:
+        hits = store.search(queries, K)
+        return recall_at_10([[h.id for h in row] for row in hits], gt)
+
+    t0 = time.perf_counter()
+    train_s = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in range(0, n, BATCH):
+            was = store.trained
+            t = time.perf_counter()
+            hi = min(n, s + BATCH)
+            store.add(base[s:hi], columns(store, place, s, hi), np.arange(s, hi))
+            if store.trained != was:
+                train_s = time.perf_counter() - t
+            if hi % every < BATCH and hi < n:  # a sleep between tasks (the last one comes after recall)
+                keep_current()
+        insert_s = time.perf_counter() - t0 - train_s - sum(checks)
+        stale = search_recall()
+        keep_current()
+    r1, r10 = search_recall()
+    st = store.stats()
+    cached = store.raw_file.cached_bytes()  # page cache the raw file holds while warm latency is measured
+    lat, flat, cold = [], [], []
+    for i in range(args.latency_queries):
+        q = queries[i : i + 1]
+        t = time.perf_counter()
+        store.search(q, K)
+        lat.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        store.search(q, K, task="task1")
+        flat.append(time.perf_counter() - t)
+    for i in range(args.cold_queries):
+        store.raw_file.drop_page_cache()
+        q = queries[i : i + 1]
+        t = time.perf_counter()
+        store.search(q, K)
+        cold.append(time.perf_counter() - t)
+    row = {
+        "frames": n,
+        "index": factory,
+        "nprobe": args.disk_nprobe,
+        "rerank": args.rerank,
+        "raw_dtype": args.raw_dtype,
+        "train_min": tm,
+        "train_sample": store.train_sample,
+        "train_s": round(train_s, 2),
+        "sleeps": len(checks),
+        "retrains": len(retrains),
+        "retrain_s_total": round(sum(retrains), 1),
+        "retrain_s_max": round(max(retrains), 1) if retrains else None,
+        "drift_last": drifts[-1],
+        "drifts": drifts,
+        "drift_factor": args.disk_drift_factor,
+        "code_B": st["code_bytes_per_frame"],
+        "ids_map_B": round((st["index_id_bytes"] + st["raw_map_bytes"]) / n, 1),
+        "meta_B": round(st["metadata_bytes"] / n, 1),
+        "raw_disk_B": round(st["raw_disk_bytes"] / n, 1),
+        "raw_file_B": round(store.raw_file.file_bytes() / n, 1),
+        "raw_cached_B": round(cached / n, 1),
+        "insert_per_s": round(n / insert_s),
+        "p50_ms": round(1e3 * float(np.percentile(lat, 50)), 3),
+        "p99_ms": round(1e3 * float(np.percentile(lat, 99)), 3),
+        "p50_filtered_ms": round(1e3 * float(np.percentile(flat, 50)), 3),
+        "p50_cold_ms": round(1e3 * float(np.percentile(cold, 50)), 3) if cold else None,
+        "recall1@10_stale": round(stale[0], 4),
+        "recall1@10": round(r1, 4),
+        "recall10@10": round(r10, 4),
+        "recall_queries": len(queries),
+        "latency_queries": args.latency_queries,
+        "cold_queries": args.cold_queries,
+    }
+    if not args.no_sleep:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rep = sleep(store, dedup_threshold=0.95, retrain=False)
+        row["sleep_s"] = round(rep["seconds"], 2)
+        row["sleep_merged"] = rep["merged_away"]
+    store.raw_file.close()
+    return row
+
+
 def observe_cost(dim: int, seed: int, n: int = 20_000) -> str:
     """Amortised ``AgentMemory.observe`` cost (FIFO, consolidation, store insert and map), and
     ``TopologicalMap.observe`` at 1,000 nodes."""
@@ -346,11 +502,43 @@ COLS = [
 ]
 
 
-def markdown(rows: list[dict[str, Any]], header: str) -> str:
-    lines = [header, "", "| " + " | ".join(h for _, h in COLS) + " |", "|" + "---|" * len(COLS)]
+DISK_COLS = [
+    ("frames", "frames"),
+    ("index", "index"),
+    ("nprobe", "nprobe"),
+    ("rerank", "rerank"),
+    ("raw_dtype", "raw"),
+    ("train_min", "trained on"),
+    ("train_s", "train+migrate s"),
+    ("sleeps", "sleeps"),
+    ("retrains", "retrains"),
+    ("retrain_s_total", "retrain s total"),
+    ("retrain_s_max", "retrain s max"),
+    ("drift_last", "drift at last sleep"),
+    ("code_B", "code B/frame (RAM)"),
+    ("ids_map_B", "ids+maps B"),
+    ("meta_B", "meta B"),
+    ("raw_disk_B", "raw on disk B/frame"),
+    ("raw_file_B", "raw file B/frame"),
+    ("raw_cached_B", "raw in page cache B/frame"),
+    ("insert_per_s", "insert/s"),
+    ("p50_ms", "p50 ms"),
+    ("p99_ms", "p99 ms"),
+    ("p50_filtered_ms", "p50 filtered ms"),
+    ("p50_cold_ms", "p50 cold cache ms"),
+    ("recall1@10_stale", "1-R@10 before last sleep"),
+    ("recall1@10", "1-R@10"),
+    ("recall10@10", "10-R@10"),
+    ("sleep_s", "sleep s"),
+    ("sleep_merged", "merged"),
+]
+
+
+def markdown(rows: list[dict[str, Any]], header: str, cols: list[tuple[str, str]] = COLS) -> str:
+    lines = [header, "", "| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = []
-        for k, _ in COLS:
+        for k, _ in cols:
             v = r.get(k)
             cells.append(
                 "" if v is None else (f"{v:,}" if isinstance(v, int) and k in ("frames", "insert_per_s") else str(v))
@@ -397,14 +585,46 @@ def main(argv: list[str] | None = None) -> None:
         help="insertion order: 'visit' = place after place, as an agent explores (the cold-start "
         "quantiser sees only the first places); 'shuffled' = i.i.d. stream (FAISS's usual setting)",
     )
+    ap.add_argument(
+        "--disk-factories",
+        default=";".join(DEFAULT_DISK_FACTORIES),
+        help="semicolon-separated factories run with raw vectors on disk, re-ranking and sleeps "
+        "('' for none; default: %(default)s)",
+    )
+    ap.add_argument("--disk-nprobe", type=int, default=DISK_CONFIG["nprobe"], help="nprobe of the disk rows")
+    ap.add_argument(
+        "--rerank", type=int, default=DISK_CONFIG["rerank"], help="candidates re-ranked from disk (disk rows)"
+    )
+    ap.add_argument(
+        "--raw-dtype", choices=["float16", "float32"], default=DISK_CONFIG["raw_dtype"], help="raw file element type"
+    )
+    ap.add_argument("--raw-dir", help="directory of the raw-vector file (default: the system temp directory)")
+    ap.add_argument("--sleeps", type=int, default=10, help="sleeps spread evenly over the insertion (disk rows)")
+    ap.add_argument(
+        "--disk-drift-factor",
+        type=float,
+        default=DISK_CONFIG["drift_factor"],
+        help="drift above which a sleep retrains (disk rows)",
+    )
+    ap.add_argument(
+        "--disk-train-sample",
+        type=int,
+        default=DISK_CONFIG["train_sample"],
+        help="training sample of the disk rows (train_sample)",
+    )
+    ap.add_argument(
+        "--cold-queries", type=int, default=50, help="queries timed after dropping the raw file's page cache"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="write OUT.md and OUT.json")
     args = ap.parse_args(argv)
     faiss.omp_set_num_threads(args.threads)
     sizes = [10_000] if args.quick else [parse_size(s) for s in args.sizes.split(",")]
     factories = [f.strip() for f in args.factories.split(";") if f.strip()]
+    disk_factories = [f.strip() for f in args.disk_factories.split(";") if f.strip()]
     nprobes = [int(x) for x in args.nprobe.split(",")]
     rows: list[dict[str, Any]] = []
+    disk_rows: list[dict[str, Any]] = []
     source = ""
     cost = observe_cost(args.dim, args.seed, args.observe_frames)
     print(cost, flush=True)
@@ -435,6 +655,10 @@ def main(argv: list[str] | None = None) -> None:
             rows.extend(new)
             for r in new:
                 print(json.dumps(r), f"({time.perf_counter() - t:.0f} s)", flush=True)
+        for f in disk_factories:
+            t = time.perf_counter()
+            disk_rows.append(run_disk(f, base, queries, place, gt, args))
+            print(json.dumps(disk_rows[-1]), f"({time.perf_counter() - t:.0f} s)", flush=True)
         del base, queries, place, gt
         gc.collect()
     header = (
@@ -451,6 +675,26 @@ def main(argv: list[str] | None = None) -> None:
         f"recall and latency columns are after it, otherwise they are the cold-start quantiser's."
     )
     md = markdown(rows, header) + "\n" + cost + "\n"
+    if disk_rows:
+        disk_header = (
+            f"Raw vectors on disk (memory.raw_vectors=disk): RAM holds the codes ('code B/frame (RAM)'), ids, "
+            f"the id maps (FAISS's 24 B plus the raw file's row map, 8 B) and metadata; every record's raw "
+            f"vector ({args.raw_dtype}) lives in a memory-mapped file ('raw on disk' = live rows, what a "
+            f"snapshot writes; 'raw file' = the working file's blocks on disk, with reserved space and dead "
+            f"rows). A search asks the index for 'rerank' candidates and re-scores them exactly from the file. "
+            f"{args.sleeps} sleeps spread evenly over the insertion each run sleep's retraining step: retrain "
+            f"from a uniform sample of all raw vectors (train_sample = {args.disk_train_sample} or the "
+            f"cold-start size) and re-encode every record, when drift > {args.disk_drift_factor}; 'retrain s' are those "
+            f"pauses (the cost of keeping the quantiser current; insert/s excludes them). '1-R@10 before last "
+            f"sleep' is measured just before the last sleep, with a quantiser that has not seen the last "
+            f"1/{args.sleeps} of the frames; the other columns after it. Recall through LongTermStore.search "
+            f"({disk_rows[-1]['recall_queries']} queries). Latency: 'p50 ms' with the raw file in the OS page cache "
+            f"('raw in page cache': RAM the kernel lends it and may reclaim; measured with mincore); 'cold cache' "
+            f"unmaps the file and drops its pages (fsync + posix_fadvise DONTNEED) before each of "
+            f"{args.cold_queries} queries, so every re-ranked candidate is read from disk (random 4 KB reads, "
+            f"read-ahead off)."
+        )
+        md += "\n" + markdown(disk_rows, disk_header, DISK_COLS)
     print()
     print(md)
     if args.out:
@@ -461,7 +705,7 @@ def main(argv: list[str] | None = None) -> None:
         atomic_write_text(out.with_suffix(".md"), md)
         atomic_write_json(
             out.with_suffix(".json"),
-            {"source": source, "threads": args.threads, "observe": cost, "rows": rows},
+            {"source": source, "threads": args.threads, "observe": cost, "rows": rows, "disk_rows": disk_rows},
         )
 
 

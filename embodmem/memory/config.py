@@ -7,13 +7,15 @@ embedder's output size: the app sets it, so the command line leaves it alone.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from embodmem.memory.store import EVICTIONS, build_index, check_byte_budget, code_bytes_per_vector
+from embodmem.memory.rawfile import RAW_DTYPES
+from embodmem.memory.store import EVICTIONS, RAW_MODES, build_index, check_byte_budget, code_bytes_per_vector
 from embodmem.memory.topomap import NODE_RULES
 
 
@@ -82,6 +84,19 @@ class MemoryConfig:
     """FAISS OpenMP threads, set process-wide when the memory is built. 1 by default: the agent's
     small searches gain nothing from threads, and on a busy 2-core machine OpenMP spin-waiting made
     FAISS calls up to 1000x slower. None leaves FAISS's setting alone."""
+    raw_vectors: str = "recent"
+    """Where raw vectors are kept: "recent" (the latest train_sample in RAM, for drift checks;
+    retraining mixes them with decoded codes) or "disk" (every long-term record's, in a
+    memory-mapped file outside the byte budget: training and sleep-time retraining sample all of
+    them and re-encode every record exactly; snapshots carry them as raw.npy)."""
+    raw_dtype: str = "float16"
+    """Element type of the raw vectors on disk: "float16" (2 bytes a dimension) or "float32"."""
+    raw_dir: str | None = None
+    """Directory of the working raw-vector file (an unlinked temporary file); None: the system
+    temp directory. Put it on a real disk: on a tmpfs the "disk" is RAM."""
+    rerank: int = 0
+    """Candidates fetched from the index per query and re-scored exactly from the raw vectors on
+    disk (0: off; needs raw_vectors="disk"). Lifts a lossy code's recall to its coarse recall."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -141,6 +156,19 @@ class MemoryConfig:
             self.faiss_threads is None or (is_int(self.faiss_threads) and 1 <= self.faiss_threads <= 1024),
             "faiss_threads",
             "None or an int in [1, 1024]",
+        )
+        need(self.raw_vectors in RAW_MODES, "raw_vectors", " or ".join(repr(m) for m in RAW_MODES))
+        need(self.raw_dtype in RAW_DTYPES, "raw_dtype", " or ".join(repr(d) for d in RAW_DTYPES))
+        need(
+            self.raw_dir is None or (isinstance(self.raw_dir, str) and os.path.isdir(self.raw_dir)),
+            "raw_dir",
+            "None or an existing directory",
+        )
+        need(is_int(self.rerank) and 0 <= self.rerank <= 1 << 16, "rerank", "an int in [0, 65536]")
+        need(
+            self.rerank == 0 or self.raw_vectors == "disk",
+            "rerank",
+            "0 unless raw_vectors='disk' (exact scores come from the raw vectors on disk)",
         )
         try:
             probe = build_index(self.dim, self.index_factory)

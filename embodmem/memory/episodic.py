@@ -68,6 +68,10 @@ class AgentMemory:
             pq_train_points=c.pq_train_points,
             thumbnail_size=c.thumbnail_size if c.keep_thumbnails else None,
             seed=c.seed,
+            raw_vectors=c.raw_vectors,
+            raw_dtype=c.raw_dtype,
+            raw_dir=c.raw_dir,
+            rerank=int(c.rerank),
         )
         self.fifo = ShortTermFIFO(c.dim, c.short_term_capacity, c.consolidate_to)
         self.map = TopologicalMap(c.dim, c.node_distance, c.node_similarity, c.node_rule)
@@ -233,13 +237,14 @@ class AgentMemory:
         return results[0] if single else results
 
     def hit_vectors(self, hits: Sequence[Hit]) -> np.ndarray:
-        """Stored vectors of ``hits`` (decoded for quantised stores), e.g. to re-score them."""
+        """Stored vectors of ``hits`` (decoded for quantised stores, raw when kept on disk), e.g. to
+        re-score them."""
         if not hits:
             return np.zeros((0, self.config.dim), np.float32)
         short = {rid: i for i, rid in enumerate(self.fifo.ids)}
         vecs = self.fifo.vectors
         long_ids = [h.id for h in hits if h.source != "short_term"]
-        long = dict(zip(long_ids, self.store.reconstruct(long_ids))) if long_ids else {}
+        long = dict(zip(long_ids, self.store.vectors(long_ids))) if long_ids else {}
         return np.stack([vecs[short[h.id]] if h.source == "short_term" else long[h.id] for h in hits]).astype(
             np.float32
         )
@@ -266,6 +271,7 @@ class AgentMemory:
             "index_id_bytes": s["index_id_bytes"],
             "fixed_bytes": s["fixed_bytes"],
             "raw_buffer_bytes": s["raw_buffer_bytes"],
+            "raw_disk_bytes": s["raw_disk_bytes"],
             "short_term_bytes": len(self.fifo) * self.config.dim * 4,
             "index": s["index"],
             "trained": s["trained"],

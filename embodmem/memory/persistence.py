@@ -11,6 +11,10 @@ removed by the next save or load.
 Reading checks the digest, then every manifest field's type and range (:func:`validated`); the
 memory then cross-checks the state against the arrays and the index. Any disagreement is a
 :class:`MemoryLoadError` naming the file and the field.
+
+Large files (the raw vectors of ``raw_vectors="disk"``, hundreds of MB) are streamed: written
+through a callable and hashed as they go, verified by hashing in chunks, and handed to the caller
+as a path rather than as bytes.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from embodmem.atomic import atomic_write_bytes
+from embodmem.atomic import atomic_write_bytes, atomic_write_with
 
 FORMAT = "embodmem.memory"
 VERSION = 2
@@ -35,6 +40,11 @@ _TMP_RE = re.compile(r"^\.(manifest\.json|[a-z_]+\.\d{6}\.[a-z0-9]+)\..+\.tmp$")
 """Temporary files of :func:`embodmem.atomic.atomic_write_with` for the manifest or a data file."""
 
 M = TypeVar("M", bound=BaseModel)
+
+Writer = Callable[[BinaryIO], None]
+"""Streams a data file's content into a binary file handle (for files too large to hold as bytes)."""
+
+_HASH_CHUNK = 1 << 20
 
 
 class MemoryLoadError(ValueError):
@@ -134,9 +144,37 @@ def _current_generation(directory: Path) -> int:
     return gen if 0 <= gen < 999_999 else 0
 
 
-def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes], header: dict[str, Any]) -> Path:
-    """Write ``files`` (logical name like ``"index.faiss"`` -> bytes) and a manifest carrying
-    ``header`` (must hold ``dim``, ``config`` and ``state``) into ``directory``.
+class _HashingWriter:
+    """A write-only file wrapper that counts and hashes what passes through it."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.sha = hashlib.sha256()
+        self.bytes = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        self.sha.update(data)
+        self.bytes += len(data)
+        return self.fh.write(data)
+
+
+def _write_streamed(path: Path, write: Writer) -> tuple[int, str]:
+    """Atomically write ``path`` through ``write``; returns its size and sha256."""
+    seen: list[_HashingWriter] = []
+
+    def run(fh: BinaryIO) -> None:
+        w = _HashingWriter(fh)
+        seen.append(w)
+        write(w)  # type: ignore[arg-type]  # duck-typed: numpy and our writers only call write()
+
+    atomic_write_with(path, run)
+    return seen[0].bytes, seen[0].sha.hexdigest()
+
+
+def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes | Writer], header: dict[str, Any]) -> Path:
+    """Write ``files`` (logical name like ``"index.faiss"`` -> bytes, or a :data:`Writer` that streams
+    them) and a manifest carrying ``header`` (must hold ``dim``, ``config`` and ``state``) into
+    ``directory``.
 
     Returns:
         The manifest path.
@@ -149,8 +187,12 @@ def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes], h
     for logical, data in files.items():
         stem, ext = logical.split(".", 1)
         name = f"{stem}.{gen:06d}.{ext}"
-        atomic_write_bytes(directory / name, data)
-        entries[logical] = {"path": name, "bytes": len(data), "sha256": _sha256(data)}
+        if isinstance(data, bytes):
+            atomic_write_bytes(directory / name, data)
+            entries[logical] = {"path": name, "bytes": len(data), "sha256": _sha256(data)}
+        else:
+            size, digest = _write_streamed(directory / name, data)
+            entries[logical] = {"path": name, "bytes": size, "sha256": digest}
     _fsync_dir(directory)
     manifest = {"format": FORMAT, "version": VERSION, "generation": gen, **header, "files": entries}
     manifest["digest"] = manifest_digest(manifest)
@@ -164,13 +206,11 @@ def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes], h
     return directory / MANIFEST
 
 
-def read_snapshot(directory: str | os.PathLike[str], required: tuple[str, ...]) -> tuple[Manifest, dict[str, bytes]]:
-    """Read and verify a snapshot: the manifest (digest, then fields), then each of ``required``
-    logical files (exactly these must be listed).
+def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
+    """Read and verify a snapshot's manifest: its digest, then every field (not the data files).
 
     Raises:
-        MemoryLoadError: naming the file that is missing, truncated, corrupted or foreign, and the
-            manifest field that is wrong.
+        MemoryLoadError: naming ``manifest.json`` and the field that is wrong.
     """
     directory = Path(directory)
     mpath = directory / MANIFEST
@@ -192,11 +232,30 @@ def read_snapshot(directory: str | os.PathLike[str], required: tuple[str, ...]) 
         raise MemoryLoadError(
             mpath, "field digest: the manifest does not match its digest (edited or corrupted after saving)"
         )
-    manifest = validated(Manifest, raw, mpath, "")
-    if sorted(manifest.files) != sorted(required):
-        raise MemoryLoadError(mpath, f"field files: lists {sorted(manifest.files)}, expected {sorted(required)}")
+    return validated(Manifest, raw, mpath, "")
+
+
+def read_files(
+    directory: str | os.PathLike[str], manifest: Manifest, required: tuple[str, ...], streamed: tuple[str, ...] = ()
+) -> tuple[dict[str, bytes], dict[str, Path]]:
+    """Verify the data files of a snapshot whose manifest :func:`read_manifest` returned: exactly
+    ``required + streamed`` must be listed, each of this generation, of the listed size and sha256.
+
+    Returns:
+        ``required`` files' bytes, and ``streamed`` files' paths (hashed in chunks, not held).
+
+    Raises:
+        MemoryLoadError: naming the file that is missing, truncated, corrupted or foreign, and the
+            manifest field that is wrong.
+    """
+    directory = Path(directory)
+    mpath = directory / MANIFEST
+    listed = sorted(required + streamed)
+    if sorted(manifest.files) != listed:
+        raise MemoryLoadError(mpath, f"field files: lists {sorted(manifest.files)}, expected {listed}")
     out: dict[str, bytes] = {}
-    for logical in required:
+    paths: dict[str, Path] = {}
+    for logical in required + streamed:
         entry = manifest.files[logical]
         stem, ext = logical.split(".", 1)
         if entry.path != f"{stem}.{manifest.generation:06d}.{ext}":
@@ -207,13 +266,29 @@ def read_snapshot(directory: str | os.PathLike[str], required: tuple[str, ...]) 
         path = directory / entry.path
         if not path.is_file():
             raise MemoryLoadError(path, "missing")
-        data = path.read_bytes()
-        if len(data) != entry.bytes:
-            raise MemoryLoadError(path, f"truncated or padded: {len(data)} bytes, manifest says {entry.bytes}")
-        if _sha256(data) != entry.sha256:
+        if logical in streamed:
+            size, digest = _hash_file(path)
+        else:
+            data = path.read_bytes()
+            size, digest = len(data), _sha256(data)
+            out[logical] = data
+        if size != entry.bytes:
+            raise MemoryLoadError(path, f"truncated or padded: {size} bytes, manifest says {entry.bytes}")
+        if digest != entry.sha256:
             raise MemoryLoadError(path, "checksum mismatch: the file is corrupted or not the one saved")
-        out[logical] = data
-    return manifest, out
+        paths[logical] = path
+    return out, {k: paths[k] for k in streamed}
+
+
+def _hash_file(path: Path) -> tuple[int, str]:
+    """Size and sha256 of a file, read in chunks."""
+    sha = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(_HASH_CHUNK):
+            sha.update(chunk)
+            size += len(chunk)
+    return size, sha.hexdigest()
 
 
 def _refuse_constant(name: str) -> Any:

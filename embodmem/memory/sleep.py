@@ -85,7 +85,8 @@ def sleep(
 
     Returns:
         A report: records and bytes before/after, records merged away, clusters formed, drift,
-        whether (and why) the quantiser was retrained, and the seconds taken.
+        whether (and why) the quantiser was retrained, and the seconds taken (in all, for the
+        dedup and for the retraining check).
     """
     t0 = time.perf_counter()
     before = store.stats()
@@ -103,7 +104,7 @@ def sleep(
                 rows = part[s : s + max_group]
                 if len(rows) < 2:
                     continue
-                v = store.reconstruct(ids[rows])
+                v = store.vectors(ids[rows])
                 close = None
                 if dedup_distance is not None:
                     d2 = ((xy[rows, None, :] - xy[None, rows, :]) ** 2).sum(-1)
@@ -119,15 +120,9 @@ def sleep(
     t_dedup = time.perf_counter() - t0
     if groups:
         store.merge(groups, np.asarray(vectors, dtype=np.float32))
-    drift = store.drift()
-    reason = None
-    if store.needs_training and store.trained and len(store):
-        if retrain:
-            reason = "asked"
-        elif retrain is None and drift is not None and drift > drift_factor:
-            reason = f"drift {drift:.2f} > {drift_factor}"
-    if reason is not None and not store.retrain():
-        reason = None  # too little data left to retrain honestly
+    t_retrain = time.perf_counter()
+    drift, reason = keep_quantiser_current(store, drift_factor=drift_factor, retrain=retrain)
+    t_retrain = time.perf_counter() - t_retrain
     after = store.stats()
     return {
         "records_before": before["records"],
@@ -142,5 +137,32 @@ def sleep(
         "retrained": reason is not None,
         "retrain_reason": reason,
         "dedup_seconds": t_dedup,
+        "retrain_seconds": t_retrain,
         "seconds": time.perf_counter() - t0,
     }
+
+
+def keep_quantiser_current(
+    store: LongTermStore, *, drift_factor: float = 3.0, retrain: bool | None = None
+) -> tuple[float | None, str | None]:
+    """Sleep's retraining step on its own: retrain the store's quantiser if asked or if it drifted.
+
+    Args:
+        store: The long-term store, changed in place.
+        drift_factor: Retrain when the recent raw vectors reconstruct this many times worse than
+            at training time.
+        retrain: ``True`` always retrains (trainable quantisers), ``False`` never, ``None`` on drift.
+
+    Returns:
+        ``(drift before retraining, why it retrained or None)``.
+    """
+    drift = store.drift()
+    reason = None
+    if store.needs_training and store.trained and len(store):
+        if retrain:
+            reason = "asked"
+        elif retrain is None and drift is not None and drift > drift_factor:
+            reason = f"drift {drift:.2f} > {drift_factor}"
+    if reason is not None and not store.retrain():
+        reason = None  # too little data left to retrain honestly
+    return drift, reason

@@ -3,8 +3,10 @@
 :mod:`embodmem.memory.persistence` is the file format (generations, checksums, the manifest digest);
 this module maps a memory onto it: ``index.faiss`` (the long-term store's index), ``arrays.npz``
 (metadata columns, the short-term frames) and ``map.json`` (the topological map), with the counters
-in the manifest's ``state``. Loading trusts nothing: every field is cross-checked against the index,
-the arrays and the map before the memory is rebuilt through its parts' own restore methods.
+in the manifest's ``state``; with ``raw_vectors="disk"`` also ``raw.npy`` (every long-term record's
+raw vector, streamed rather than held as bytes). Loading trusts nothing: every field is cross-checked
+against the index, the arrays, the raw vectors and the map before the memory is rebuilt through its
+parts' own restore methods.
 """
 
 from __future__ import annotations
@@ -20,9 +22,19 @@ import numpy as np
 from pydantic import Field
 
 from embodmem.memory.config import MemoryConfig
-from embodmem.memory.persistence import Manifest, MemoryLoadError, Strict, read_snapshot, validated, write_snapshot
+from embodmem.memory.persistence import (
+    Manifest,
+    MemoryLoadError,
+    Strict,
+    Writer,
+    read_files,
+    read_manifest,
+    validated,
+    write_snapshot,
+)
+from embodmem.memory.rawfile import read_npy_rows
 from embodmem.memory.records import NO_NODE, MetaTable
-from embodmem.memory.store import StoreState
+from embodmem.memory.store import RawFileMismatch, StoreState
 from embodmem.memory.topomap import TopologicalMap
 
 if TYPE_CHECKING:
@@ -30,6 +42,9 @@ if TYPE_CHECKING:
 
 FILES = ("index.faiss", "arrays.npz", "map.json")
 """The data files of a memory snapshot (logical names; on disk they carry the generation)."""
+
+RAW_FILE = "raw.npy"
+"""The snapshot's raw vectors (``raw_vectors="disk"`` only): one row per long-term record, id order."""
 
 
 class MemoryState(Strict):
@@ -62,7 +77,13 @@ def save_memory(memory: AgentMemory, directory: str | os.PathLike[str]) -> Path:
         "queries": memory.queries,
         "segment": list(memory.segment) if memory.segment else None,
     }
-    files = {"index.faiss": index_bytes, "arrays.npz": buf.getvalue(), "map.json": memory.map.to_json().encode()}
+    files: dict[str, bytes | Writer] = {
+        "index.faiss": index_bytes,
+        "arrays.npz": buf.getvalue(),
+        "map.json": memory.map.to_json().encode(),
+    }
+    if memory.store.raw_file is not None:
+        files[RAW_FILE] = memory.store.raw_file.write_npy
     return write_snapshot(
         directory, files, {"dim": memory.config.dim, "config": memory.config.to_dict(), "state": state}
     )
@@ -70,16 +91,21 @@ def save_memory(memory: AgentMemory, directory: str | os.PathLike[str]) -> Path:
 
 @dataclass(frozen=True)
 class SavedMemory:
-    """A snapshot read and verified (digest, checksums, field types), not yet cross-checked."""
+    """A snapshot read and verified (digest, checksums, field types), not yet cross-checked.
+
+    ``streamed`` holds the paths of the files too large to read as bytes (:data:`RAW_FILE`, listed
+    exactly when ``config.raw_vectors == "disk"``), checksummed but not read yet.
+    """
 
     directory: Path
     manifest: Manifest
     files: dict[str, bytes]
     config: MemoryConfig
     state: MemoryState
+    streamed: dict[str, Path]
 
     def path(self, logical: str) -> Path:
-        """The file on disk of ``logical`` (``"manifest.json"`` or a name of :data:`FILES`)."""
+        """The file on disk of ``logical`` (``"manifest.json"``, a name of :data:`FILES` or :data:`RAW_FILE`)."""
         return self.directory / (self.manifest.files[logical].path if logical in self.manifest.files else logical)
 
 
@@ -91,8 +117,10 @@ def read_memory(directory: str | os.PathLike[str], expect_dim: int | None = None
             corrupted, foreign or inconsistent.
     """
     directory = Path(directory)
-    manifest, files = read_snapshot(directory, FILES)
+    manifest = read_manifest(directory)
     mpath = directory / "manifest.json"
+    streamed = (RAW_FILE,) if RAW_FILE in manifest.files else ()  # checked against the config below
+    files, streamed_paths = read_files(directory, manifest, FILES, streamed)
     dim = manifest.dim
     if expect_dim is not None and dim != expect_dim:
         raise MemoryLoadError(mpath, f"field dim: foreign memory of dim {dim}, expected {expect_dim}")
@@ -102,10 +130,16 @@ def read_memory(directory: str | os.PathLike[str], expect_dim: int | None = None
         raise MemoryLoadError(mpath, f"field config: {e}") from None
     if config.dim != dim:
         raise MemoryLoadError(mpath, f"field config.dim: {config.dim} != manifest dim {dim}")
+    if (config.raw_vectors == "disk") != bool(streamed):
+        raise MemoryLoadError(
+            mpath,
+            f"field files: lists {sorted(manifest.files)}, but config raw_vectors={config.raw_vectors!r} "
+            f"{'needs' if config.raw_vectors == 'disk' else 'keeps no'} {RAW_FILE}",
+        )
     st = validated(MemoryState, manifest.state, mpath, "state")
     if st.frames_written != st.next_id:
         raise MemoryLoadError(mpath, f"field state.frames_written: {st.frames_written} != state.next_id {st.next_id}")
-    return SavedMemory(directory, manifest, files, config, st)
+    return SavedMemory(directory, manifest, files, config, st, streamed_paths)
 
 
 def restore_memory(memory: AgentMemory, saved: SavedMemory) -> None:
@@ -116,7 +150,7 @@ def restore_memory(memory: AgentMemory, saved: SavedMemory) -> None:
     """
     config, st, files, dim = saved.config, saved.state, saved.files, saved.config.dim
     mpath = saved.path("manifest.json")
-    path = {k: saved.path(k) for k in FILES}
+    path = {k: saved.path(k) for k in (*FILES, RAW_FILE)}
     try:
         index = faiss.deserialize_index(np.frombuffer(files["index.faiss"], dtype=np.uint8))
     except RuntimeError as e:
@@ -139,8 +173,16 @@ def restore_memory(memory: AgentMemory, saved: SavedMemory) -> None:
         fifo_vecs = np.asarray(arrays["fifo_vecs"])
     except (ValueError, KeyError, OSError, EOFError) as e:
         raise MemoryLoadError(path["arrays.npz"], f"inconsistent arrays ({e})") from None
+    raw_rows = None
+    if RAW_FILE in saved.streamed:
+        try:
+            raw_rows = read_npy_rows(saved.streamed[RAW_FILE])
+        except ValueError as e:
+            raise MemoryLoadError(path[RAW_FILE], f"field files.{RAW_FILE}: {e}") from None
     try:
-        memory.store.load_state(index, arrays, st.store, st.next_id)
+        memory.store.load_state(index, arrays, st.store, st.next_id, raw_rows)
+    except RawFileMismatch as e:
+        raise MemoryLoadError(path[RAW_FILE], f"field files.{RAW_FILE}: {e}") from None
     except (ValueError, KeyError, OSError) as e:
         problem = str(e).strip("'") if str(e).startswith("field ") else f"field state.store: {str(e).strip(chr(39))}"
         raise MemoryLoadError(

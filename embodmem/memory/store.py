@@ -10,6 +10,13 @@ Quantisers that need training start honestly cold: the store is a flat index unt
 vectors have arrived, then it trains on them (capped at ``train_sample``) and migrates every stored
 vector into the trained index. A ring buffer of the latest raw vectors (outside the byte budget,
 reported separately) is kept for drift checks and retraining during sleep.
+
+With ``raw_vectors="disk"`` every record's raw vector lives in a memory-mapped file on disk instead
+(:mod:`embodmem.memory.rawfile`; outside the byte budget, reported as disk bytes): training and
+sleep-time retraining sample *all* of them uniformly and re-encode every record from them, so a
+quantiser trained on the first places does not stay stuck with the codes it made badly, and
+``rerank=K`` re-scores the index's top ``K`` candidates exactly from the file. A record's code is
+always the encoding of its raw vector as stored (float16 rounding included), which a load checks.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import numpy as np
 from pydantic import Field
 
 from embodmem.memory.persistence import Strict
+from embodmem.memory.rawfile import RAW_DTYPES, RawVectorFile
 from embodmem.memory.records import FrameMeta, Hit, MetaTable
 
 #: Filtered searches whose matching set is at most this large are answered exactly on decoded codes.
@@ -140,6 +148,27 @@ def empty_index_bytes(index: faiss.Index) -> int:
     return len(faiss.serialize_index(empty))
 
 
+class RawFileMismatch(ValueError):
+    """Saved raw vectors that do not belong to the saved index (shape, dtype or codes disagree)."""
+
+
+def _codes_disagree(index: faiss.Index, ids: np.ndarray, raw: np.ndarray) -> int:
+    """How many of an evenly spread sample of records do not encode, from their raw vectors, to the
+    code ``index`` holds for them (the store adds every vector to the index exactly as its raw file
+    holds it, so this is 0 unless the file is foreign; a few may flip on near-ties of the coarse
+    assignment, hence a share is tolerated by the caller)."""
+    if len(ids) == 0:
+        return 0
+    rows = np.unique(np.linspace(0, len(ids) - 1, min(len(ids), RAW_CHECK_SAMPLE)).astype(np.int64))
+    x = np.ascontiguousarray(raw[rows], dtype=np.float32)
+    codec = _codec(index)
+    mine = codec.sa_decode(codec.sa_encode(x))
+    held = index.reconstruct_batch(np.ascontiguousarray(ids[rows]))
+    agree = np.all(np.abs(mine - held) <= 1e-5 * (1 + np.abs(held)), axis=1)
+    bad = int((~agree).sum())
+    return bad if bad > len(rows) // 10 else 0
+
+
 class StoreState(Strict):
     """The JSON part of a saved :class:`LongTermStore` (``manifest.json`` field ``state.store``)."""
 
@@ -187,6 +216,13 @@ class RawBuffer:
 EVICTIONS = ("fifo", "least_used", "places")
 """Eviction policies of :class:`LongTermStore` (``byte_budget``)."""
 
+RAW_MODES = ("recent", "disk")
+"""Where a :class:`LongTermStore` keeps raw vectors: the latest ``train_sample`` in a RAM ring buffer,
+or every record's in a memory-mapped file on disk."""
+
+#: Records whose code a load re-derives from the raw file (and compares) to check the file belongs.
+RAW_CHECK_SAMPLE = 256
+
 
 def check_byte_budget(byte_budget: int | None, probe: faiss.Index, train_min: int, index_factory: str) -> None:
     """Refuse a byte budget too small for what the store must hold: ``train_min`` raw vectors during
@@ -226,6 +262,13 @@ class LongTermStore:
         pq_train_points: Training points per centroid of each PQ sub-quantizer (see build_index).
         thumbnail_size: Side of stored thumbnails, or ``None`` to keep none.
         seed: Seed for training-set sampling (FAISS k-means has its own fixed seed).
+        raw_vectors: ``"recent"``: a RAM ring buffer of the latest ``train_sample`` raw vectors
+            (drift checks; retraining mixes them with decoded codes). ``"disk"``: every record's raw
+            vector in a memory-mapped file (training samples all of them; re-encoding is exact).
+        raw_dtype: Element type of the raw file (``"float16"`` or ``"float32"``; disk only).
+        raw_dir: Directory of the raw file (``None``: the system temp directory; disk only).
+        rerank: Candidates fetched from the index and re-scored exactly from the raw file
+            (0: off; needs ``raw_vectors="disk"``).
 
     Example:
         >>> s = LongTermStore(4, "Flat")
@@ -248,9 +291,25 @@ class LongTermStore:
         pq_train_points: int = 39,
         thumbnail_size: int | None = None,
         seed: int = 0,
+        raw_vectors: str = "recent",
+        raw_dtype: str = "float16",
+        raw_dir: str | None = None,
+        rerank: int = 0,
     ) -> None:
         if eviction not in EVICTIONS:
             raise ValueError(f"eviction must be one of {', '.join(EVICTIONS)}; got {eviction!r}")
+        if raw_vectors not in RAW_MODES:
+            raise ValueError(f"raw_vectors must be one of {', '.join(RAW_MODES)}; got {raw_vectors!r}")
+        if raw_dtype not in RAW_DTYPES:
+            raise ValueError(f"raw_dtype must be one of {', '.join(RAW_DTYPES)}; got {raw_dtype!r}")
+        if not (isinstance(rerank, (int, np.integer)) and not isinstance(rerank, bool) and rerank >= 0):
+            raise ValueError(f"rerank must be an int >= 0, got {rerank!r}")
+        if rerank and raw_vectors != "disk":
+            raise ValueError(f"rerank={rerank} needs raw_vectors='disk' (exact scores come from the raw file)")
+        self.raw_vectors = raw_vectors
+        self.raw_dtype = raw_dtype
+        self.raw_dir = raw_dir
+        self.rerank = int(rerank)
         self.dim = int(dim)
         self.index_factory = index_factory
         self.byte_budget = byte_budget
@@ -274,7 +333,8 @@ class LongTermStore:
         self.trained = not self.needs_training
         self._index = self._fresh_index()
         self.meta = MetaTable(self.thumbnail_size)
-        self.raw = RawBuffer(self.train_sample if self.needs_training else 0, self.dim)
+        self.raw_file = RawVectorFile(self.dim, self.raw_dtype, self.raw_dir) if self.raw_vectors == "disk" else None
+        self.raw = RawBuffer(self.train_sample if self.needs_training and self.raw_file is None else 0, self.dim)
         self.train_error: float | None = 0.0 if self.trained else None
         self.evicted = 0
         self.trainings = 0
@@ -338,6 +398,8 @@ class LongTermStore:
             raise ValueError(
                 f"ids must be strictly increasing and above the last stored id {last}, got {ids[:8].tolist()}"
             )
+        if self.raw_file is not None:
+            self.raw_file.reserve(len(x))  # a full disk fails here, before anything changes
         if not self.trained and len(self) + len(x) >= self.train_min:
             self._train_and_migrate(extra=x)
         keep = self._make_room(len(x))
@@ -345,6 +407,8 @@ class LongTermStore:
             x, ids = x[-keep:], ids[-keep:]
             cols = {k: v[-keep:] for k, v in cols.items()}
         self.meta.append(cols)  # validates id order before FAISS is touched
+        if self.raw_file is not None:
+            x = self.raw_file.append(x)  # the index gets the vectors exactly as the file holds them
         self._index.add_with_ids(x, ids)
         self.raw.push(ids, x)
         return ids
@@ -391,7 +455,13 @@ class LongTermStore:
         removed = self._index.remove_ids(ids)
         if removed != len(ids):
             raise RuntimeError(f"FAISS removed {removed} of {len(ids)} ids: index and metadata disagree")
+        self._delete_rows(rows)
+
+    def _delete_rows(self, rows: np.ndarray) -> None:
+        """Delete metadata rows and their raw-file rows together (they stay aligned)."""
         self.meta.delete_rows(rows)
+        if self.raw_file is not None:
+            self.raw_file.delete(rows)
 
     def merge(self, groups: Sequence[np.ndarray], vectors: np.ndarray) -> np.ndarray:
         """Merge each group of records into its newest member (the survivor), whose vector becomes
@@ -417,8 +487,10 @@ class LongTermStore:
         removed = self._index.remove_ids(all_ids)
         if removed != len(all_ids):
             raise RuntimeError(f"FAISS removed {removed} of {len(all_ids)} ids during merge")
-        m.delete_rows(np.setdiff1d(m.rows_of(all_ids), srows))
+        self._delete_rows(np.setdiff1d(m.rows_of(all_ids), srows))
         x = np.ascontiguousarray(vectors, dtype=np.float32)
+        if self.raw_file is not None:
+            x = self.raw_file.set(m.rows_of(survivors), x)
         self._index.add_with_ids(x, survivors)
         self.raw.discard(all_ids)
         return survivors
@@ -430,9 +502,20 @@ class LongTermStore:
         Cold start: every raw vector seen so far (plus ``extra``, the batch being inserted).
         Retraining: at most half recent raw vectors (where the data drifted to), the rest decoded
         records sampled uniformly over the whole store, so that places seen long ago keep their
-        share of centroids.
+        share of centroids. With the raw vectors on disk: a uniform sample of all of them (and of
+        ``extra``), exact.
         """
         rng = np.random.default_rng(self.seed + self.trainings)
+        if self.raw_file is not None:
+            more = np.zeros((0, self.dim), np.float32) if extra is None else np.asarray(extra, np.float32)
+            total = len(self) + len(more)
+            pick = np.arange(total)
+            if total > self.train_sample:
+                pick = np.sort(rng.choice(total, size=self.train_sample, replace=False))
+            in_file = pick[pick < len(self)]
+            return np.ascontiguousarray(
+                np.concatenate([self.raw_file.get(in_file), more[pick[pick >= len(self)] - len(self)]])
+            )
         _, raw = self.raw.valid()
         if extra is not None:
             raw = np.concatenate([raw, extra])
@@ -460,28 +543,39 @@ class LongTermStore:
                 f"(raise train_min/train_sample): {str(e).strip().splitlines()[-1]}"
             ) from None
         fixed = len(faiss.serialize_index(new))
-        raw_ids, raw_vecs = self.raw.valid()
-        raw_pos = {int(i): j for j, i in enumerate(raw_ids)}
         ids = self.meta.ids.copy()
-        for s in range(0, len(ids), 65_536):
-            chunk = ids[s : s + 65_536]
-            x = self.reconstruct(chunk)
-            for j, rid in enumerate(chunk):  # prefer the raw vector when we still have it
-                p = raw_pos.get(int(rid))
-                if p is not None:
-                    x[j] = raw_vecs[p]
-            new.add_with_ids(x, chunk)
+        if self.raw_file is not None:
+            for s, x in self.raw_file.chunks():
+                new.add_with_ids(x, ids[s : s + len(x)])
+        else:
+            raw_ids, raw_vecs = self.raw.valid()
+            raw_pos = {int(i): j for j, i in enumerate(raw_ids)}
+            for s in range(0, len(ids), 65_536):
+                chunk = ids[s : s + 65_536]
+                x = self.reconstruct(chunk)
+                for j, rid in enumerate(chunk):  # prefer the raw vector when we still have it
+                    p = raw_pos.get(int(rid))
+                    if p is not None:
+                        x[j] = raw_vecs[p]
+                new.add_with_ids(x, chunk)
         self._index = new
         self.trained = True
         self.trainings += 1
         # Baseline for drift(): the error on the very population drift() measures (recent raw
         # vectors), so a fresh quantiser has drift 1.0 whatever mix it was trained on.
-        _, recent = self.raw.valid()
+        recent = self._recent_raw()
         self.train_error = reconstruction_error(new, recent if len(recent) else train)
         self._fixed_bytes = fixed
 
+    def _recent_raw(self) -> np.ndarray:
+        """The latest raw vectors (up to ``train_sample``): what drift is measured on."""
+        if self.raw_file is not None:
+            return self.raw_file.recent(self.train_sample)
+        return self.raw.valid()[1]
+
     def retrain(self) -> bool:
-        """Retrain the quantiser on recent raw vectors plus decoded stored ones, then re-index.
+        """Retrain the quantiser on recent raw vectors plus decoded stored ones (with the raw vectors
+        on disk: a uniform sample of all of them), then re-index.
 
         A store still in its flat cold start is left alone (it trains once ``train_min`` vectors
         have arrived), and so is one whose training set would be smaller than ``train_min`` (after
@@ -500,7 +594,7 @@ class LongTermStore:
         (``None`` when not applicable: flat index, untrained or no recent vectors)."""
         if not self.needs_training or not self.trained or not self.train_error:
             return None
-        _, raw = self.raw.valid()
+        raw = self._recent_raw()
         if len(raw) == 0:
             return None
         return reconstruction_error(self._index, raw) / self.train_error
@@ -513,6 +607,12 @@ class LongTermStore:
             return np.zeros((0, self.dim), np.float32)
         self.meta.rows_of(ids)  # KeyError naming an unknown id
         return self._index.reconstruct_batch(ids)
+
+    def vectors(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """The best copy of the records' vectors: raw from the disk file when kept, else decoded."""
+        if self.raw_file is None:
+            return self.reconstruct(ids)
+        return self.raw_file.get(self.meta.rows_of(np.asarray(ids, dtype=np.int64)))
 
     def search(
         self,
@@ -531,7 +631,10 @@ class LongTermStore:
         selector (a bitmap over ids) where the index supports it; IVF indexes widen ``nprobe`` (x4
         up to all lists) for queries whose probed lists hold too few matches; indexes without
         selector support (flat PQ, fast-scan) over-fetch and filter. Small matching sets, and any
-        query still short, are scored exactly on the decoded codes of the matching records.
+        query still short, are scored exactly on the decoded codes of the matching records (on
+        their raw vectors when they are kept on disk). With ``rerank``, FAISS returns up to
+        ``rerank`` candidates per query, which are re-scored exactly from the raw file; hit
+        scores are then exact cosines (of the stored, possibly float16, vectors).
         """
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if q.shape[1] != self.dim:
@@ -570,10 +673,12 @@ class LongTermStore:
         rows = np.flatnonzero(mask) if mask is not None else None
         m = n if rows is None else len(rows)
         want = min(k, m)
+        fetch = min(max(k, self.rerank), m)  # candidates asked of FAISS (re-ranked when rerank)
         empty = (np.zeros(0, np.float32), np.zeros(0, np.int64))
         results: list[tuple[np.ndarray, np.ndarray]] = [empty] * len(q)
         if want == 0:
             return results
+        exact = np.zeros(len(q), dtype=bool)  # answered by the exact fallback below
         todo = np.arange(len(q))
         if rows is None or m > EXACT_FILTER_MAX:
             sel, bitmap = None, None
@@ -587,10 +692,10 @@ class LongTermStore:
             nprobe = self.nprobe
             params = self._selector_params(sel, nprobe)
             if params is None and sel is not None:
-                todo = self._overfetch(q, k, want, mask, results)  # type: ignore[arg-type]
+                todo = self._overfetch(q, max(k, fetch), want, mask, results)  # type: ignore[arg-type]
             else:
                 while len(todo):
-                    scores, labels = self._index.search(q[todo], want, params=params)
+                    scores, labels = self._index.search(q[todo], fetch, params=params)
                     left = []
                     for j, qi in enumerate(todo):
                         valid = labels[j] >= 0
@@ -606,18 +711,31 @@ class LongTermStore:
             del bitmap  # kept alive until here: the selector points into it
         if len(todo):
             sub = np.arange(n) if rows is None else rows
-            x = self.reconstruct(self.meta.ids[sub])
+            x = self.vectors(self.meta.ids[sub])
             sims = np.einsum("qd,nd->qn", q[todo], x)
             for j, qi in enumerate(todo):
                 top = np.argsort(-sims[j], kind="stable")[:want]
                 results[qi] = (sims[j][top], sub[top])
+            exact[todo] = True
+        if self.rerank:
+            for qi in np.flatnonzero(~exact):
+                results[qi] = self._rerank(q[qi], results[qi][1], want)
         return results
+
+    def _rerank(self, query: np.ndarray, rows: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``want`` of candidate ``rows`` by exact score against their raw vectors."""
+        assert self.raw_file is not None
+        order = np.argsort(rows)  # ascending rows read the file in order
+        cand = rows[order]
+        sims = self.raw_file.get(cand) @ query
+        top = np.argsort(-sims, kind="stable")[:want]
+        return sims[top], cand[top]
 
     def _overfetch(
         self, q: np.ndarray, k: int, want: int, mask: np.ndarray, results: list[tuple[np.ndarray, np.ndarray]]
     ) -> np.ndarray:
-        """Filter by fetching more than ``k`` and keeping matches (indexes without selectors).
-        Fills ``results`` and returns the queries still short."""
+        """Filter by fetching more than ``k`` and keeping matches (indexes without selectors): up to
+        ``k`` of them, at least ``want``. Fills ``results`` and returns the queries still short."""
         n, m = len(self), int(mask.sum())
         kk = min(n, max(2 * k, math.ceil(2 * k * n / m)))
         todo = np.arange(len(q))
@@ -629,7 +747,7 @@ class LongTermStore:
                 r = self.meta.rows_of(labels[j][valid])
                 ok = mask[r]
                 if ok.sum() >= want:
-                    results[qi] = (scores[j][valid][ok][:want], r[ok][:want])
+                    results[qi] = (scores[j][valid][ok][:k], r[ok][:k])
                 else:
                     left.append(qi)
             todo = np.asarray(left, dtype=np.int64)
@@ -639,8 +757,8 @@ class LongTermStore:
         return todo
 
     def search_by_id(self, record_id: int, k: int, *, exclude_self: bool = True, **filters: Any) -> list[Hit]:
-        """Records most similar to record ``record_id``'s own stored vector."""
-        v = self.reconstruct([record_id])
+        """Records most similar to record ``record_id``'s own stored vector (raw when kept on disk)."""
+        v = self.vectors([record_id])
         hits = self.search(v, k + int(exclude_self), **filters)[0]
         if exclude_self:
             hits = [h for h in hits if h.id != record_id]
@@ -652,7 +770,8 @@ class LongTermStore:
         return index_ids(self._index)
 
     def stats(self) -> dict[str, Any]:
-        """Sizes in bytes: vector code, ids, metadata, fixed trained parameters, raw buffer."""
+        """Sizes in bytes: vector code, ids, metadata, fixed trained parameters, raw buffer (RAM), and
+        the raw vectors on disk with their row map (RAM)."""
         n = len(self)
         cb = code_bytes_per_vector(self._index)
         return {
@@ -668,13 +787,17 @@ class LongTermStore:
             "metadata_bytes": self.meta.nbytes(include_ids=True),
             "fixed_bytes": self._fixed_bytes,
             "raw_buffer_bytes": self.raw.nbytes() if self.needs_training else 0,
+            "raw_vectors": self.raw_vectors,
+            "raw_disk_bytes": 0 if self.raw_file is None else self.raw_file.disk_bytes(),
+            "raw_map_bytes": 0 if self.raw_file is None else self.raw_file.map_bytes(),
             "evicted": self.evicted,
             "trainings": self.trainings,
         }
 
     # ----------------------------------------------------------------------------- persistence
     def state(self) -> tuple[bytes, dict[str, np.ndarray], dict[str, Any]]:
-        """``(index bytes, arrays, json state)`` for persistence."""
+        """``(index bytes, arrays, json state)`` for persistence (the raw file, when on disk, is
+        written apart: :meth:`RawVectorFile.write_npy`)."""
         arrays = self.meta.to_arrays("meta_")
         arrays.update(raw_vecs=self.raw.vecs, raw_ids=self.raw.ids)
         js = {
@@ -687,10 +810,17 @@ class LongTermStore:
         }
         return faiss.serialize_index(self._index).tobytes(), arrays, js
 
-    def load_state(self, index: faiss.Index, arrays: Any, state: StoreState, next_id: int) -> None:
+    def load_state(
+        self, index: faiss.Index, arrays: Any, state: StoreState, next_id: int, raw_rows: np.ndarray | None = None
+    ) -> None:
         """Inverse of :meth:`state`, cross-checking the saved state against the index and arrays.
 
+        Args:
+            raw_rows: With ``raw_vectors="disk"``: the saved raw vectors, one row per record in id
+                order (e.g. the snapshot's ``.npy`` memory-mapped); copied into a new working file.
+
         Raises:
+            RawFileMismatch: the raw rows do not fit the config, the records or their codes.
             ValueError: naming the ``state.store`` field (as in the manifest) or the part that disagrees.
         """
         if index.d != self.dim:
@@ -741,8 +871,27 @@ class LongTermStore:
             raise ValueError(
                 f"field state.store.raw_pos: {state.raw_pos} is not below the raw buffer size {self.raw.capacity}"
             )
+        if (raw_rows is None) != (self.raw_file is None):
+            raise RawFileMismatch(
+                f"raw_vectors={self.raw_vectors!r}, but raw rows were {'not ' * (raw_rows is None)}given"
+            )
+        if raw_rows is not None:
+            want = f"({len(meta)}, {self.dim}) {self.raw_dtype}"
+            if raw_rows.ndim != 2 or raw_rows.shape != (len(meta), self.dim) or raw_rows.dtype != self.raw_dtype:
+                raise RawFileMismatch(
+                    f"holds {raw_rows.shape} {raw_rows.dtype} raw vectors, but the index has {len(meta)} records "
+                    f"and config raw_dtype={self.raw_dtype!r} dim={self.dim} asks for {want}"
+                )
+            bad = _codes_disagree(index, meta.ids, raw_rows)
+            if bad:
+                raise RawFileMismatch(
+                    f"{bad} of {min(len(meta), RAW_CHECK_SAMPLE)} sampled records do not encode to the codes the "
+                    f"index holds for them: raw vectors of another memory or another save"
+                )
         self._configure(index)
         self._index, self.meta = index, meta
+        if self.raw_file is not None and raw_rows is not None:
+            self.raw_file.load_rows(raw_rows)
         self.trained = state.trained
         self.train_error = state.train_error
         self.evicted = state.evicted

@@ -143,6 +143,10 @@ VALUES: dict[str, Any] = {
     "memory.dedup_same_task": True,
     "memory.seed": 1,
     "memory.faiss_threads": 2,
+    "memory.raw_vectors": "disk",
+    "memory.raw_dtype": "float32",
+    "memory.raw_dir": "<tmp>",
+    "memory.rerank": 16,
     # embedder (embodmem/config.py)
     "embedder.model": TEST_MODEL,
     "embedder.pretrained": None,
@@ -179,6 +183,9 @@ VALUES: dict[str, Any] = {
     "run_id": "fields",
 }
 """A valid value other than the composed default, for every field (``<tmp>``: the test's folder)."""
+
+WITH: dict[str, list[str]] = {"memory.rerank": ["memory.raw_vectors=disk"]}
+"""Overrides a field's value needs beside it to pass validation (re-ranking reads the raw vectors on disk)."""
 
 SCHEMAS: dict[str, type] = {
     "agent": AgentConfig,
@@ -314,7 +321,7 @@ def test_the_field_reaches_its_object(
     for part in key.split("."):
         default = default[part]
     assert default != value, f"{key}: {value!r} is the composed default; the test needs another value"
-    cfg = compose_job([override(key, value)])
+    cfg = compose_job([*WITH.get(key, []), override(key, value)])
     validate(cfg)
     got = reached(key, cfg, tmp_path, embedder)
     assert got == value, f"{key}={value!r} composed, but the object that uses it holds {got!r}"

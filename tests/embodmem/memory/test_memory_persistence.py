@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import shutil
 import warnings
@@ -61,16 +62,17 @@ def _answers(mem: AgentMemory, **filters: object) -> list[list[tuple[int, float,
     return [[(h.id, h.score, h.source) for h in row] for row in res]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     n=st.integers(0, 120),
-    factory=st.sampled_from(["Flat", "SQ8", "PQ4x4", "IVF4,PQ4x4"]),
+    factory=st.sampled_from(["Flat", "SQ8", "PQ4x4", "IVF4,PQ4x4", "IVF4,SQ4"]),
     do_sleep=st.booleans(),
+    raw=st.sampled_from([{}, {"raw_vectors": "disk", "rerank": 6}, {"raw_vectors": "disk", "raw_dtype": "float32"}]),
 )
 def test_save_load_answers_identically(
-    tmp_path_factory: pytest.TempPathFactory, n: int, factory: str, do_sleep: bool
+    tmp_path_factory: pytest.TempPathFactory, n: int, factory: str, do_sleep: bool, raw: dict
 ) -> None:
-    mem = _memory(n, factory, keep_thumbnails=True, thumbnail_size=8)
+    mem = _memory(n, factory, keep_thumbnails=True, thumbnail_size=8, **raw)
     if do_sleep:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -289,7 +291,7 @@ def test_manifest_mutation_sweep(tmp_path: Path, kind: str) -> None:
 _SAVER = """
 import sys, numpy as np
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
-mem = AgentMemory(MemoryConfig(dim=64, short_term_capacity=8, consolidate_to=4))
+mem = AgentMemory(MemoryConfig(dim=64, short_term_capacity=8, consolidate_to=4, raw_vectors=sys.argv[2]))
 rng = np.random.default_rng(0)
 for i in range(4000):
     mem.observe(rng.standard_normal(64), FrameMeta("run", "t", 0, i, float(i % 50), float(i // 50)))
@@ -299,9 +301,11 @@ while True:
 """
 
 
-def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("raw", ["recent", "disk"])
+def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path: Path, raw: str) -> None:
     """A real process saving in a loop, killed with SIGKILL at several moments: the directory always
-    loads, and the temp files a kill leaves are gone after the load."""
+    loads, and the temp files a kill leaves are gone after the load (with the raw vectors on disk
+    too: their streamed file is one more that a kill can cut short)."""
     import os
     import signal
     import subprocess
@@ -310,7 +314,7 @@ def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path:
 
     d = tmp_path / "mem"
     for delay in (0.05, 0.13, 0.29, 0.41, 0.6):
-        proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(d)], stdout=subprocess.PIPE, text=True,
+        proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(d), raw], stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         while not (d / "manifest.json").exists():
@@ -320,4 +324,138 @@ def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path:
         proc.wait(timeout=30)
         mem = AgentMemory.load(d)
         assert mem.frames_written == 4000
+        assert (mem.stats()["raw_disk_bytes"] == len(mem.store) * 2 * 64) == (raw == "disk")
         assert not [p.name for p in d.iterdir() if p.name.endswith(".tmp")]
+
+
+# ----------------------------------------------------------------------------- raw vectors on disk
+RAW_KW = {"raw_vectors": "disk", "rerank": 8}
+
+
+def _saved_disk(tmp_path: Path, seed: int = 0, name: str = "mem", **kw: object) -> tuple[AgentMemory, Path, dict]:
+    mem = _memory(150, "IVF4,SQ4", seed=seed, **(RAW_KW | kw))  # type: ignore[arg-type]
+    d = tmp_path / name
+    mem.save(d)
+    return mem, d, json.loads((d / "manifest.json").read_text())
+
+
+def _reseal(d: Path, man: dict, data: bytes | None = None, **changes: object) -> None:
+    """Write ``data`` as the raw file (if given), apply manifest ``changes``, and recompute sizes and
+    digest: what a deliberate editor would do."""
+    man = json.loads(json.dumps(man)) | changes
+    if data is not None:
+        (d / man["files"]["raw.npy"]["path"]).write_bytes(data)
+        man["files"]["raw.npy"].update(bytes=len(data), sha256=persistence._sha256(data))
+    (d / "manifest.json").write_text(json.dumps(man | {"digest": persistence.manifest_digest(man)}))
+
+
+def test_disk_snapshot_carries_the_raw_vectors(tmp_path: Path) -> None:
+    mem, d, man = _saved_disk(tmp_path)
+    entry = man["files"]["raw.npy"]
+    raw = np.load(d / entry["path"])
+    assert entry["path"] == "raw.000001.npy" and raw.dtype == np.float16 and raw.shape == (len(mem.store), D)
+    assert np.array_equal(raw.astype(np.float32), mem.store.vectors(mem.store.meta.ids))
+    back = AgentMemory.load(d)
+    assert _answers(back) == _answers(mem) and back.stats() == mem.stats()
+    assert mem.stats()["raw_disk_bytes"] == len(mem.store) * 2 * D
+    mem.observe(np.ones(D), FrameMeta("run", "x", 0, 0, 0.0, 0.0))
+    mem.save(d)
+    assert sorted(p.name for p in d.iterdir() if p.name.startswith("raw")) == ["raw.000002.npy"]
+
+
+def test_disk_raw_file_missing_truncated_corrupted_named(tmp_path: Path) -> None:
+    _, d, man = _saved_disk(tmp_path)
+    path = d / man["files"]["raw.npy"]["path"]
+    good = path.read_bytes()
+    path.write_bytes(good[:-100])
+    with pytest.raises(MemoryLoadError, match=f"{path.name}: truncated or padded"):
+        AgentMemory.load(d)
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0xFF
+    path.write_bytes(bytes(bad))
+    with pytest.raises(MemoryLoadError, match=f"{path.name}: checksum mismatch"):
+        AgentMemory.load(d)
+    path.unlink()
+    with pytest.raises(MemoryLoadError, match=f"{path.name}: missing"):
+        AgentMemory.load(d)
+
+
+def test_disk_mismatched_raw_file_refused_by_name(tmp_path: Path) -> None:
+    """Resealed manifests (sizes and digest recomputed) with a raw file that does not belong: another
+    memory's vectors, too few rows, another dtype, not an array; and configs that disagree with the
+    files listed."""
+    mem, d, man = _saved_disk(tmp_path)
+    other, d2, man2 = _saved_disk(tmp_path, seed=5, name="other")
+    assert len(other.store) == len(mem.store)
+    name = man["files"]["raw.npy"]["path"]
+    foreign = (d2 / man2["files"]["raw.npy"]["path"]).read_bytes()
+    good = (d / name).read_bytes()
+    rows = np.load(d / name)
+
+    def npy(a: np.ndarray) -> bytes:
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    cases = [
+        (foreign, {}, f"{name}: field files.raw.npy: .* sampled records do not encode to the codes"),
+        (npy(rows[::-1].copy()), {}, "do not encode to the codes"),
+        (npy(rows[:-1]), {}, rf"holds \({len(rows) - 1}, {D}\) float16 raw vectors, but the index has {len(rows)}"),
+        (npy(rows.astype(np.float32)), {}, "config raw_dtype='float16'"),
+        (good, {"config": man["config"] | {"raw_dtype": "float32"}}, "holds .* float16 .* raw_dtype='float32'"),
+        (b"definitely not numpy", {}, f"{name}: field files.raw.npy: not a .npy array"),
+        (npy(np.zeros((3, 4, 2), np.float16)), {}, r"holds an array of shape \(3, 4, 2\)"),
+        (good, {"config": man["config"] | {"raw_vectors": "recent", "rerank": 0}}, "manifest.json: field files: lists"),
+        (good, {"config": man["config"] | {"raw_vectors": "recent"}}, "field config: .*rerank"),
+    ]
+    for data, changes, pattern in cases:
+        _reseal(d, man, data, **changes)
+        with pytest.raises(MemoryLoadError, match=pattern):
+            AgentMemory.load(d)
+    _reseal(d, man, good)
+    assert _answers(AgentMemory.load(d)) == _answers(mem)
+
+
+def test_disk_crash_while_writing_raw_keeps_previous_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mem, d, _ = _saved_disk(tmp_path)
+    before = _answers(mem)
+    snapshot = {p.name: p.read_bytes() for p in d.iterdir()}
+    for i in range(40):
+        mem.observe(np.random.default_rng(i).standard_normal(D), FrameMeta("run", "new", 9, i, 0.0, 0.0))
+    real = persistence.atomic_write_with
+
+    def flaky(path: Path, write: object) -> Path:
+        if Path(path).name.startswith("raw"):
+
+            def half(fh: object) -> None:
+                write(fh)  # type: ignore[operator]
+                raise OSError("disk full")
+
+            return real(path, half)
+        return real(path, write)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(persistence, "atomic_write_with", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        mem.save(d)
+    monkeypatch.undo()
+    for name, data in snapshot.items():
+        assert (d / name).read_bytes() == data  # the good copy is untouched
+    assert not [p.name for p in d.iterdir() if p.name.endswith(".tmp") or p.name.startswith("raw.000002")]
+    assert _answers(AgentMemory.load(d)) == before
+    mem.save(d)
+    assert _answers(AgentMemory.load(d)) == _answers(mem)
+
+
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        ({"rerank": 4}, "MemoryConfig.rerank must be 0 unless raw_vectors='disk'"),
+        ({"raw_vectors": "nvme"}, "MemoryConfig.raw_vectors must be 'recent' or 'disk', got 'nvme'"),
+        ({"raw_vectors": "disk", "raw_dtype": "bf16"}, "MemoryConfig.raw_dtype must be 'float16' or 'float32'"),
+        ({"raw_vectors": "disk", "raw_dir": "/no/such/dir"}, "MemoryConfig.raw_dir must be None or an existing"),
+        ({"raw_vectors": "disk", "rerank": True}, "MemoryConfig.rerank must be an int in"),
+    ],
+)
+def test_bad_raw_config_named(kw: dict, pattern: str) -> None:
+    with pytest.raises(ValueError, match=pattern):
+        MemoryConfig(dim=D, **kw)
