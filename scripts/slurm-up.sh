@@ -50,7 +50,7 @@ munge -n </dev/null | unmunge >/dev/null || die "munged does not answer"
 
 # slurm.conf: one node (this host, its CPUs and memory), one partition.
 host="$(hostname -s)"
-cpus="$(nproc)"
+cpus="$(nproc --all)"  # --all: plain nproc obeys OMP_NUM_THREADS
 mem_mb="$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)"
 mkdir -p "$CONF_DIR" "$STATE_DIR/slurmctld" "$STATE_DIR/slurmd" "$LOG_DIR" "$RUN_DIR"
 cat >"$CONF_DIR/slurm.conf" <<EOF
