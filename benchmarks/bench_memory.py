@@ -36,9 +36,11 @@ At 1M on this 2-core machine (synthetic vectors, shuffled order) IVF4096,PQ64 at
 targets: 64 bytes of code per frame, 1-recall@10 0.98, p50 0.8 ms. IVF1024,PQ64 reached 0.92: with
 10k places, 1024 lists leave residuals too large for PQ64. In visiting order the same quantisers fall
 to 0.47-0.71; the disk row (``memory=disk``: IVF4096,PQ64 with raw float16 vectors on disk, 128
-re-ranked, 10 sleeps) reached 1-recall@10 1.000 (0.984 just before the last sleep), p50 0.61 ms, 64 B
-of code per frame in RAM and 256 B on disk, for 9 retrains taking 533 s in all (82 s at most)
-(``benchmarks/results/memory_1m_visit_order_disk.md``).
+re-ranked, 10 sleeps) reached 1-recall@10 1.000 (0.984 just before the last sleep), p50 0.75 ms, 64 B
+of code per frame in RAM and 256 B on disk, for 9 retrains taking 524 s in all (65 s at most)
+(``benchmarks/results/memory_1m_visit_order_disk.md``); on a million real explorer frames
+(``agent_embeddings.py --frames 1002000``) 1-recall@10 0.967, p50 0.80 ms, one retrain of 54 s
+(``memory_real_1m_visit_order_disk.md``).
 
 FAISS runs on one thread (``--threads``) by default: latencies are stabler, and on a shared 2-core
 machine OpenMP spin-waiting made multi-threaded FAISS calls far slower.
