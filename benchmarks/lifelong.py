@@ -8,7 +8,8 @@ runs the warm tour under each byte budget and eviction policy and plots warm SPL
 
     python benchmarks/lifelong.py --split test --worlds 20 --env world64                  # the tour
     python benchmarks/lifelong.py --split test --worlds 10 --env world64 --budgets 16384,65536,262144,none
-    python benchmarks/lifelong.py --split test --worlds 5 --env world64 --jobs 1 --out multirun/lifelong-rate  # step rate, run alone
+    python benchmarks/lifelong.py --split test --worlds 5 --env world64 --jobs 1 --out multirun/lifelong-rate \
+        experiment.conditions=[warm]                                                     # step rate, run alone
     python benchmarks/lifelong.py --from-dir multirun/lifelong-test-world64              # re-print and re-plot
     python benchmarks/lifelong.py --from-dir multirun/lifelong-budgets-test-world64 --tour-dir multirun/lifelong-test-world64
         # the budget table and plot, with the tour's unlimited warm runs of the same worlds beside them
@@ -76,28 +77,33 @@ def tour_report(records: list[dict]) -> str:
     cold = {(r["world_seed"], r["task_index"]): r for r in records if r["condition"] == "cold"}
     worlds = sorted({w for w, _ in warm})
     keys = [k for k in warm if k[1] in LAST and k in cold]
-    w_spl = np.array([warm[k]["spl"] for k in keys])
-    w_steps = np.array([warm[k]["steps"] for k in keys], float)
-    c_steps = np.array([cold[k]["steps"] for k in keys], float)
-    # Worlds are the unit of resampling: mean over each world's last ten tasks first.
-    by_world = {w: [k for k in keys if k[0] == w] for w in worlds}
-    world_spl = np.array([np.mean([warm[k]["spl"] for k in ks]) for ks in by_world.values() if ks])
-    lo, hi = mean_ci(world_spl)
     rates = per_task(records, "warm", "step_rate")
     r5, r50 = float(np.median(rates[5])), float(np.median(rates[max(rates)]))
-    lines = [
-        f"worlds: {len(worlds)} ({worlds[0]}-{worlds[-1]}), tasks per tour: {max(t for _, t in warm)}",
-        "",
-        "| measure (tasks 41-50) | warm | cold | bar |",
-        "|---|---:|---:|---|",
-        f"| success | {np.mean([warm[k]['success'] for k in keys]):.2f} | {np.mean([cold[k]['success'] for k in keys]):.2f} | |",
-        f"| SPL [95% CI over worlds] | {w_spl.mean():.2f} [{lo:.2f}, {hi:.2f}] | {np.mean([cold[k]['spl'] for k in keys]):.2f} | warm >= 0.80 |",
-        f"| mean steps | {w_steps.mean():.1f} | {c_steps.mean():.1f} | warm <= cold / 3 (cold/warm {float(ratio_of_means(w_steps, c_steps)):.2f}) |",
-        "",
+    lines = [f"worlds: {len(worlds)} ({worlds[0]}-{worlds[-1]}), tasks per tour: {max(t for _, t in warm)}", ""]
+    if keys:  # warm against cold (a warm-only run, e.g. for the step rate, has no cold records)
+        w_spl = np.array([warm[k]["spl"] for k in keys])
+        w_steps = np.array([warm[k]["steps"] for k in keys], float)
+        c_steps = np.array([cold[k]["steps"] for k in keys], float)
+        # Worlds are the unit of resampling: mean over each world's last ten tasks first.
+        by_world = {w: [k for k in keys if k[0] == w] for w in worlds}
+        world_spl = np.array([np.mean([warm[k]["spl"] for k in ks]) for ks in by_world.values() if ks])
+        lo, hi = mean_ci(world_spl)
+        w_succ, c_succ = np.mean([warm[k]["success"] for k in keys]), np.mean([cold[k]["success"] for k in keys])
+        ratio = float(ratio_of_means(w_steps, c_steps))
+        lines += [
+            "| measure (tasks 41-50) | warm | cold | bar |",
+            "|---|---:|---:|---|",
+            f"| success | {w_succ:.2f} | {c_succ:.2f} | |",
+            f"| SPL [95% CI over worlds] | {w_spl.mean():.2f} [{lo:.2f}, {hi:.2f}] | "
+            f"{np.mean([cold[k]['spl'] for k in keys]):.2f} | warm >= 0.80 |",
+            f"| mean steps | {w_steps.mean():.1f} | {c_steps.mean():.1f} | warm <= cold / 3 (cold/warm {ratio:.2f}) |",
+            "",
+        ]
+    lines.append(
         f"step rate (warm, median over worlds): task 5 {r5:.0f} steps/s, task {max(rates)} {r50:.0f} steps/s, "
         f"ratio {r50 / r5:.2f} (bar >= 0.80); tasks 1-10 {np.median(np.concatenate([rates[t] for t in range(1, 11)])):.0f}, "
-        f"tasks 41-50 {np.median(np.concatenate([rates[t] for t in LAST])):.0f} steps/s",
-    ]
+        f"tasks 41-50 {np.median(np.concatenate([rates[t] for t in LAST])):.0f} steps/s"
+    )
     return "\n".join(lines)
 
 
