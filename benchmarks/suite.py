@@ -100,8 +100,8 @@ def tables(records: list[dict]) -> str:
 
 
 def ablation_table(records: list[dict]) -> str:
-    """Per sequence and group: each variant's warm-minus-cold SPL (later tasks), and the share of the
-    full agent's gain lost without a component (1 - gain without it / full gain)."""
+    """Per sequence and group: each variant's warm-minus-cold SPL (later tasks) with its CI, then the
+    share of the full agent's gain lost without a component (1 - gain without it / full gain)."""
     runs = [r for r in records if r["condition"] in ("warm", "cold")]
     by_key = {(r["sequence"], r["world_seed"], r["seed"], r["task_index"], r["agent"], r["condition"]): r for r in runs}
     seen = {
@@ -123,19 +123,38 @@ def ablation_table(records: list[dict]) -> str:
     ]
     head = "| sequence | seen | n | " + " | ".join(f"{v} SPL warm-cold [95% CI]" for v in variants) + " |"
     out = [head, "|---|---|---:|" + "---|" * len(variants)]
+    others = [v for v in variants if v != "memory"]
+    share_head = (
+        "| sequence | seen | full gain | "
+        + " | ".join("lost with textlog for frames" if v == "textlog" else f"lost: {v}" for v in others)
+        + " |"
+    )
+    shares = [share_head, "|---|---|---:|" + "---:|" * len(others)]
     for sequence in sorted({r["sequence"] for r in runs}):
         for group in (True, False):
             keys = [k for k, s in seen.items() if k[0] == sequence and k[3] >= 2 and s == group]
-            cells = []
+            cells, gains = [], {}
             for v in variants:
                 pairs = [(by_key.get((*k, v, "warm")), by_key.get((*k, v, "cold"))) for k in keys]
                 pairs = [(w, c) for w, c in pairs if w is not None and c is not None]
                 w = np.array([a["spl"] for a, _ in pairs])
                 c = np.array([b["spl"] for _, b in pairs])
                 lo, hi = paired_ci(w, c, difference_of_means)
-                cells.append(f"{float(difference_of_means(w, c)):+.2f} [{lo:+.2f}, {hi:+.2f}]" if len(pairs) else "")
-            out.append(f"| {sequence} | {'seen' if group else 'not seen'} | {len(keys)} | " + " | ".join(cells) + " |")
-    return "\n".join(out)
+                if len(pairs):
+                    gains[v] = float(difference_of_means(w, c))
+                cells.append(f"{gains[v]:+.2f} [{lo:+.2f}, {hi:+.2f}]" if len(pairs) else "")
+            label = f"| {sequence} | {'seen' if group else 'not seen'} |"
+            out.append(f"{label} {len(keys)} | " + " | ".join(cells) + " |")
+            full = gains.get("memory")
+            if full is not None and abs(full) >= 0.02:  # a share of a gain near zero means nothing
+                lost = [f"{1 - gains[v] / full:.0%}" if v in gains else "" for v in others]
+                shares.append(f"{label} {full:+.2f} | " + " | ".join(lost) + " |")
+    note = (
+        "\n\nShare of the full agent's warm-minus-cold SPL lost without each component "
+        "(1 - gain of the variant / full gain; over 100%: the variant is worse than cold; negative: it "
+        "gains more than the full agent; rows whose full gain is under 0.02 left out):\n\n"
+    )
+    return "\n".join(out) + note + "\n".join(shares)
 
 
 def main() -> None:
