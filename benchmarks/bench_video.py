@@ -169,7 +169,7 @@ def main() -> None:
         "",
         f"ratio of medians (video=on / off): **{ratio:.2f}x**  (median of per-repeat ratios {statistics.median(pairs):.2f}x)",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs while measured), "
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}; load average (1, 5, 15 min) "
         f"{_load(load_before)} before the timed runs, {_load(load_after)} after.",
     ]
