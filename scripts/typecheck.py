@@ -75,7 +75,13 @@ def run_mypy(tree: Path, root: Path = ROOT) -> int:
 
 def run_import_contracts(tree: Path, root: Path = ROOT) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
-    lint = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+    # Recent import-linter takes the config file as an argument; older releases (2.6, which the gateway
+    # extra's litellm[proxy] pins leave us) only as --config. Pass it the way the installed one reads it.
+    lint = (
+        "import sys; from importlinter.cli import lint_imports_command as lint; "
+        "positional = any(p.name == 'config_files' for p in lint.params); "
+        "lint(sys.argv[1:] if positional else ['--config', *sys.argv[1:]])"
+    )
     cmd = [sys.executable, "-c", lint, str(root / "pyproject.toml"), "--no-cache"]
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     print(proc.stdout + proc.stderr, end="")
