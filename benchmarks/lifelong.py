@@ -205,6 +205,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="test")
     parser.add_argument("--worlds", type=int, default=20)
+    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument("--env", default="world64", help="env config: default (32), world64, large (128)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument(
@@ -228,7 +229,7 @@ def main() -> None:
         or ROOT / "multirun" / f"lifelong{'-budgets' if budgets else ''}-{args.split}-{args.env}"
     )
     if args.from_dir is None:
-        worlds = get_split(args.split).worlds(args.worlds)
+        worlds = get_split(args.split).worlds(args.worlds, first=args.first)
         chunks = [worlds[i :: args.jobs] for i in range(min(len(worlds), args.jobs))]
         cmd = [
             sys.executable,
