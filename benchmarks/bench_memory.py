@@ -73,6 +73,7 @@ import json  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -201,6 +202,29 @@ def columns(store: LongTermStore, place: np.ndarray, lo: int, hi: int) -> dict[s
     }
 
 
+def insert_in_batches(
+    store: LongTermStore,
+    base: np.ndarray,
+    place: np.ndarray,
+    n: int,
+    after_batch: Callable[[int], None] | None = None,
+) -> float:
+    """Insert ``base[:n]`` in batches of BATCH, as an agent would; returns the seconds of the one insert
+    that trained the quantiser and migrated the flat store (reported apart from the insert rate).
+    ``after_batch(end)`` runs after each batch (the disk rows' sleeps)."""
+    train_s = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in range(0, n, BATCH):
+            was, t, hi = store.trained, time.perf_counter(), min(n, s + BATCH)
+            store.add(base[s:hi], columns(store, place, s, hi), np.arange(s, hi))
+            if store.trained != was:
+                train_s = time.perf_counter() - t
+            if after_batch is not None:
+                after_batch(hi)
+    return train_s
+
+
 def run_one(
     factory: str,
     nprobes: list[int],
@@ -222,19 +246,7 @@ def run_one(
         seed=args.seed,
     )
     t0 = time.perf_counter()
-    train_s = 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for s in range(0, n, BATCH):
-            was = store.trained
-            t = time.perf_counter()
-            store.add(
-                base[s : s + BATCH],
-                columns(store, place, s, min(n, s + BATCH)),
-                np.arange(s, min(n, s + BATCH)),
-            )
-            if store.trained != was:  # the one insert that trains and migrates: reported apart
-                train_s = time.perf_counter() - t
+    train_s = insert_in_batches(store, base, place, n)
     insert_s = time.perf_counter() - t0 - train_s
     exhaustive = "IVF" not in factory
     big = exhaustive and n >= 1_000_000
@@ -372,19 +384,14 @@ def run_disk(
         hits = store.search(queries, K)
         return recall_at_10([[h.id for h in row] for row in hits], gt)
 
+    def sleep_between_tasks(hi: int) -> None:
+        if hi % every < BATCH and hi < n:  # the last sleep comes after the recall below
+            keep_current()
+
     t0 = time.perf_counter()
-    train_s = 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for s in range(0, n, BATCH):
-            was = store.trained
-            t = time.perf_counter()
-            hi = min(n, s + BATCH)
-            store.add(base[s:hi], columns(store, place, s, hi), np.arange(s, hi))
-            if store.trained != was:
-                train_s = time.perf_counter() - t
-            if hi % every < BATCH and hi < n:  # a sleep between tasks (the last one comes after recall)
-                keep_current()
+        train_s = insert_in_batches(store, base, place, n, after_batch=sleep_between_tasks)
         insert_s = time.perf_counter() - t0 - train_s - sum(checks)
         stale = search_recall()
         keep_current()
