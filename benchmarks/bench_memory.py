@@ -202,6 +202,21 @@ def columns(store: LongTermStore, place: np.ndarray, lo: int, hi: int) -> dict[s
     }
 
 
+def query_latencies(store: LongTermStore, queries: np.ndarray) -> tuple[list[float], list[float]]:
+    """Seconds of one ``LongTermStore.search`` per query (k=K), unfiltered and with a task filter
+    matching a quarter of the records."""
+    lat, filtered = [], []
+    for i in range(len(queries)):
+        q = queries[i : i + 1]
+        t = time.perf_counter()
+        store.search(q, K)
+        lat.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        store.search(q, K, task="task1")
+        filtered.append(time.perf_counter() - t)
+    return lat, filtered
+
+
 def insert_in_batches(
     store: LongTermStore,
     base: np.ndarray,
@@ -281,15 +296,7 @@ def run_one(
     for nprobe in probes:
         store.nprobe = nprobe
         r1, r10 = recall(store, nprobe)
-        lat, flat = [], []
-        for i in range(nq_lat):
-            q = queries[i : i + 1]
-            t = time.perf_counter()
-            store.search(q, K)
-            lat.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            store.search(q, K, task="task1")
-            flat.append(time.perf_counter() - t)
+        lat, flat = query_latencies(store, queries[:nq_lat])
         rows.append(
             {
                 "frames": n,
@@ -398,15 +405,8 @@ def run_disk(
     r1, r10 = search_recall()
     st = store.stats()
     cached = store.raw_file.cached_bytes()  # page cache the raw file holds while warm latency is measured
-    lat, flat, cold = [], [], []
-    for i in range(args.latency_queries):
-        q = queries[i : i + 1]
-        t = time.perf_counter()
-        store.search(q, K)
-        lat.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        store.search(q, K, task="task1")
-        flat.append(time.perf_counter() - t)
+    lat, flat = query_latencies(store, queries[: args.latency_queries])
+    cold: list[float] = []
     for i in range(args.cold_queries):
         store.raw_file.drop_page_cache()
         q = queries[i : i + 1]

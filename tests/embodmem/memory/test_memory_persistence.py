@@ -118,21 +118,24 @@ def test_generations_replace_old_files(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("target", ["index.faiss", "arrays.npz", "map.json"])
-def test_missing_truncated_corrupted_files_named(tmp_path: Path, target: str) -> None:
-    _, d, man = _saved(tmp_path)
+@pytest.mark.parametrize(
+    ("raw_vectors", "target"),
+    [("recent", "index.faiss"), ("recent", "arrays.npz"), ("recent", "map.json"), ("disk", "raw.npy")],
+)
+def test_missing_truncated_corrupted_files_named(tmp_path: Path, raw_vectors: str, target: str) -> None:
+    _, d, man = (_saved_disk if raw_vectors == "disk" else _saved)(tmp_path)
     path = d / man["files"][target]["path"]
     good = path.read_bytes()
     path.write_bytes(good[: len(good) // 2])
-    with pytest.raises(MemoryLoadError, match=f"{path.name}.*truncated"):
+    with pytest.raises(MemoryLoadError, match=f"{path.name}: truncated or padded"):
         AgentMemory.load(d)
     bad = bytearray(good)
     bad[len(bad) // 2] ^= 0xFF
     path.write_bytes(bytes(bad))
-    with pytest.raises(MemoryLoadError, match=f"{path.name}.*checksum"):
+    with pytest.raises(MemoryLoadError, match=f"{path.name}: checksum mismatch"):
         AgentMemory.load(d)
     path.unlink()
-    with pytest.raises(MemoryLoadError, match=f"{path.name}.*missing"):
+    with pytest.raises(MemoryLoadError, match=f"{path.name}: missing"):
         AgentMemory.load(d)
 
 
@@ -361,23 +364,6 @@ def test_disk_snapshot_carries_the_raw_vectors(tmp_path: Path) -> None:
     mem.observe(np.ones(D), FrameMeta("run", "x", 0, 0, 0.0, 0.0))
     mem.save(d)
     assert sorted(p.name for p in d.iterdir() if p.name.startswith("raw")) == ["raw.000002.npy"]
-
-
-def test_disk_raw_file_missing_truncated_corrupted_named(tmp_path: Path) -> None:
-    _, d, man = _saved_disk(tmp_path)
-    path = d / man["files"]["raw.npy"]["path"]
-    good = path.read_bytes()
-    path.write_bytes(good[:-100])
-    with pytest.raises(MemoryLoadError, match=f"{path.name}: truncated or padded"):
-        AgentMemory.load(d)
-    bad = bytearray(good)
-    bad[len(bad) // 2] ^= 0xFF
-    path.write_bytes(bytes(bad))
-    with pytest.raises(MemoryLoadError, match=f"{path.name}: checksum mismatch"):
-        AgentMemory.load(d)
-    path.unlink()
-    with pytest.raises(MemoryLoadError, match=f"{path.name}: missing"):
-        AgentMemory.load(d)
 
 
 def test_disk_mismatched_raw_file_refused_by_name(tmp_path: Path) -> None:
