@@ -36,6 +36,17 @@ class ExplorerConfig:
     """Fog hides small targets beyond about this share of the visibility (25 m in deep water: 2.5
     cells), so cells looked at from farther do not count as searched for later missions, and a
     recalled place is not judged by a look from farther."""
+    stop_range_cells: float = 2.0
+    """Judge a candidate from up to this many cells away, facing it straight ahead, and stop there
+    if the target is confirmed (1: only from next to it). At most the task's success radius in cells
+    (``env.success_distance_m / env.cell_size_m``)."""
+    centre_probability: float = 0.9
+    """From farther than next to it, P(target) of the middle of the view (the centre half of the
+    columns) above which the target is confirmed at the candidate; below it, the robot looks from
+    next to it."""
+    face_travel: bool = True
+    """Travel to a chosen target facing the way the robot goes (the camera looks ahead, so a nearer
+    instance on the way is seen), instead of strafing or backing up without turning."""
     reuse_below: float = 0.0
     """Reuse the last frame's embedding when the new frame differs from it by less than this
     (mean absolute difference of 16x16 thumbnails, 0-255): open water seen while swimming
@@ -60,7 +71,7 @@ class MemoryAgentConfig(ExplorerConfig):
     """Remembered frames that show the target only weakly (P(target) between this and
     ``memory_probability``) are not trusted enough to travel for, but what they looked at counts
     as unsearched again, so exploration looks there with the current mission in mind."""
-    min_viewpoints: int = 3
+    min_viewpoints: int = 2
     """Distinct viewpoints at which a remembered place counts as fully confirmed; places seen from
     fewer rank proportionally lower."""
     support_scale: float = 1.0
@@ -68,6 +79,10 @@ class MemoryAgentConfig(ExplorerConfig):
     (1 - e^-1): confidence saturates, so among well-supported places the nearest wins."""
     place_radius: int = 2
     """Cells within which votes count for one place."""
+    extent_radius: int = 4
+    """Occupied cells joined to a recalled place on the map, up to this many cells from it, may be
+    parts of the same target (a pipeline is up to 5 cells long): the robot judges the nearest
+    part first. 0: only the place's own cell."""
     confirm_range_cells: float = 4.0
     """A recalled place this close, in view and unoccluded, must show the target, or it is rejected."""
     max_recall_rejections: int = 2
@@ -80,6 +95,9 @@ class MemoryAgentConfig(ExplorerConfig):
     """Query memory for the target (False: the ``memory_no_recall`` ablation stores frames only)."""
     carry_map: bool = True
     """Keep the occupancy grid and camera coverage between tasks (False: ``memory_no_map``)."""
+    check_same_view: bool = True
+    """Distrust a remembered sighting when another remembered frame taken from exactly the same pose
+    and heading does not show the target (P(target) below ``recheck_probability``)."""
     own_trail_only: bool = True
     """Trust only remembered frames taken where the robot's own trail (the cells it has stood on,
     kept beside the map) passed: a frame claiming a pose the robot never reached is not its own
@@ -92,6 +110,8 @@ LIMITS: dict[str, Range] = {
     "max_candidate_range_m": Range(0, low_open=True),
     "look_range_cells": Range(0, low_open=True),
     "clear_sight_share": Range(0, 1, low_open=True),
+    "stop_range_cells": Range(1),
+    "centre_probability": Range(0, 1),
     "reuse_below": Range(0, 255),
     "memory_probability": Range(0, 1),
     "memory_k": Range(1, integer=True),
@@ -100,6 +120,7 @@ LIMITS: dict[str, Range] = {
     "min_viewpoints": Range(1, integer=True),
     "support_scale": Range(0, low_open=True),
     "place_radius": Range(0, integer=True),
+    "extent_radius": Range(0, integer=True),
     "confirm_range_cells": Range(0),
     "max_recall_rejections": Range(0, integer=True),
 }

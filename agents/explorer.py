@@ -9,6 +9,7 @@ if the second look agrees; otherwise it rules that cell out and explores on.
 
 from __future__ import annotations
 
+import functools
 from contextlib import AbstractContextManager, nullcontext
 
 import cv2
@@ -40,6 +41,8 @@ class FrontierExplorer(Agent, Navigator):
         self.last_vector: np.ndarray | None = None
         self.last_probability = 0.0
         self.rejected: set[tuple[int, int]] = set()
+        self._look_closer: set[tuple[int, int]] = set()
+        """Candidates a look from a distance left unclear: judged from next to them."""
         self.candidate: tuple[int, int] | None = None
         self.path: list[tuple[int, int]] = []
         self.goal_kind = ""
@@ -71,6 +74,7 @@ class FrontierExplorer(Agent, Navigator):
         self.reset_spatial_memory_if_cold()
         self.recognizer.set_mission(observation["mission"])
         self.rejected = set()
+        self._look_closer: set[tuple[int, int]] = set()
         self.candidate = None
         self.path = []
         self.goal_kind = ""
@@ -135,7 +139,7 @@ class FrontierExplorer(Agent, Navigator):
             self.candidate = self.guess_target_cell(observation)
             self.path = []
         if self.candidate is not None:
-            action = self.approach_action()
+            action = self.approach_action(observation)
             if action is not None:
                 return action
         action = self.frontier_action()
@@ -161,32 +165,97 @@ class FrontierExplorer(Agent, Navigator):
                 best = (float(r), cell)
         return None if best is None else best[1]
 
-    def approach_action(self) -> int | None:
-        """Go next to the candidate cell, face it, and stop if the target is confirmed there."""
+    def approach_action(self, observation: Observation) -> int | None:
+        """Go to a cell from which the candidate can be judged, face it, and stop if the target is
+        confirmed there."""
         assert self.grid is not None and self.candidate is not None
-        cx, cy = self.candidate
         x, y, h = self.pose
-        if abs(cx - x) + abs(cy - y) == 1:
-            want = facing((x, y), self.candidate)
+        cell = self.cell_to_judge()
+        if cell is not None:
+            want = facing((x, y), cell)
             if h != want:
                 return turn_toward(h, want)
-            if self.last_probability >= self.config.confirm_probability:
+            if self.confirmed_ahead(observation, cell):
                 self.trace.mode = "stop"
                 return int(Action.STOP)
-            self.rejected.add(self.candidate)
-            self.candidate = None
+            if abs(cell[0] - x) + abs(cell[1] - y) > 1 and self.last_probability >= self.config.confirm_probability:
+                self._look_closer.add(cell)  # the target is in view, but maybe beside it: look from next to it
+                return self.approach_action(observation)
+            self.rule_out(cell)
             return None
-        goals = np.zeros_like(self.grid.free)
-        n = self.grid.size
-        for dx, dy in DIR_TO_VEC:
-            gx, gy = cx + dx, cy + dy
-            if 0 <= gx < n and 0 <= gy < n and not self.grid.occupied[gy, gx]:
-                goals[gy, gx] = True
-        action = self._follow(goals, "approach")
+        action = self._follow(self.approach_goals(), "approach")
         if action is None:
-            self.rejected.add(self.candidate)
-            self.candidate = None
+            self.rule_out(self.candidate)
         return action
+
+    def approach_goals(self) -> np.ndarray:
+        """Cells (a bool mask) to travel to for a look at the candidate."""
+        assert self.candidate is not None
+        return self.viewing_cells(self.candidate)
+
+    def cell_to_judge(self) -> tuple[int, int] | None:
+        """The cell to face and judge from where the robot is (None: not there yet)."""
+        assert self.candidate is not None
+        return self.candidate if self.viewing_cells(self.candidate)[self.pose[1], self.pose[0]] else None
+
+    def rule_out(self, cell: tuple[int, int]) -> None:
+        """The target is not at ``cell`` (this task): never the candidate again."""
+        self.rejected.add(cell)
+        self.candidate = None
+
+    def confirmed_ahead(self, observation: Observation, cell: tuple[int, int]) -> bool:
+        """Facing the candidate: is the target there? From next to it the cell fills the view, so the
+        whole frame decides; from farther off the frame also shows the cell's neighbours, so the
+        target must also be recognised in the middle of the view (the centre half of the columns,
+        where the cell straight ahead is)."""
+        if self.last_probability < self.config.confirm_probability:
+            return False
+        if abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1]) <= 1:
+            return True
+        image = observation["image"]
+        w = image.shape[1]
+        centre = cv2.resize(np.ascontiguousarray(image[:, w // 4 : w - w // 4]), image.shape[1::-1])
+        with self.timed("embedding"):
+            p_centre = float(self.recognizer.probability(self.embedder.embed_images(centre[None]))[0])
+        return p_centre >= self.config.centre_probability
+
+    def viewing_cells(self, cell: tuple[int, int]) -> np.ndarray:
+        """Cells (a bool mask) from which to judge ``cell``: next to it, or up to ``stop_range_cells``
+        away with ``cell`` straight ahead and nothing known in between."""
+        assert self.grid is not None
+        n = self.grid.size
+        cx, cy = cell
+        occupied = self.grid.occupied
+        mask = np.zeros_like(self.grid.free)
+        reach = 1.0 if cell in self._look_closer else self.config.stop_range_cells
+        for (dx, dy), between in self._view_offsets(reach, float(self.half_fov)):
+            gx, gy = cx + dx, cy + dy
+            if 0 <= gx < n and 0 <= gy < n and not occupied[gy, gx]:
+                if not any(0 <= cx + bx < n and 0 <= cy + by < n and occupied[cy + by, cx + bx] for bx, by in between):
+                    mask[gy, gx] = True
+        return mask
+
+    @staticmethod
+    @functools.cache
+    def _view_offsets(reach: float, half_fov: float) -> tuple[tuple[tuple[int, int], tuple[tuple[int, int], ...]], ...]:
+        """Offsets (from a judged cell) of the cells it can be judged from, each with the offsets of
+        the cells between that must be free: the four neighbours, and cells up to ``reach`` away
+        from which the cell lies near the middle of the view when facing it."""
+        out = []
+        r = int(reach)
+        for dx in range(-r, r + 1):
+            for dy in range(-r, r + 1):
+                if not 0 < np.hypot(dx, dy) <= reach:
+                    continue
+                hx, hy = DIR_TO_VEC[facing((dx, dy), (0, 0))]
+                angle = np.arctan2(hx * -dy - hy * -dx, hx * -dx + hy * -dy)
+                if abs(dx) + abs(dy) > 1 and abs(angle) > 0.6 * half_fov:
+                    continue
+                between = {
+                    (int(round(dx * (1 - t))), int(round(dy * (1 - t)))) for t in np.linspace(0.0, 1.0, 8)[1:-1]
+                } - {(0, 0), (dx, dy)}
+                out.append(((dx, dy), tuple(sorted(between))))
+        return tuple(out)
 
     def frontier_action(self) -> int | None:
         """Next action toward the nearest frontier (Navigator skill).
@@ -267,7 +336,7 @@ class FrontierExplorer(Agent, Navigator):
         """Explore facing forward (the camera and sonar look where the robot goes); travel to a
         chosen target without turning (strafe or back up), since turns cost steps."""
         nxt = self.path[0]
-        if self.goal_kind == "approach":
+        if self.goal_kind == "approach" and not self.config.face_travel:
             self.path.pop(0)
             return move_toward(self.pose, nxt)
         action = step_toward(self.pose, nxt)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import cv2
 import numpy as np
 
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
@@ -176,6 +177,18 @@ class OccupancyGrid:
         if 0 <= cx < self.size and 0 <= cy < self.size:
             return cx, cy
         return None
+
+    def occupied_around(self, cell: tuple[int, int], radius: int) -> set[tuple[int, int]]:
+        """Occupied cells joined to ``cell`` (8-connected) within ``radius`` cells of it, ``cell``
+        included: the parts of one object, as far as the map can tell."""
+        cx, cy = cell
+        x0, y0 = max(cx - radius, 0), max(cy - radius, 0)
+        window = self.occupied[y0 : cy + radius + 1, x0 : cx + radius + 1].astype(np.uint8)
+        if not window[cy - y0, cx - x0]:
+            return {cell}
+        _, labels = cv2.connectedComponents(window, connectivity=8)
+        ys, xs = np.nonzero(labels == labels[cy - y0, cx - x0])
+        return {(int(x) + x0, int(y) + y0) for x, y in zip(xs, ys)}
 
     def first_hits(self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float) -> list[tuple[int, int]]:
         """First cell known to be occupied along each ray (radians from the heading), within range.

@@ -35,6 +35,9 @@ class RecalledPlace:
     viewpoints: int
     views: frozenset[tuple[int, int, int]] = frozenset()
     """Poses of the remembered frames that voted for it (discredited together if it is rejected)."""
+    extent: frozenset[tuple[int, int]] = frozenset()
+    """Occupied cells joined to ``cell`` on the map that may be parts of the same target (a
+    pipeline seen at one end): the robot judges the nearest first."""
 
 
 def _near(cell: tuple[int, int], cells: set[tuple[int, int]], radius: int) -> bool:
@@ -68,6 +71,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._rejections_this_task = 0
         self._retry_recall = False
         self._rechecked: set[tuple[int, int, int]] = set()
+        self._extent_left: set[tuple[int, int]] = set()
+        """Parts of the recalled place not yet ruled out."""
         self._query_seconds: list[float] = []
         self.trail: np.ndarray | None = None
         """Cells the robot has stood on, in every task since the memory was last reset."""
@@ -92,6 +97,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._rejections_this_task = 0
         self._retry_recall = False
         self._rechecked = set()
+        self._extent_left = set()
         self._query_seconds = []
 
     def reset_spatial_memory_if_cold(self) -> None:
@@ -204,6 +210,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     # ---------------------------------------------------------------- decisions
 
     def decide(self, observation: Observation) -> int:
+        if self.recalled is not None and self.candidate is None and self._extent_left:
+            self.candidate = self.recalled.cell  # one part ruled out: judge the next nearest part
         if self.recalled is not None and self.candidate == self.recalled.cell:
             if self.last_probability >= self.config.detect_probability:
                 # The target is in view: what the robot sees beats what it remembers, unless what it
@@ -228,10 +236,37 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             if (due or self._retry_recall) and self._rejections_this_task < self.config.max_recall_rejections:
                 self.recalled = self.recall_target_place()
                 self.candidate = None if self.recalled is None else self.recalled.cell
+                self._extent_left = set() if self.recalled is None else set(self.recalled.extent)
                 self._last_query_step = self.steps
                 self._retry_recall = False
                 self._distant_misses = 0
         return super().decide(observation)
+
+    def approach_goals(self) -> np.ndarray:
+        """Heading for a recalled place: any cell from which one of its parts can be judged."""
+        if self.recalled is None or self.candidate != self.recalled.cell or not self._extent_left:
+            return super().approach_goals()
+        goals = self.viewing_cells(self.recalled.cell)
+        for cell in self._extent_left:
+            goals |= self.viewing_cells(cell)
+        return goals
+
+    def cell_to_judge(self) -> tuple[int, int] | None:
+        """At a viewing cell of a recalled place's part: that part (the nearest, if several)."""
+        if self.recalled is None or self.candidate != self.recalled.cell or not self._extent_left:
+            return super().cell_to_judge()
+        x, y, _ = self.pose
+        here = [c for c in self._extent_left | {self.recalled.cell} if self.viewing_cells(c)[y, x]]
+        return min(here, key=self._cells_away) if here else None
+
+    def rule_out(self, cell: tuple[int, int]) -> None:
+        """A part of the recalled place ruled out: the best-voted cell is judged next, then the place
+        is given up (one extra look at most, so a false place costs little more than one trip)."""
+        super().rule_out(cell)
+        if self.recalled is not None and cell != self.recalled.cell and cell in self._extent_left:
+            self._extent_left = {self.recalled.cell}
+        else:
+            self._extent_left.clear()
 
     def _cells_away(self, cell: tuple[int, int]) -> int:
         return abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1])
@@ -242,7 +277,10 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         cx, cy = self.recalled.cell
         x, y, h = self.pose
         dist = float(np.hypot(cx - x, cy - y))
-        if dist > min(self.config.confirm_range_cells, self.clear_sight) or dist < 1.5:
+        # Only as close as memory recognised it from: a low pipeline seen side-on from two cells
+        # does not show end-on from four.
+        recognised_from = min((float(np.hypot(cx - vx, cy - vy)) for vx, vy, _ in self.recalled.views), default=0.0)
+        if dist > min(self.config.confirm_range_cells, self.clear_sight, max(recognised_from, 2.0)) or dist < 1.5:
             return False
         dx, dy = DIR_TO_VEC[h]
         angle = float(np.arctan2(dx * (cy - y) - dy * (cx - x), dx * (cx - x) + dy * (cy - y)))
@@ -311,13 +349,29 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self.trace.retrievals = [Retrieval.from_hit(h, float(p)) for h, p in zip(hits, probs)]
         poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
         discredited = self.discredited_views.get(self.recognizer.mission or "", set())
-        return [
+        found = [
             (pose, float(p))
             for pose, p in zip(poses, probs)
             if p >= min(self.config.recheck_probability, self.config.memory_probability)
             and pose not in discredited
             and (not self.config.own_trail_only or self._on_trail(pose))
         ]
+        if self.config.check_same_view:
+            found = [(pose, p) for pose, p in found if not self._view_contradicted(pose)]
+        return found
+
+    def _view_contradicted(self, pose: tuple[int, int, int]) -> bool:
+        """Does another remembered frame from exactly this pose and heading not show the target? The
+        same view cannot both show it and not: such a memory is not trusted (on dev worlds no real
+        sighting was ever contradicted so; a false one often is)."""
+        x, y, heading = pose
+        twins = self.frame_memory.query(
+            self.recognizer.query, self.config.memory_k, near=(x, y, 0.0), heading=heading, count_hits=False
+        )
+        if len(twins) < 2:
+            return False
+        probs = self.recognizer.probability(self.frame_memory.hit_vectors(cast(list[Hit], twins)))
+        return bool((probs < self.config.recheck_probability).any())
 
     def _on_trail(self, pose: tuple[int, int, int]) -> bool:
         assert self.trail is not None
@@ -355,7 +409,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             members = [c for c in votes if abs(c[0] - best[0]) <= r and abs(c[1] - best[1]) <= r]
             views = frozenset().union(*(voters[c] for c in members))
             viewpoints = {pose[:2] for pose in views}
-            places.append(RecalledPlace(best, sum(votes[c] for c in members), len(viewpoints), views))
+            extent = self.grid.occupied_around(best, self.config.extent_radius)
+            extent = frozenset(c for c in extent if not _near(c, rejected, 0))
+            places.append(RecalledPlace(best, sum(votes[c] for c in members), len(viewpoints), views, extent))
             for c in members:
                 del votes[c]
         if not places:

@@ -39,6 +39,7 @@ BAD_VALUES: list[tuple[str, list[str]]] = [
     ("camera size", ["env.image_size=4096"]),
     ("range", ["agent.detect_probability=1.5"]),
     ("cross-field range", ["env.success_distance_m=1"]),
+    ("stop range beyond the success radius", ["env.success_distance_m=5"]),
     ("enum", ["agent.name=octopus"]),
     ("unknown task", ["experiment.tasks=[wreck,kraken]"]),
     ("unknown sequence", ["experiment.sequence=atlantis"]),

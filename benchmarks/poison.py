@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--k", default="0,1,5,20,100")
     parser.add_argument("--places", default="far", help="comma-separated experiment.poison_place values: far,trail")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
     out = args.out or ROOT / "multirun" / f"poison-{args.split}"
     rows = [
@@ -60,6 +61,7 @@ def main() -> None:
                     f"experiment.poison_k={k}",
                     f"experiment.poison_place={place}",
                     "experiment.baselines=[]",
+                    *args.overrides,
                 ]
                 subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
             recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == "memory"]

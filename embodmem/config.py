@@ -379,6 +379,18 @@ def _check_memory_dim(cfg: DictConfig) -> None:
         )
 
 
+def _check_stop_range(cfg: DictConfig) -> None:
+    """Agents stop to confirm a target from up to ``agent.stop_range_cells`` away: never farther than
+    the task counts as success."""
+    radius = cfg.env.success_distance_m / cfg.env.cell_size_m
+    if cfg.agent.stop_range_cells > radius + 1e-9:
+        raise ConfigError.bad_value(
+            "agent.stop_range_cells",
+            cfg.agent.stop_range_cells,
+            f"a number in [1, env.success_distance_m / env.cell_size_m = {radius:g}]",
+        )
+
+
 def validate(cfg: DictConfig) -> None:
     """Every check types cannot express; raises :class:`ConfigError` (one line) at the first bad value."""
     check_known_keys(cfg, Config)
@@ -397,6 +409,7 @@ def validate(cfg: DictConfig) -> None:
                 raise ConfigError.bad_value(key, item, rng.describe())
     _check_key_env(cfg)
     _check_memory_dim(cfg)
+    _check_stop_range(cfg)
     for key, schema in PART_CONFIGS:
         part_config(key, schema, cfg)
     load = cfg.experiment.load_memory

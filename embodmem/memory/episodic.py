@@ -192,6 +192,8 @@ class AgentMemory:
         step_range: tuple[int, int] | None = None,
         run_id: str | Sequence[str] | None = None,
         episode: int | Sequence[int] | None = None,
+        near: tuple[float, float, float] | None = None,
+        heading: int | None = None,
         include_short_term: bool = True,
         count_hits: bool = True,
     ) -> list[Hit] | list[list[Hit]]:
@@ -202,6 +204,8 @@ class AgentMemory:
             k: Results per query.
             task, step_range, run_id, episode: Metadata filters (``step_range`` inclusive,
                 matching a record whose merged step span overlaps it).
+            near, heading: Where the frame was taken: ``near=(x, y, r)`` within ``r`` cells of
+                ``(x, y)`` along each axis, ``heading`` facing that way.
             include_short_term: Also search the frames still in the FIFO.
             count_hits: Count returned records as used (for ``least_used`` eviction).
 
@@ -215,7 +219,14 @@ class AgentMemory:
         if q.shape[1] != self.config.dim or not np.all(norms > 0):
             raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
         q = np.ascontiguousarray(q / norms)
-        filters: dict[str, Any] = {"task": task, "step_range": step_range, "run_id": run_id, "episode": episode}
+        filters: dict[str, Any] = {
+            "task": task,
+            "step_range": step_range,
+            "run_id": run_id,
+            "episode": episode,
+            "near": near,
+            "heading": heading,
+        }
         lt = self.store.search(q, k, **filters)
         st = self.fifo.search(q, k, **filters) if include_short_term else [[] for _ in q]
         results = []

@@ -356,11 +356,14 @@ class MetaTable:
         run_id: str | Sequence[str] | None = None,
         episode: int | Sequence[int] | None = None,
         step_range: tuple[int, int] | None = None,
+        near: tuple[float, float, float] | None = None,
+        heading: int | None = None,
     ) -> np.ndarray | None:
         """Boolean mask of rows matching all given filters, or ``None`` when no filter is set.
 
         ``step_range=(lo, hi)`` is inclusive and matches a record whose merged span
-        ``[step_min, step_max]`` overlaps it.
+        ``[step_min, step_max]`` overlaps it. ``near=(x, y, r)`` matches records taken at most ``r``
+        cells from ``(x, y)`` along each axis; ``heading`` those taken facing that way.
         """
         mask: np.ndarray | None = None
 
@@ -382,6 +385,11 @@ class MetaTable:
             if lo > hi:
                 raise ValueError(f"step_range must be (lo, hi) with lo <= hi, got {step_range!r}")
             _and((self.col("step_max") >= lo) & (self.col("step_min") <= hi))
+        if near is not None:
+            x, y, r = near
+            _and((np.abs(self.col("x") - x) <= r) & (np.abs(self.col("y") - y) <= r))
+        if heading is not None:
+            _and(self.col("heading") == heading)
         return mask
 
     # ----------------------------------------------------------------------------- persistence

@@ -623,6 +623,8 @@ class LongTermStore:
         step_range: tuple[int, int] | None = None,
         run_id: str | Sequence[str] | None = None,
         episode: int | Sequence[int] | None = None,
+        near: tuple[float, float, float] | None = None,
+        heading: int | None = None,
         count_hits: bool = False,
     ) -> list[list[Hit]]:
         """Top-``k`` records per query row, best first, restricted by the metadata filters.
@@ -644,7 +646,9 @@ class LongTermStore:
         out: list[list[Hit]] = [[] for _ in range(len(q))]
         if len(self) == 0:
             return out
-        mask = self.meta.filter_mask(task=task, step_range=step_range, run_id=run_id, episode=episode)
+        mask = self.meta.filter_mask(
+            task=task, step_range=step_range, run_id=run_id, episode=episode, near=near, heading=heading
+        )
         results = self._search_rows(q, k, mask)
         for qi, (scores, rows) in enumerate(results):
             out[qi] = [Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)]

@@ -73,6 +73,18 @@ def test_validation_is_table_driven_and_names_key_value_and_allowed() -> None:
         validate(cfg)
 
 
+def test_agents_never_stop_farther_than_the_task_counts_as_success() -> None:
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["env.success_distance_m=5"])
+        validate(compose("config", overrides=["env.success_distance_m=5", "agent.stop_range_cells=1"]))
+    with pytest.raises(
+        ConfigError,
+        match=r"^agent.stop_range_cells: 2.0 is not allowed; allowed: a number in \[1, env.success_distance_m / "
+        r"env.cell_size_m = 1\]$",
+    ):
+        validate(cfg)
+
+
 def test_library_chatter_stays_off_the_terminal_and_in_the_log(tmp_path: Path) -> None:
     """open_clip logs each model load at INFO; the terminal shows the tables only, the job log keeps it."""
     proc = subprocess.run(
