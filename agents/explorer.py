@@ -230,9 +230,11 @@ class FrontierExplorer(Agent, Navigator):
         reach = 1.0 if cell in self._look_closer else self.config.stop_range_cells
         for (dx, dy), between in self._view_offsets(reach, float(self.half_fov)):
             gx, gy = cx + dx, cy + dy
-            if 0 <= gx < n and 0 <= gy < n and not occupied[gy, gx]:
-                if not any(0 <= cx + bx < n and 0 <= cy + by < n and occupied[cy + by, cx + bx] for bx, by in between):
-                    mask[gy, gx] = True
+            inside = 0 <= gx < n and 0 <= gy < n and not occupied[gy, gx]
+            if inside and not any(
+                occupied[cy + by, cx + bx] for bx, by in between if 0 <= cx + bx < n and 0 <= cy + by < n
+            ):
+                mask[gy, gx] = True
         return mask
 
     @staticmethod
