@@ -18,7 +18,7 @@ import numpy as np
 from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
-from embodmem.agents.recognizer import TargetRecognizer
+from embodmem.agents.recognizer import TargetRecognizer, centre_view
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.BACKWARD): 2, int(Action.STRAFE_LEFT): 3}
@@ -212,11 +212,9 @@ class FrontierExplorer(Agent, Navigator):
             return False
         if abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1]) <= 1:
             return True
-        image = observation["image"]
-        w = image.shape[1]
-        centre = cv2.resize(np.ascontiguousarray(image[:, w // 4 : w - w // 4]), image.shape[1::-1])
         with self.timed("embedding"):
-            p_centre = float(self.recognizer.probability(self.embedder.embed_images(centre[None]))[0])
+            centre = self.embedder.embed_images(centre_view(observation["image"])[None])
+            p_centre = float(self.recognizer.probability(centre)[0])
         return p_centre >= self.config.centre_probability
 
     def viewing_cells(self, cell: tuple[int, int]) -> np.ndarray:

@@ -8,6 +8,7 @@ mission's target. Only text and pixels are used: no positions, no grid.
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from embodmem.agents.base import RecognitionEmbedder
@@ -49,3 +50,11 @@ class TargetRecognizer:
         logits -= logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
         return p[:, 0] / p.sum(axis=1)
+
+
+def centre_view(image: np.ndarray) -> np.ndarray:
+    """The middle half of a camera frame's columns, stretched back to the frame's size: what lies
+    straight ahead (a cell two cells away fills about a third of the columns), for judging whether
+    the target is there rather than beside it."""
+    w = image.shape[1]
+    return cv2.resize(np.ascontiguousarray(image[:, w // 4 : w - w // 4]), image.shape[1::-1])
