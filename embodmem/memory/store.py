@@ -465,7 +465,8 @@ class LongTermStore:
 
     def merge(self, groups: Sequence[np.ndarray], vectors: np.ndarray) -> np.ndarray:
         """Merge each group of records into its newest member (the survivor), whose vector becomes
-        ``vectors[i]``; counts and hits add, the step span widens, the survivor's pose is kept.
+        ``vectors[i]``; counts and hits add, the step span widens, the survivor's pose is kept and
+        the label and salience are the most salient member's (as in :func:`~embodmem.memory.records.merge_metas`).
 
         Returns:
             The survivor ids.
@@ -479,11 +480,15 @@ class LongTermStore:
         m = self.meta
         srows = m.rows_of(survivors)
         for r, g in zip(srows, groups):
-            grows = m.rows_of(np.asarray(g))
+            grows = np.sort(m.rows_of(np.asarray(g)))  # rows are in id order, so age order
             m.set_values("count", r, m.col("count")[grows].sum())
             m.set_values("hits", r, m.col("hits")[grows].sum())
             m.set_values("step_min", r, m.col("step_min")[grows].min())
             m.set_values("step_max", r, m.col("step_max")[grows].max())
+            # the most salient member's label (the latest on ties), as merge_metas does
+            best = grows[len(grows) - 1 - int(np.argmax(m.col("salience")[grows][::-1]))]
+            m.set_values("label", r, m.col("label")[best])
+            m.set_values("salience", r, m.col("salience")[best])
         removed = self._index.remove_ids(all_ids)
         if removed != len(all_ids):
             raise RuntimeError(f"FAISS removed {removed} of {len(all_ids)} ids during merge")
