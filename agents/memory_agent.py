@@ -20,6 +20,7 @@ import numpy as np
 from embodmem.agents.base import MemoryCarrier, Observation, RecognitionEmbedder, Retrieval
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
+from embodmem.agents.recognizer import KindLabeller
 from embodmem.atomic import atomic_write_json, atomic_write_with
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.world import bfs_distance
@@ -55,6 +56,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         super().__init__(embedder, config or MemoryAgentConfig())
         self.config: MemoryAgentConfig
         self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
+        self.labeller = KindLabeller(embedder)
+        """Labels every frame written with the target kind it most likely shows (``kinds`` eviction)."""
         self.context: dict[str, Any] = {"run_id": "run", "task": "", "episode": 0}
         self._last_query_step = -(10**9)
         self.scan_turns = 0
@@ -185,11 +188,15 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
             self.current_node = self.frame_memory.observe(
-                self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"])
+                self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
             )
 
-    def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray) -> FrameMeta:
+    def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray, vector: np.ndarray) -> FrameMeta:
+        """What is written with a frame: context, pose, and the target kind the frame's own vector
+        shows (none below ``detect_probability``), with its probability as the salience."""
         x, y, h = pose
+        kinds, probs = self.labeller.label(vector)
+        seen = float(probs[0]) >= self.config.detect_probability
         return FrameMeta(
             run_id=self.context["run_id"],
             task=self.context["task"],
@@ -198,13 +205,15 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             x=float(x),
             y=float(y),
             heading=int(h),
+            label=kinds[0] if seen else "",
+            salience=float(probs[0]) if seen else 0.0,
             thumbnail=image if self.frame_memory.config.keep_thumbnails else None,
         )
 
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
         vectors = self.embedder.embed_images(images)
         for vector, image, pose in zip(vectors, images, poses):
-            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image))
+            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image, vector))
         self.frame_memory.flush()
 
     # ---------------------------------------------------------------- decisions

@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 
 from embodmem.agents.base import RecognitionEmbedder
-from embodmem.envs.objects import KINDS
+from embodmem.envs.objects import KINDS, TARGET_KINDS
 
 
 def negative_prompts(mission: str) -> list[str]:
@@ -50,6 +50,47 @@ class TargetRecognizer:
         logits -= logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
         return p[:, 0] / p.sum(axis=1)
+
+
+KIND_PROMPT_NAMES: tuple[str, ...] = (
+    *TARGET_KINDS,
+    "water",
+    "seabed",
+    *(k.name for k in KINDS[1:] if not k.is_target),
+)
+"""What each of :class:`KindLabeller`'s prompts names: the eight targets first, then open water, the
+empty seabed, and the rocks, reefs and distractors (the negatives of :func:`negative_prompts`)."""
+
+
+class KindLabeller:
+    """Names the target kind each frame most likely shows, with its probability.
+
+    One softmax, at the embedder's logit scale, over every target kind's phrase and the negatives a
+    :class:`TargetRecognizer` weighs a mission against (open water, the empty seabed, rocks, reefs,
+    distractors). The prompts are embedded once, so labelling a frame costs one small matrix
+    product: cheap enough for every frame the memory agent writes. Only the frame's own vector is
+    used, never the world.
+    """
+
+    def __init__(self, embedder: RecognitionEmbedder, logit_scale: float | None = None):
+        self.logit_scale = embedder.logit_scale if logit_scale is None else logit_scale
+        by_name = {k.name: k.phrase for k in KINDS}
+        by_name.update(water="open water", seabed="the empty seabed")
+        self.prompts = embedder.embed_texts([by_name[name] for name in KIND_PROMPT_NAMES])
+
+    def probabilities(self, vectors: np.ndarray) -> np.ndarray:
+        """(N, D) frames -> (N, P) probabilities over the prompts of :data:`KIND_PROMPT_NAMES`."""
+        logits = self.logit_scale * (np.atleast_2d(vectors) @ self.prompts.T)
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def label(self, vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """For each row of ``vectors`` (N, D): the most likely of the eight target kinds and its
+        probability (N,)."""
+        p = self.probabilities(vectors)[:, : len(TARGET_KINDS)]
+        best = p.argmax(axis=1)
+        return [TARGET_KINDS[i] for i in best], p[np.arange(len(p)), best]
 
 
 def centre_view(image: np.ndarray) -> np.ndarray:

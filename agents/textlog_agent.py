@@ -19,6 +19,7 @@ import numpy as np
 
 from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
+from embodmem.agents.recognizer import KIND_PROMPT_NAMES
 from embodmem.atomic import atomic_write_json
 from embodmem.envs.objects import KINDS, TARGET_KINDS
 from embodmem.envs.spec import SensorSpec
@@ -52,10 +53,6 @@ class TextLogAgent(MemoryAgent):
         self.memory = None  # no frames: only the log below
         self.log: deque[LogEntry] = deque(maxlen=LOG_ENTRIES)
         self.important: deque[LogEntry] = deque(maxlen=IMPORTANT_ENTRIES)
-        phrases = [KINDS[i].phrase for i in range(len(KINDS)) if KINDS[i].name in TARGET_KINDS]
-        self._kind_names = list(TARGET_KINDS) + ["water", "seabed"] + [k.name for k in KINDS[1:] if not k.is_target]
-        texts = phrases + ["open water", "the empty seabed"] + [k.phrase for k in KINDS[1:] if not k.is_target]
-        self._kind_prompts = embedder.embed_texts(texts)
         self._mission_kind = ""
 
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
@@ -70,13 +67,10 @@ class TextLogAgent(MemoryAgent):
         self._log(self.last_vector[None], [self.pose], self.steps)
 
     def _log(self, vectors: np.ndarray, poses: list[tuple[int, int, int]], step: int) -> None:
-        logits = self.recognizer.logit_scale * (vectors @ self._kind_prompts.T)
-        logits -= logits.max(axis=1, keepdims=True)
-        probs = np.exp(logits)
-        probs /= probs.sum(axis=1, keepdims=True)
+        probs = self.labeller.probabilities(vectors)
         for row, (x, y, h) in zip(probs, poses):
             best = int(row.argmax())
-            kind, p = self._kind_names[best], float(row[best])
+            kind, p = KIND_PROMPT_NAMES[best], float(row[best])
             if kind in TARGET_KINDS and p >= self.config.detect_probability:
                 entry = LogEntry(str(self.context["task"]), int(step), int(x), int(y), int(h), kind, round(p, 3))
                 self.log.append(entry)

@@ -199,6 +199,8 @@ def columns(store: LongTermStore, place: np.ndarray, lo: int, hi: int) -> dict[s
         "node": np.where(p >= 0, p, NO_NODE).astype(np.int64),
         "count": np.ones(len(i), np.int32),
         "hits": np.zeros(len(i), np.int32),
+        "label": np.full(len(i), store.meta.code(""), np.int32),
+        "salience": np.zeros(len(i), np.float32),
     }
 
 

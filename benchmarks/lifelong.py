@@ -211,7 +211,7 @@ def main() -> None:
     parser.add_argument(
         "--budgets", default=None, help="comma-separated byte budgets ('none': unlimited): warm tours under each"
     )
-    parser.add_argument("--evictions", default="fifo,least_used,places")
+    parser.add_argument("--evictions", default="fifo,least_used,places,kinds")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--from-dir", type=Path, default=None)
     parser.add_argument(

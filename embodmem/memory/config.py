@@ -43,8 +43,11 @@ class MemoryConfig:
     """Maximum bytes of long-term vector code (None: unlimited); ids and metadata not counted."""
     eviction: str = "fifo"
     """Which records go when the budget is hit: "fifo" (oldest), "least_used" (fewest query
-    hits, then fewest merged frames, then oldest) or "places" (least used, but each map node's
-    most used record last: a view of every place is kept while the budget allows)."""
+    hits, then fewest merged frames, then oldest), "places" (least used, but each map node's
+    most used record last: a view of every place is kept while the budget allows) or "kinds"
+    (frames the writer labelled with a target kind last: unlabelled ones go first, then labelled
+    ones that are not the most salient of their (kind, map node), then those keepers, from the
+    kind with the most keepers first: a view of every kind seen is kept while the budget allows)."""
     train_min: int = 10_000
     """Vectors kept in a flat index before a trainable quantiser (PQ, IVF, SQ8) is trained.
     Rule of thumb: at least 39 x the number of centroids (IVF nlist, or 256 for 8-bit PQ)."""

@@ -144,6 +144,7 @@ class AgentMemory:
         node = self.map.observe(meta.x, meta.y, e)
         rec = copy.copy(meta)  # dataclasses.replace costs ~15 us; this runs on every step
         rec.node, rec.thumbnail, rec.hits = node, thumb, 0
+        rec.salience = float(np.float32(rec.salience))  # the precision memory keeps: a snapshot restores it exactly
         out = self.fifo.push(e, rec, self.next_id)
         self.next_id += 1
         self.frames_written += 1

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from embodmem.atomic import atomic_write_bytes, atomic_write_with
 
 FORMAT = "embodmem.memory"
-VERSION = 2
+VERSION = 3
 MANIFEST = "manifest.json"
 _DATA_RE = re.compile(r"^(?P<stem>[a-z_]+)\.(?P<gen>\d{6})\.(?P<ext>[a-z0-9]+)$")
 _TMP_RE = re.compile(r"^\.(manifest\.json|[a-z_]+\.\d{6}\.[a-z0-9]+)\..+\.tmp$")
@@ -69,7 +69,7 @@ class FileEntry(Strict):
 
 class Manifest(Strict):
     format: Literal["embodmem.memory"]
-    version: Literal[2]
+    version: Literal[3]
     generation: int = Field(ge=1, le=999_999)
     dim: int = Field(ge=1)
     config: dict[str, Any]

@@ -38,6 +38,9 @@ class FrameMeta:
         step_min: First step of the merged span (defaults to ``step``).
         step_max: Last step of the merged span (defaults to ``step``).
         hits: How often the record was returned by a query (used by ``least_used`` eviction).
+        label: The target kind the writer recognised in the frame (``""``: none). Memory treats it as
+            an opaque string; the ``kinds`` eviction keeps a view of every label it has seen.
+        salience: The writer's confidence in ``label``, in [0, 1] (0 when there is no label).
         thumbnail: Optional small uint8 RGB image, kept only when the config asks for it.
 
     Example:
@@ -58,6 +61,8 @@ class FrameMeta:
     step_min: int | None = None
     step_max: int | None = None
     hits: int = 0
+    label: str = ""
+    salience: float = 0.0
     thumbnail: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +96,11 @@ class FrameMeta:
         _need_int(self, "step_min", 0, int(self.step) + 1)
         _need_int(self, "step_max", int(self.step), _I62)
         _need_int(self, "hits", 0, _I32)
+        _need(self, isinstance(self.label, str), "label", "a str")
+        s = self.salience
+        ok = isinstance(s, _REAL) and not isinstance(s, bool) and 0.0 <= s <= 1.0  # NaN fails the range
+        _need(self, ok, "salience", "a number in [0, 1]")
+        _need(self, self.label != "" or s == 0.0, "salience", '0 when label is "" (a confidence in no label)')
         t = self.thumbnail
         if t is not None:
             ok = isinstance(t, np.ndarray) and t.ndim == 3 and t.shape[2] == 3 and t.size > 0 and t.dtype.kind in "uif"
@@ -147,7 +157,9 @@ def merge_metas(metas: Sequence[FrameMeta], hits: int | None = None) -> FrameMet
 
     The latest frame's pose, step, heading, node and thumbnail are kept; counts and hits add up and
     the step span covers all members. Keeping the latest frame (rather than, say, the medoid) is
-    cheap, deterministic and matches the record id, which is also the latest member's.
+    cheap, deterministic and matches the record id, which is also the latest member's. The label and
+    salience are the most salient member's (the latest on ties): a stretch that showed a target
+    still says so after it is merged with the open water that followed.
     """
     out = copy.copy(metas[-1])  # dataclasses.replace is ~10x slower and this runs per record
     if len(metas) > 1:
@@ -155,12 +167,14 @@ def merge_metas(metas: Sequence[FrameMeta], hits: int | None = None) -> FrameMet
         out.step_min = int(min(m.step if m.step_min is None else m.step_min for m in metas))
         out.step_max = int(max(m.step if m.step_max is None else m.step_max for m in metas))
         out.hits = int(sum(m.hits for m in metas))
+        best = max(reversed(metas), key=lambda m: m.salience)  # max keeps the first: the latest on ties
+        out.label, out.salience = best.label, best.salience
     if hits is not None:
         out.hits = hits
     return out
 
 
-# Columns of MetaTable: name -> dtype. Strings (run_id, task) are stored as int32 codes.
+# Columns of MetaTable: name -> dtype. Strings (run_id, task, label) are stored as int32 codes.
 _COLUMNS: dict[str, type] = {
     "ids": np.int64,
     "run": np.int32,
@@ -175,7 +189,12 @@ _COLUMNS: dict[str, type] = {
     "node": np.int64,
     "count": np.int32,
     "hits": np.int32,
+    "label": np.int32,
+    "salience": np.float32,
 }
+
+_STRING_COLUMNS = ("run", "task", "label")
+"""Columns holding codes into the shared string vocabulary."""
 
 
 class MetaTable:
@@ -275,6 +294,8 @@ class MetaTable:
             "node": np.fromiter((NO_NODE if m.node is None else m.node for m in metas), np.int64, n),
             "count": np.fromiter((m.count for m in metas), np.int32, n),
             "hits": np.fromiter((m.hits for m in metas), np.int32, n),
+            "label": np.fromiter((self.code(m.label) for m in metas), np.int32, n),
+            "salience": np.fromiter((m.salience for m in metas), np.float32, n),
         }
         if self.thumbnail_size:
             s = self.thumbnail_size
@@ -346,6 +367,8 @@ class MetaTable:
             step_min=int(c["step_min"][row]),
             step_max=int(c["step_max"][row]),
             hits=int(c["hits"][row]),
+            label=self.vocab[int(c["label"][row])],
+            salience=float(c["salience"][row]),
             thumbnail=thumb,
         )
 
@@ -412,9 +435,14 @@ class MetaTable:
                 raise ValueError(
                     f"metadata column {k!r} has length {len(a)} / dtype {a.dtype}, expected {n} / {t._cols[k].dtype}"
                 )
-        for k in ("run", "task"):
+        for k in _STRING_COLUMNS:
             if n and (cols[k].min() < 0 or cols[k].max() >= len(t.vocab)):
                 raise ValueError(f"metadata column {k!r} has codes outside the vocabulary of {len(t.vocab)} strings")
+        sal = cols["salience"]
+        if not np.all((sal >= 0) & (sal <= 1)):  # NaN fails too
+            raise ValueError("metadata column 'salience' has values outside [0, 1]")
+        if n and np.any((sal != 0) & (cols["label"] == t.code("", create=False))):
+            raise ValueError("metadata column 'salience' is non-zero for records with no label")
         t.append(cols)
         return t
 

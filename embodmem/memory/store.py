@@ -213,7 +213,7 @@ class RawBuffer:
         return int(self.vecs.nbytes + self.ids.nbytes)
 
 
-EVICTIONS = ("fifo", "least_used", "places")
+EVICTIONS = ("fifo", "least_used", "places", "kinds")
 """Eviction policies of :class:`LongTermStore` (``byte_budget``)."""
 
 RAW_MODES = ("recent", "disk")
@@ -243,6 +243,43 @@ def check_byte_budget(byte_budget: int | None, probe: faiss.Index, train_min: in
         )
 
 
+def kinds_eviction_order(
+    ids: np.ndarray, hits: np.ndarray, node: np.ndarray, label: np.ndarray, salience: np.ndarray, unlabelled: int
+) -> np.ndarray:
+    """Rows, first victim first, for the ``kinds`` policy (columns of a :class:`MetaTable`).
+
+    Three tiers: unlabelled records (``label == unlabelled``; fewest hits, then oldest), labelled
+    records that are not their (label, node) pair's keeper (lowest salience, then oldest), keepers.
+    A pair's keeper is its most salient record (the newest on ties). Keepers are ranked within their
+    label, best first; the worst-ranked go first, so the label with the most keepers loses one first
+    and every label keeps its best view until only one view per label is left.
+
+    Example:
+        >>> order = kinds_eviction_order(
+        ...     ids=np.arange(6), hits=np.zeros(6), node=np.array([0, 0, 0, 1, 2, 3]),
+        ...     label=np.array([0, 1, 1, 1, 1, 2]), salience=np.array([0, 0.6, 0.5, 0.9, 0.8, 0.7]), unlabelled=0)
+        >>> order.tolist()  # unlabelled; non-keeper; label 1's worst keepers; one view per label
+        [0, 2, 1, 4, 5, 3]
+    """
+    n = len(ids)
+    tier = np.where(label == unlabelled, 0, 1)
+    labelled = np.flatnonzero(tier == 1)
+    by_pair = labelled[np.lexsort((ids[labelled], salience[labelled], node[labelled], label[labelled]))]
+    last = np.ones(len(by_pair), dtype=bool)  # the last row of each (label, node) run is its keeper
+    last[:-1] = (label[by_pair][1:] != label[by_pair][:-1]) | (node[by_pair][1:] != node[by_pair][:-1])
+    keepers = by_pair[last]
+    tier[keepers] = 2
+    # rank of each keeper within its label: 0 for the best (most salient, then newest)
+    by_label = keepers[np.lexsort((ids[keepers], salience[keepers], label[keepers]))]
+    ends = np.r_[np.flatnonzero(label[by_label][1:] != label[by_label][:-1]), len(by_label) - 1]
+    group_end = ends[np.searchsorted(ends, np.arange(len(by_label)))]
+    rank = np.zeros(n, dtype=np.int64)
+    rank[by_label] = group_end - np.arange(len(by_label))
+    hits_key = np.where(tier == 0, hits, 0)
+    salience_key = np.where(tier == 0, 0.0, salience)
+    return np.lexsort((ids, salience_key, hits_key, -rank, tier))
+
+
 class LongTermStore:
     """FAISS-backed long-term store with a byte budget, eviction, filters and cold-start training.
 
@@ -254,8 +291,12 @@ class LongTermStore:
         eviction: ``"fifo"`` evicts the oldest records; ``"least_used"`` the fewest query hits, then
             the fewest merged frames, then the oldest; ``"places"`` is least-used informed by the
             map: each map node's most used (then newest) record goes last, so the store keeps a view
-            of every place it can afford. Records being inserted are never the victims of their own
-            insert (unless the batch alone exceeds the budget).
+            of every place it can afford. ``"kinds"`` keeps what a robot would want to find again:
+            unlabelled records go first (least used, then oldest), then labelled records that are not
+            the keeper of their (label, map node) pair (lowest salience, then oldest), and keepers
+            (each pair's most salient record) last, taken from the label with the most keepers first,
+            so every label seen keeps a view while the budget allows. Records being inserted are
+            never the victims of their own insert (unless the batch alone exceeds the budget).
         train_min: Vectors to collect (in a flat index) before a trainable quantiser is trained.
         train_sample: Most vectors used for training; also the size of the raw recent-vector buffer.
         nprobe: Inverted lists visited per query (IVF only).
@@ -433,6 +474,11 @@ class LongTermStore:
             return np.arange(len(self))
         if self.eviction == "least_used":
             return np.lexsort((ids, count, hits))
+        if self.eviction == "kinds":
+            return kinds_eviction_order(
+                ids, hits, self.meta.col("node"), self.meta.col("label"), self.meta.col("salience"),
+                self.meta.code("", create=False),
+            )  # fmt: skip
         # places: the last row per node in (node, hits, count, id) order is that place's keeper.
         node = self.meta.col("node")
         by_node = np.lexsort((ids, count, hits, node))
@@ -465,7 +511,8 @@ class LongTermStore:
 
     def merge(self, groups: Sequence[np.ndarray], vectors: np.ndarray) -> np.ndarray:
         """Merge each group of records into its newest member (the survivor), whose vector becomes
-        ``vectors[i]``; counts and hits add, the step span widens, the survivor's pose is kept.
+        ``vectors[i]``; counts and hits add, the step span widens, the survivor's pose is kept and
+        the label and salience are the most salient member's (as in :func:`~embodmem.memory.records.merge_metas`).
 
         Returns:
             The survivor ids.
@@ -479,11 +526,15 @@ class LongTermStore:
         m = self.meta
         srows = m.rows_of(survivors)
         for r, g in zip(srows, groups):
-            grows = m.rows_of(np.asarray(g))
+            grows = np.sort(m.rows_of(np.asarray(g)))  # rows are in id order, so age order
             m.set_values("count", r, m.col("count")[grows].sum())
             m.set_values("hits", r, m.col("hits")[grows].sum())
             m.set_values("step_min", r, m.col("step_min")[grows].min())
             m.set_values("step_max", r, m.col("step_max")[grows].max())
+            # the most salient member's label (the latest on ties), as merge_metas does
+            best = grows[len(grows) - 1 - int(np.argmax(m.col("salience")[grows][::-1]))]
+            m.set_values("label", r, m.col("label")[best])
+            m.set_values("salience", r, m.col("salience")[best])
         removed = self._index.remove_ids(all_ids)
         if removed != len(all_ids):
             raise RuntimeError(f"FAISS removed {removed} of {len(all_ids)} ids during merge")

@@ -11,10 +11,12 @@ from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.oracle import OracleAgent
 from embodmem.agents.random_agent import RandomAgent
+from embodmem.agents.recognizer import KindLabeller
 from embodmem.embedding.embedder import ClipEmbedder
+from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.memory import FrameMeta
+from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
 from embodmem.runner import run_episode
 
 
@@ -71,6 +73,54 @@ def test_recognizer_tells_the_mission_target_from_others(embedder: ClipEmbedder)
     p_barrel = agent.recognizer.probability(embedder.embed_images(np.stack([o["image"] for _, o in barrels])))
     p_wreck = agent.recognizer.probability(embedder.embed_images(np.stack([o["image"] for _, o in wrecks])))
     assert np.median(p_barrel) > 0.8 and np.median(p_wreck) < 0.2
+
+
+def _frames_of_nothing(env: UnderwaterEnv, n: int = 40) -> list[np.ndarray]:
+    """Camera images from random starts that show no target."""
+    out = []
+    for i in range(n):
+        obs, _ = env.reset(seed=i, options={"task": "wreck", "start": "random"})
+        if not set(env.visible_pixels()) & set(TARGET_KINDS):
+            out.append(obs["image"])
+    return out
+
+
+def test_kind_labeller_names_the_target_in_view(embedder: ClipEmbedder) -> None:
+    """Frames facing a target are labelled with its kind, confidently; frames showing none are not."""
+    env = UnderwaterEnv(world_seed=9001)
+    labeller = KindLabeller(embedder)
+    for kind in ("barrel", "wreck", "wind_station", "landing_platform"):
+        frames = _frames_facing(env, kind)
+        kinds, p = labeller.label(embedder.embed_images(np.stack([o["image"] for _, o in frames])))
+        assert frames and np.mean([k == kind for k in kinds]) > 0.9 and np.median(p) > 0.8, kind
+    nothing = _frames_of_nothing(env)
+    _, p = labeller.label(embedder.embed_images(np.stack(nothing)))
+    assert len(nothing) >= 10 and np.mean(p >= 0.5) < 0.1
+
+
+def test_memory_agent_labels_the_frames_it_writes(embedder: ClipEmbedder) -> None:
+    """Every frame written carries the kind its camera image shows (none below the detect
+    probability, with salience 0); implanted images are labelled the same way."""
+    env = UnderwaterEnv(world_seed=9001)
+    memory = AgentMemory(MemoryConfig(dim=embedder.dim, short_term_capacity=256, consolidate_to=128))
+    agent = MemoryAgent(embedder, memory)
+    frames = _frames_facing(env, "barrel")
+    agent.reset(frames[0][1], env.sensor_spec)
+    for _, obs in frames:
+        agent.update(obs)
+    nothing = _frames_of_nothing(env, 10)
+    assert nothing
+    for image in nothing:
+        agent.update(frames[0][1] | {"image": image})
+    metas = memory.fifo.metas
+    assert len(metas) == len(frames) + len(nothing)
+    assert np.mean([m.label == "barrel" for m in metas[: len(frames)]]) > 0.9
+    assert all(m.label == "" for m in metas[len(frames) :])
+    assert all(m.salience >= agent.config.detect_probability if m.label else m.salience == 0.0 for m in metas)
+    fresh = MemoryAgent(embedder)
+    fresh.implant(np.stack([o["image"] for _, o in frames[:4]]), [pose for pose, _ in frames[:4]])
+    store = fresh.frame_memory.store
+    assert len(store) and {store.meta.meta(r).label for r in range(len(store))} == {"barrel"}
 
 
 def test_explorer_searches_again_once_everything_reachable_was_looked_at(embedder: ClipEmbedder) -> None:

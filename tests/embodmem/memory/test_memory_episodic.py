@@ -147,6 +147,8 @@ BAD_FIELDS: list[tuple[str, object]] = [
     ("node", -2), ("node", "n16"), ("node", 1.5),
     ("count", 0), ("count", None), ("step_min", None), ("step_min", 10**6), ("step_max", -1),
     ("hits", -1), ("hits", None),
+    ("label", None), ("label", 3), ("salience", -0.1), ("salience", 1.5), ("salience", float("nan")),
+    ("salience", "0.9"), ("salience", True), ("salience", 0.5),  # the last: a confidence in no label
     ("thumbnail", np.zeros((4, 4))), ("thumbnail", "img"), ("thumbnail", np.full((4, 4, 3), np.nan)),
 ]  # fmt: skip
 """(field, value) pairs FrameMeta must refuse."""

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from embodmem.memory import FrameMeta, ShortTermFIFO, merge_adjacent
+from embodmem.memory.records import merge_metas
 
 
 def test_merge_hand_worked_example() -> None:
@@ -125,3 +126,21 @@ def test_fifo_filters_follow_the_long_term_rules() -> None:
         assert sorted(h.id for h in hits) == [i for i, m in enumerate(metas) if pred(m)], kw
     with pytest.raises(ValueError, match="step_range"):
         fifo.search(vecs[:1], 5, step_range=(5, 1))
+
+
+def test_consolidation_keeps_the_most_salient_label() -> None:
+    """A drum frame merged with the open water that followed it still says "barrel"; on ties the
+    latest member's label wins, as its pose does."""
+    fifo = ShortTermFIFO(2, capacity=4, consolidate_to=1)
+    v = np.array([1.0, 0.0], np.float32)
+    labels = [("", 0.0), ("barrel", 0.8), ("", 0.0)]
+    for i, (label, salience) in enumerate(labels):
+        assert fifo.push(v, FrameMeta("r", "t", 0, i, float(i), 0.0, label=label, salience=salience), i) is None
+    out = fifo.push(v, FrameMeta("r", "t", 0, 3, 3.0, 0.0), 3)
+    assert out is not None and len(out.metas) == 1
+    m = out.metas[0]
+    assert (m.label, m.salience, m.step, m.x, m.count) == ("barrel", 0.8, 3, 3.0, 4)
+    tie = merge_metas([FrameMeta("r", "t", 0, i, 0.0, 0.0, label=k, salience=0.7) for i, k in enumerate("ab")])
+    assert tie.label == "b"
+    plain = merge_metas([FrameMeta("r", "t", 0, i, 0.0, 0.0) for i in range(3)])
+    assert (plain.label, plain.salience) == ("", 0.0)

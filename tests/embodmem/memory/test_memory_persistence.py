@@ -40,6 +40,7 @@ def _memory(n: int, factory: str = "Flat", seed: int = 0, **kw: object) -> Agent
         for i in range(n):
             v = centres[(i // 7) % 5] + 0.3 * rng.standard_normal(D)
             thumb = np.full((12, 12, 3), i % 255, np.uint8)
+            label = ("barrel", "wreck")[i % 2] if i % 3 == 0 else ""  # every third frame shows a target
             mem.observe(
                 v,
                 FrameMeta(
@@ -50,6 +51,8 @@ def _memory(n: int, factory: str = "Flat", seed: int = 0, **kw: object) -> Agent
                     float(i % 13),
                     float(i // 13),
                     heading=i % 4,
+                    label=label,
+                    salience=0.5 + (i % 7) / 13 if label else 0.0,
                     thumbnail=thumb,
                 ),
             )
@@ -88,6 +91,8 @@ def test_save_load_answers_identically(
     if len(back.store):
         a, b = back.store.meta.meta(0), mem.store.meta.meta(0)
         assert a == b and np.array_equal(a.thumbnail, b.thumbnail)
+    for part in (lambda m: [m.store.meta.meta(r) for r in range(len(m.store))], lambda m: m.fifo.metas):
+        assert [(x.label, x.salience) for x in part(back)] == [(x.label, x.salience) for x in part(mem)]
     # both continue identically
     v = np.ones(D, np.float32)
     meta = FrameMeta("run", "task9", 99, 0, 1.0, 1.0)
@@ -155,6 +160,56 @@ def test_manifest_problems_named(tmp_path: Path) -> None:
         AgentMemory.load(d, expect_dim=32)
     mpath.unlink()
     with pytest.raises(MemoryLoadError, match="manifest.json.*missing"):
+        AgentMemory.load(d)
+
+
+def test_labels_round_trip_and_old_format_refused(tmp_path: Path) -> None:
+    """Frame labels and saliences come back exactly (long-term records and short-term frames); a
+    snapshot of format version 2 (no label columns), resealed, is refused by its version."""
+    mem, d, man = _saved(tmp_path)
+    back = AgentMemory.load(d)
+    labelled = [m for m in (*back.fifo.metas, *(back.store.meta.meta(r) for r in range(len(back.store)))) if m.label]
+    assert labelled and {m.label for m in labelled} == {"barrel", "wreck"}
+    assert back.fifo.metas == mem.fifo.metas  # salience was kept at float32 precision from the start
+    old = man | {"version": 2}
+    (d / "manifest.json").write_text(json.dumps(old | {"digest": persistence.manifest_digest(old)}))
+    with pytest.raises(
+        MemoryLoadError, match=r"manifest.json: field version: unsupported format version 2 \(this code reads 3\)"
+    ):
+        AgentMemory.load(d)
+
+
+@pytest.mark.parametrize(
+    ("array", "value", "pattern"),
+    [
+        ("meta_label", 999, "field state.store: metadata column 'label' has codes outside the vocabulary"),
+        ("fifo_label", -1, "arrays.*npz: inconsistent arrays .metadata column 'label' has codes outside"),
+        ("meta_salience", 1.5, "metadata column 'salience' has values outside \\[0, 1\\]"),
+        ("fifo_salience", np.nan, "metadata column 'salience' has values outside"),
+        ("meta_label", "", "metadata column 'salience' is non-zero for records with no label"),
+    ],
+)
+def test_bad_label_columns_refused_by_name(tmp_path: Path, array: str, value: object, pattern: str) -> None:
+    """arrays.npz rewritten with valid checksums but labels outside the vocabulary, saliences outside
+    [0, 1], or a salience on a record with no label: refused, naming the column."""
+    _, d, man = _saved(tmp_path)
+    name = man["files"]["arrays.npz"]["path"]
+    with np.load(d / name) as z:
+        arrays = {k: z[k] for k in z.files}
+    col = arrays[array].copy()
+    if value == "":  # the empty string's code on a labelled record (its salience stays)
+        row = int(np.flatnonzero(arrays["meta_salience"] > 0)[0])
+        col[row] = list(arrays["meta_vocab"]).index("")
+    else:
+        col[0] = value
+    arrays[array] = col
+    buf = io.BytesIO()
+    np.savez(buf, allow_pickle=False, **arrays)
+    data = buf.getvalue()
+    (d / name).write_bytes(data)
+    man["files"]["arrays.npz"].update(bytes=len(data), sha256=persistence._sha256(data))
+    (d / "manifest.json").write_text(json.dumps(man | {"digest": persistence.manifest_digest(man)}))
+    with pytest.raises(MemoryLoadError, match=pattern):
         AgentMemory.load(d)
 
 

@@ -100,3 +100,18 @@ def test_sleep_keeps_index_and_metadata_equal(factory: str) -> None:
     s2.add(s.reconstruct(s.meta.ids), [s.meta.meta(i) for i in range(len(s))], s.meta.ids)
     sleep(s2, dedup_threshold=0.98, retrain=True)
     assert np.array_equal(s2.faiss_ids(), s2.meta.ids) and len(s2) < 12
+
+
+def test_sleep_merge_keeps_the_most_salient_label() -> None:
+    """Near-duplicates of one place merged during sleep: the survivor (the newest) takes the label and
+    salience of the most salient member, the newest on ties."""
+    v = _unit(np.ones((5, D)))
+    labels = [("wreck", 0.6), ("barrel", 0.9), ("", 0.0), ("pipeline", 0.7), ("aircraft", 0.7)]
+    metas = [FrameMeta("r", "a", 0, i, 0.0, 0.0, node=0 if i < 3 else 1, label=k, salience=p)
+             for i, (k, p) in enumerate(labels)]  # fmt: skip
+    s = LongTermStore(D, "Flat")
+    s.add(v, metas, np.arange(5))
+    rep = sleep(s, dedup_threshold=0.99)
+    assert rep["clusters"] == 2 and s.meta.ids.tolist() == [2, 4]
+    kept = [s.meta.meta(r) for r in range(2)]
+    assert [(m.label, round(m.salience, 6)) for m in kept] == [("barrel", 0.9), ("aircraft", 0.7)]

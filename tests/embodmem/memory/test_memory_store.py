@@ -7,12 +7,12 @@ import warnings
 import faiss
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from embodmem.memory import FrameMeta, LongTermStore, sleep
-from embodmem.memory.store import EVICTIONS, _codec, build_index, code_bytes_per_vector
+from embodmem.memory.store import EVICTIONS, _codec, build_index, code_bytes_per_vector, kinds_eviction_order
 
 D = 16
 
@@ -23,7 +23,14 @@ def _vecs(n: int, seed: int) -> np.ndarray:
 
 
 def _metas(ids: np.ndarray, task: str = "t0") -> list[FrameMeta]:
-    return [FrameMeta("r0", task, int(i) // 50, int(i), float(i % 9), float(i % 5), node=int(i) % 7) for i in ids]
+    """Every fourth record labelled with one of three kinds (salience varying with the id)."""
+    return [
+        FrameMeta(
+            "r0", task, int(i) // 50, int(i), float(i % 9), float(i % 5), node=int(i) % 7,
+            label="" if i % 4 else f"k{i % 3}", salience=0.0 if i % 4 else (int(i) * 37 % 100) / 100,
+        )
+        for i in ids
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -137,6 +144,95 @@ def test_budget_places_keeps_a_view_of_every_place() -> None:
         assert len(kept[eviction]) == 20 and set(range(20, 30)) <= kept[eviction]
     assert kept["fifo"] == set(range(10, 30))
     assert set(range(7)) | {12} <= kept["places"]
+
+
+def test_kinds_eviction_order_pinned() -> None:
+    """Unlabelled records first (fewest hits, then oldest); then labelled records that are not their
+    (label, node) pair's keeper (lowest salience, then oldest); then keepers, the label with the most
+    keepers losing its worst first; the last of all is each label's best view, least salient first."""
+    rows = [  # (hits, node, label, salience); label 0 is ""
+        (2, 0, 0, 0.0),  # 0 unlabelled, used twice
+        (0, 0, 0, 0.0),  # 1 unlabelled
+        (0, 1, 1, 0.6),  # 2 barrel at node 1, not its keeper (3 is more salient)
+        (0, 1, 1, 0.9),  # 3 barrel keeper of node 1: the barrel's best view
+        (0, 2, 1, 0.7),  # 4 barrel keeper of node 2
+        (0, 3, 1, 0.8),  # 5 barrel keeper of node 3
+        (5, 1, 2, 0.55),  # 6 wreck at node 1: a tie with 8, which is newer; hits do not count
+        (0, 4, 0, 0.0),  # 7 unlabelled
+        (0, 1, 2, 0.55),  # 8 wreck keeper of node 1: the wreck's only view
+    ]
+    hits, node, label, sal = (np.array(c) for c in zip(*rows))
+    order = kinds_eviction_order(np.arange(len(rows)) * 10, hits, node, label, sal.astype(np.float32), 0)
+    assert order.tolist() == [1, 7, 0, 6, 2, 4, 5, 8, 3]
+    assert kinds_eviction_order(*(np.zeros(0, t) for t in (np.int64, np.int32, np.int64, np.int32)),
+                                np.zeros(0, np.float32), 0).tolist() == []  # fmt: skip
+    everything_labelled = kinds_eviction_order(np.arange(3), np.zeros(3), np.zeros(3), np.ones(3), np.ones(3), -2)
+    assert everything_labelled.tolist() == [0, 1, 2]  # one pair: the keeper (newest on ties) last
+
+
+def test_budget_kinds_keeps_a_kind_seen_once_through_a_flood() -> None:
+    """One frame of a wind station, then 40 unlabelled frames of open water, 8 records of room: FIFO
+    forgets the station, ``kinds`` keeps it."""
+    x = _vecs(41, 8)
+    metas = [FrameMeta("r0", "t0", 0, 0, 0.0, 0.0, node=0, label="wind_station", salience=0.6)]
+    metas += [FrameMeta("r0", "t0", 0, i, float(i), 0.0, node=i // 3) for i in range(1, 41)]
+    kept = {}
+    for eviction in ("fifo", "kinds"):
+        s = LongTermStore(D, "Flat", byte_budget=8 * 4 * D, eviction=eviction)
+        for b in range(0, 41, 4):
+            s.add(x[b : b + 4], metas[b : b + 4], np.arange(b, min(b + 4, 41)))
+        kept[eviction] = set(s.meta.ids.tolist())
+        assert len(kept[eviction]) == 8 and {37, 38, 39, 40} <= kept[eviction]
+    assert kept["fifo"] == set(range(33, 41))
+    assert kept["kinds"] == {0} | set(range(34, 41)) and s.meta.meta(0).label == "wind_station"
+
+
+def test_budget_kinds_keeps_one_view_per_kind_when_kinds_outnumber_the_room() -> None:
+    """Eight kinds seen once each (salience 0.6), then many confident views of kind "a" at new places,
+    one record at a time, 6 records of room: the old records kept are one per kind, the most
+    salient "a" among them, then the newest views of the other kinds."""
+    kinds = "abcdefgh"
+    labels = [(k, 0.6) for k in kinds] + [("a", 0.95)] * 12
+    x = _vecs(len(labels), 9)
+    s = LongTermStore(D, "Flat", byte_budget=6 * 4 * D, eviction="kinds")
+    for i, (k, p) in enumerate(labels):
+        s.add(x[i : i + 1], [FrameMeta("r0", "t0", 0, i, 0.0, 0.0, node=i, label=k, salience=p)], [i])
+        old = [s.meta.meta(r) for r in range(len(s) - 1)]  # all but the record just inserted
+        assert len({m.label for m in old}) == len(old)
+    assert sorted(m.label for m in old) == ["a", "e", "f", "g", "h"]
+    assert max(m.salience for m in old if m.label == "a") == pytest.approx(0.95)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    room=st.integers(1, 10),
+    batches=st.lists(
+        st.lists(st.tuples(st.sampled_from(["", "", "a", "b", "c", "d"]), st.integers(0, 4), st.floats(0.5, 1.0)),
+                 min_size=1, max_size=6),
+        min_size=1, max_size=15,
+    ),
+)  # fmt: skip
+def test_budget_kinds_properties(room: int, batches: list[list[tuple[str, int, float]]]) -> None:
+    """Any sequence of inserts under ``kinds``: no labelled record goes while an unlabelled old one
+    stays, and every label held keeps a view while the old records kept can hold one each."""
+    s = LongTermStore(D, "Flat", byte_budget=room * 4 * D, eviction="kinds")
+    next_id = 0
+    for batch in batches:
+        before = {int(i): s.meta.meta(r).label for r, i in enumerate(s.meta.ids)}
+        ids = np.arange(next_id, next_id + len(batch))
+        next_id += len(batch)
+        metas = [FrameMeta("r", "t", 0, int(i), 0.0, 0.0, node=node, label=k, salience=p if k else 0.0)
+                 for i, (k, node, p) in zip(ids, batch)]  # fmt: skip
+        s.add(_vecs(len(batch), next_id), metas, ids)
+        after = set(s.meta.ids.tolist())
+        removed = [i for i in before if i not in after]
+        old = [s.meta.meta(r) for r, i in enumerate(s.meta.ids) if int(i) in before]
+        old_labels = {m.label for m in old}
+        if any(before[i] for i in removed):
+            assert "" not in old_labels
+        held = set(before.values()) - {""}
+        if len(old) >= len(held):
+            assert held <= old_labels
 
 
 def test_budget_too_small_for_cold_start_is_named() -> None:
