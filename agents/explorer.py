@@ -74,7 +74,7 @@ class FrontierExplorer(Agent, Navigator):
         self.reset_spatial_memory_if_cold()
         self.recognizer.set_mission(observation["mission"])
         self.rejected = set()
-        self._look_closer: set[tuple[int, int]] = set()
+        self._look_closer = set()
         self.candidate = None
         self.path = []
         self.goal_kind = ""

@@ -418,8 +418,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             members = [c for c in votes if abs(c[0] - best[0]) <= r and abs(c[1] - best[1]) <= r]
             views = frozenset().union(*(voters[c] for c in members))
             viewpoints = {pose[:2] for pose in views}
-            extent = self.grid.occupied_around(best, self.config.extent_radius)
-            extent = frozenset(c for c in extent if not _near(c, rejected, 0))
+            around = self.grid.occupied_around(best, self.config.extent_radius)
+            extent = frozenset(c for c in around if not _near(c, rejected, 0))
             places.append(RecalledPlace(best, sum(votes[c] for c in members), len(viewpoints), views, extent))
             for c in members:
                 del votes[c]
