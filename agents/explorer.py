@@ -3,8 +3,10 @@
 Each step it folds the sonar scan into an occupancy grid, embeds the camera frame, and asks the
 recognizer whether the mission's target is in view. Until it is, it drives to the nearest frontier
 (a known-free cell next to unknown space). When it is, it guesses which cell the target occupies
-(where the centre sonar beam echoed), drives next to it, turns to face it, looks again, and stops
-if the second look agrees; otherwise it rules that cell out and explores on.
+(the nearest sonar echo in the camera's view), drives facing ahead to a cell from which to judge it
+(next to it, or up to the task's success radius away with the cell straight ahead), turns to face
+it, looks again, and stops if the second look agrees (from farther than next to it, the middle of
+the view must agree too); otherwise it looks from closer, or rules that cell out and explores on.
 """
 
 from __future__ import annotations

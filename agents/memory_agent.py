@@ -1,10 +1,13 @@
 """MemoryAgent: the explorer plus episodic memory and a topological map that outlive a task.
 
-It writes every frame to memory. At a task's start, and every few steps while exploring, it asks
-memory for frames that match the mission text; when the best match is confident (its own frame
-recognised as the target with high probability) it works out where that frame was looking (its
-pose and heading, cast over the occupancy grid it remembers), plans there, and approaches exactly
-as the explorer would after seeing the target itself. Otherwise it explores.
+It writes every frame to memory, labelled with the target kind it shows (if any). At a task's start,
+and every few steps while exploring, it asks memory for frames that match the mission text; when
+confident ones exist (its own frames, recognised as the target with high probability, not
+contradicted by another frame of the same view) it works out where they were looking (their poses
+and headings, cast over the occupancy grid it remembers), ranks the places they agree on by
+confidence per step of travel, heads for the nearest part of the best one, and approaches exactly as
+the explorer would after seeing the target itself. Otherwise it explores. README, "How the memory
+agent uses what it remembers", explains each step.
 """
 
 from __future__ import annotations
