@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from embodmem.agents.explorer import FrontierExplorer
-from embodmem.agents.memory_agent import MemoryAgent
+from embodmem.agents.memory_agent import MemoryAgent, RecalledPlace
 from embodmem.agents.oracle import OracleAgent
 from embodmem.agents.random_agent import RandomAgent
 from embodmem.agents.recognizer import KindLabeller
@@ -196,6 +196,23 @@ def test_a_rejected_place_discredits_the_frames_that_voted_for_it(embedder: Clip
     obs, _ = env.reset(seed=0, options={"task": "barrel"})
     fresh.reset(obs, env.sensor_spec)
     assert np.array_equal(fresh.trail, agent.trail)
+
+
+def test_after_the_last_allowed_rejection_the_remaining_sightings_are_searched_again(
+    embedder: ClipEmbedder,
+) -> None:
+    """A false place rejected, and no more trips allowed on memory's word: the places the robot's
+    other confident frames looked at count as unsearched, so exploration still goes there."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder)
+    agent.config.max_recall_rejections = 1
+    agent.grid.seen[:] = True  # the barrel's surroundings were looked at in the earlier task
+    agent.recalled = RecalledPlace((1, 1), 1.0, 2, frozenset({(1, 2, 3)}))  # a false place elsewhere
+    agent._reject_recalled()
+    remaining = {pose for pose, p in agent.sightings() if p >= agent.config.memory_probability}
+    assert remaining and remaining <= agent._rechecked
+    assert all(not agent.grid.seen[y, x] for x, y, _ in remaining)
 
 
 def test_weak_sightings_reopen_their_view_and_are_visited_when_nothing_is_sure(embedder: ClipEmbedder) -> None:
