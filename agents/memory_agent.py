@@ -321,7 +321,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             # No more trips on memory's word, but what the remaining sightings looked at has not
             # been searched for this mission: a real sighting ranked below false ones must not
             # leave its place marked as searched, where exploration would never go.
-            self._unsearch({pose for pose, p in self.sightings() if p >= self.config.memory_probability})
+            with self.timed("memory_query"):
+                remaining = {pose for pose, p in self.sightings() if p >= self.config.memory_probability}
+            self._unsearch(remaining)
         self._retry_recall = True  # after looking around here, the next-best place, if any
         self.scan_turns = 3  # memory is seldom exact to the cell: the target may be right beside
 
