@@ -27,7 +27,7 @@ from embodmem.agents.recognizer import KindLabeller
 from embodmem.atomic import atomic_write_json, atomic_write_with
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.world import bfs_distance
-from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
+from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, QueryFilter
 
 
 @dataclass(frozen=True)
@@ -384,9 +384,8 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         same view cannot both show it and not: such a memory is not trusted (on dev worlds no real
         sighting was ever contradicted so; a false one often is)."""
         x, y, heading = pose
-        twins = self.frame_memory.query(
-            self.recognizer.query, self.config.memory_k, near=(x, y, 0.0), heading=heading, count_hits=False
-        )
+        same_view = QueryFilter(near=(x, y, 0.0), heading=heading)
+        twins = self.frame_memory.query(self.recognizer.query, self.config.memory_k, same_view, count_hits=False)
         if len(twins) < 2:
             return False
         probs = self.recognizer.probability(self.frame_memory.hit_vectors(cast(list[Hit], twins)))

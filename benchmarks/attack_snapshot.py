@@ -68,7 +68,7 @@ def fingerprint(mem: AgentMemory) -> str:
     ]
     parts = [
         mem.config.to_dict(), mem.stats(), mem.store.meta.to_arrays()["ids"].tolist(), mem.fifo.ids,
-        [repr(m) for m in mem.fifo.metas], mem._segment, mem.store.state()[2], mem.map.to_json(), answers,
+        [repr(m) for m in mem.fifo.metas], mem.segment, mem.store.state()[2], mem.map.to_json(), answers,
     ]  # fmt: skip
     return json.dumps(parts, default=str)
 

@@ -68,6 +68,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, _early_threads(sys.argv[1:]))
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -82,9 +83,11 @@ import numpy as np  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 import embodmem.configs  # noqa: E402
-from embodmem.memory.records import NO_NODE  # noqa: E402
+from embodmem.memory.codec import build_index, codec_of  # noqa: E402
+from embodmem.memory.config import MemoryConfig  # noqa: E402
+from embodmem.memory.records import NO_NODE, QueryFilter  # noqa: E402
 from embodmem.memory.sleep import keep_quantiser_current, sleep  # noqa: E402
-from embodmem.memory.store import LongTermStore, _codec, build_index  # noqa: E402
+from embodmem.memory.store import LongTermStore  # noqa: E402
 
 DEFAULT_FACTORIES = ["Flat", "SQ8", "IVF1024,SQ8", "IVF1024,PQ64", "IVF4096,PQ64"]
 DISK_CONFIG = OmegaConf.to_container(OmegaConf.load(Path(embodmem.configs.__file__).parent / "memory" / "disk.yaml"))
@@ -214,7 +217,7 @@ def query_latencies(store: LongTermStore, queries: np.ndarray) -> tuple[list[flo
         store.search(q, K)
         lat.append(time.perf_counter() - t)
         t = time.perf_counter()
-        store.search(q, K, task="task1")
+        store.search(q, K, QueryFilter(task="task1"))
         filtered.append(time.perf_counter() - t)
     return lat, filtered
 
@@ -254,13 +257,15 @@ def run_one(
     n, dim = base.shape
     tm = train_min_for(factory, dim, n)
     store = LongTermStore(
-        dim,
-        factory,
-        train_min=tm,
-        train_sample=tm,
-        nprobe=nprobes[0],
-        pq_train_points=args.pq_train_points,
-        seed=args.seed,
+        MemoryConfig(
+            dim=dim,
+            index_factory=factory,
+            train_min=tm,
+            train_sample=tm,
+            nprobe=nprobes[0],
+            pq_train_points=args.pq_train_points,
+            seed=args.seed,
+        )
     )
     t0 = time.perf_counter()
     train_s = insert_in_batches(store, base, place, n)
@@ -296,7 +301,7 @@ def run_one(
     index_file = len(faiss.serialize_index(store.index))
     rows = []
     for nprobe in probes:
-        store.nprobe = nprobe
+        store.config = dataclasses.replace(store.config, nprobe=nprobe)  # what filtered searches probe
         r1, r10 = recall(store, nprobe)
         lat, flat = query_latencies(store, queries[:nq_lat])
         rows.append(
@@ -309,7 +314,7 @@ def run_one(
                 "drift": None if drift is None else round(drift, 2),
                 "retrain_s": retrain_s,
                 "code_B": st["code_bytes_per_frame"],
-                "sa_code_B": int(_codec(store.index).sa_code_size()),
+                "sa_code_B": int(codec_of(store.index).sa_code_size()),
                 "ids_map_B": round(st["index_id_bytes"] / n, 1),
                 "meta_B": round(st["metadata_bytes"] / n, 1),
                 "index_file_B": round(index_file / n, 1),
@@ -363,17 +368,19 @@ def run_disk(
     n, dim = base.shape
     tm = train_min_for(factory, dim, n)
     store = LongTermStore(
-        dim,
-        factory,
-        train_min=tm,
-        train_sample=min(n, max(tm, args.disk_train_sample)),
-        nprobe=args.disk_nprobe,
-        pq_train_points=args.pq_train_points,
-        seed=args.seed,
-        raw_vectors="disk",
-        raw_dtype=args.raw_dtype,
-        raw_dir=args.raw_dir,
-        rerank=args.rerank,
+        MemoryConfig(
+            dim=dim,
+            index_factory=factory,
+            train_min=tm,
+            train_sample=min(n, max(tm, args.disk_train_sample)),
+            nprobe=args.disk_nprobe,
+            pq_train_points=args.pq_train_points,
+            seed=args.seed,
+            raw_vectors="disk",
+            raw_dtype=args.raw_dtype,
+            raw_dir=args.raw_dir,
+            rerank=args.rerank,
+        )
     )
     assert store.raw_file is not None
     every = max(BATCH, n // max(1, args.sleeps))
@@ -422,7 +429,7 @@ def run_disk(
         "rerank": args.rerank,
         "raw_dtype": args.raw_dtype,
         "train_min": tm,
-        "train_sample": store.train_sample,
+        "train_sample": store.config.train_sample,
         "train_s": round(train_s, 2),
         "sleeps": len(checks),
         "retrains": len(retrains),

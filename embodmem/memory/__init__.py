@@ -18,18 +18,20 @@ from embodmem.memory.config import MemoryConfig
 from embodmem.memory.episodic import AgentMemory
 from embodmem.memory.fifo import ShortTermFIFO, merge_adjacent
 from embodmem.memory.persistence import MemoryLoadError
-from embodmem.memory.records import FrameMeta, Hit
+from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter
 from embodmem.memory.sleep import sleep
 from embodmem.memory.store import LongTermStore
 from embodmem.memory.topomap import TopologicalMap
 
 __all__ = [
+    "ANY_RECORD",
     "AgentMemory",
     "FrameMeta",
     "Hit",
     "LongTermStore",
     "MemoryConfig",
     "MemoryLoadError",
+    "QueryFilter",
     "ShortTermFIFO",
     "TopologicalMap",
     "merge_adjacent",

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from embodmem.memory.rawfile import RAW_DTYPES
-from embodmem.memory.store import EVICTIONS, RAW_MODES, build_index, check_byte_budget, code_bytes_per_vector
+from embodmem.memory.codec import check_byte_budget, index_facts
+from embodmem.memory.eviction import EVICTIONS
+from embodmem.memory.rawfile import RAW_DTYPES, RAW_MODES
 from embodmem.memory.topomap import NODE_RULES
 
 
@@ -174,18 +175,15 @@ class MemoryConfig:
             "0 unless raw_vectors='disk' (exact scores come from the raw vectors on disk)",
         )
         try:
-            probe = build_index(self.dim, self.index_factory)
-        except ValueError as e:
-            raise ValueError(f"MemoryConfig.{e}") from None
-        try:
-            check_byte_budget(self.byte_budget, probe, self.train_min, self.index_factory)
+            index_facts(self.dim, self.index_factory)
+            check_byte_budget(self.byte_budget, self.dim, self.index_factory, self.train_min)
         except ValueError as e:
             raise ValueError(f"MemoryConfig.{e}") from None
 
     @property
     def bytes_hint(self) -> int:
         """Bytes of vector code per record once trained (what the byte budget counts)."""
-        return code_bytes_per_vector(build_index(self.dim, self.index_factory))
+        return index_facts(self.dim, self.index_factory).code_bytes
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-serialisable)."""

@@ -22,11 +22,10 @@ import numpy as np
 
 from embodmem.memory import snapshot
 from embodmem.memory.config import MemoryConfig
-from embodmem.memory.fifo import Consolidated, ShortTermFIFO
-from embodmem.memory.records import FrameMeta, Hit, fit_thumbnail
+from embodmem.memory.fifo import Consolidated
+from embodmem.memory.parts import MemoryParts
+from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter, fit_thumbnail
 from embodmem.memory.sleep import sleep as sleep_pass
-from embodmem.memory.store import LongTermStore
-from embodmem.memory.topomap import TopologicalMap
 
 __all__ = ["AgentMemory", "MemoryConfig"]
 
@@ -54,56 +53,21 @@ class AgentMemory:
     # ----------------------------------------------------------------------------- lifecycle
     def reset(self) -> None:
         """Forget everything (store, FIFO, map, counters); keep the config."""
-        c = self.config
-        if c.faiss_threads is not None:
-            faiss.omp_set_num_threads(c.faiss_threads)
-        self.store = LongTermStore(
-            c.dim,
-            c.index_factory,
-            byte_budget=c.byte_budget,
-            eviction=c.eviction,
-            train_min=c.train_min,
-            train_sample=c.train_sample,
-            nprobe=c.nprobe,
-            pq_train_points=c.pq_train_points,
-            thumbnail_size=c.thumbnail_size if c.keep_thumbnails else None,
-            seed=c.seed,
-            raw_vectors=c.raw_vectors,
-            raw_dtype=c.raw_dtype,
-            raw_dir=c.raw_dir,
-            rerank=int(c.rerank),
-        )
-        self.fifo = ShortTermFIFO(c.dim, c.short_term_capacity, c.consolidate_to)
-        self.map = TopologicalMap(c.dim, c.node_distance, c.node_similarity, c.node_rule)
-        self.frames_written = 0
-        self.next_id = 0
-        self.consolidations = 0
-        self.sleeps = 0
-        self.queries = 0
-        self._segment: tuple[str, str, int] | None = None
+        if self.config.faiss_threads is not None:
+            faiss.omp_set_num_threads(self.config.faiss_threads)
+        self._adopt(MemoryParts.fresh(self.config))
+
+    def _adopt(self, parts: MemoryParts) -> None:
+        self.store, self.fifo, self.map, self.counters = parts.store, parts.fifo, parts.map, parts.counters
+
+    def parts(self) -> MemoryParts:
+        """The memory's parts (shared, not copied): what a snapshot saves."""
+        return MemoryParts(self.config, self.store, self.fifo, self.map, self.counters)
 
     @property
     def segment(self) -> tuple[str, str, int] | None:
         """(run_id, task, episode) of the latest frame written (a new segment breaks the map's trajectory)."""
-        return self._segment
-
-    def restore_counters(
-        self,
-        *,
-        frames_written: int,
-        next_id: int,
-        consolidations: int,
-        sleeps: int,
-        queries: int,
-        segment: tuple[str, str, int] | None,
-    ) -> None:
-        """Set the counters a snapshot carries (:func:`embodmem.memory.snapshot.restore_memory`)."""
-        self.frames_written = frames_written
-        self.next_id = next_id
-        self.consolidations = consolidations
-        self.sleeps = sleeps
-        self.queries = queries
-        self._segment = segment
+        return self.counters.segment
 
     # ----------------------------------------------------------------------------- writes
     def _unit(self, embedding: np.ndarray) -> np.ndarray:
@@ -138,16 +102,17 @@ class AgentMemory:
         if thumb is not None:
             thumb = fit_thumbnail(thumb, self.config.thumbnail_size) if self.config.keep_thumbnails else None
         seg = (meta.run_id, meta.task, meta.episode)
-        if seg != self._segment:
+        counters = self.counters
+        if seg != counters.segment:
             self.map.break_trajectory()
-            self._segment = seg
+            counters.segment = seg
         node = self.map.observe(meta.x, meta.y, e)
         rec = copy.copy(meta)  # dataclasses.replace costs ~15 us; this runs on every step
         rec.node, rec.thumbnail, rec.hits = node, thumb, 0
         rec.salience = float(np.float32(rec.salience))  # the precision memory keeps: a snapshot restores it exactly
-        out = self.fifo.push(e, rec, self.next_id)
-        self.next_id += 1
-        self.frames_written += 1
+        out = self.fifo.push(e, rec, counters.next_id)
+        counters.next_id += 1
+        counters.frames_written += 1
         if out is not None:
             self._store(out)
         return node
@@ -155,7 +120,7 @@ class AgentMemory:
     def _store(self, out: Consolidated) -> None:
         if len(out.ids):
             self.store.add(out.vectors, out.metas, out.ids)
-            self.consolidations += 1
+            self.counters.consolidations += 1
 
     def flush(self) -> int:
         """Consolidate the short-term frames (at the full-buffer ratio) into long-term memory.
@@ -180,7 +145,7 @@ class AgentMemory:
             drift_factor=c.drift_factor,
             retrain=retrain,
         )
-        self.sleeps += 1
+        self.counters.sleeps += 1
         return {"flushed": flushed, **report}
 
     # ----------------------------------------------------------------------------- reads
@@ -188,13 +153,8 @@ class AgentMemory:
         self,
         vec_or_vecs: np.ndarray,
         k: int = 5,
+        where: QueryFilter = ANY_RECORD,
         *,
-        task: str | Sequence[str] | None = None,
-        step_range: tuple[int, int] | None = None,
-        run_id: str | Sequence[str] | None = None,
-        episode: int | Sequence[int] | None = None,
-        near: tuple[float, float, float] | None = None,
-        heading: int | None = None,
         include_short_term: bool = True,
         count_hits: bool = True,
     ) -> list[Hit] | list[list[Hit]]:
@@ -203,10 +163,7 @@ class AgentMemory:
         Args:
             vec_or_vecs: One query embedding ``(dim,)`` (text or image), or ``(n, dim)``.
             k: Results per query.
-            task, step_range, run_id, episode: Metadata filters (``step_range`` inclusive,
-                matching a record whose merged step span overlaps it).
-            near, heading: Where the frame was taken: ``near=(x, y, r)`` within ``r`` cells of
-                ``(x, y)`` along each axis, ``heading`` facing that way.
+            where: Which records may be returned (task, run, episode, step span, place, heading).
             include_short_term: Also search the frames still in the FIFO.
             count_hits: Count returned records as used (for ``least_used`` eviction).
 
@@ -220,16 +177,8 @@ class AgentMemory:
         if q.shape[1] != self.config.dim or not np.all(norms > 0):
             raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
         q = np.ascontiguousarray(q / norms)
-        filters: dict[str, Any] = {
-            "task": task,
-            "step_range": step_range,
-            "run_id": run_id,
-            "episode": episode,
-            "near": near,
-            "heading": heading,
-        }
-        lt = self.store.search(q, k, **filters)
-        st = self.fifo.search(q, k, **filters) if include_short_term else [[] for _ in q]
+        lt = self.store.search(q, k, where)
+        st = self.fifo.search(q, k, where) if include_short_term else [[] for _ in q]
         results = []
         for a, b in zip(lt, st):
             hits = sorted(
@@ -245,7 +194,7 @@ class AgentMemory:
                 for m, rid in zip(self.fifo.metas, self.fifo.ids):
                     if rid in st_ids:
                         m.hits += 1
-        self.queries += len(q)
+        self.counters.queries += len(q)
         return results[0] if single else results
 
     def hit_vectors(self, hits: Sequence[Hit]) -> np.ndarray:
@@ -261,9 +210,9 @@ class AgentMemory:
             np.float32
         )
 
-    def search_by_id(self, record_id: int, k: int = 5, **filters: Any) -> list[Hit]:
+    def search_by_id(self, record_id: int, k: int = 5, where: QueryFilter = ANY_RECORD) -> list[Hit]:
         """Long-term records most similar to a long-term record's own stored vector (itself excluded)."""
-        return self.store.search_by_id(record_id, k, **filters)
+        return self.store.search_by_id(record_id, k, where)
 
     def stats(self) -> dict[str, Any]:
         """Counters and sizes: frames written/kept, bytes per frame (vector code), metadata and id
@@ -271,7 +220,7 @@ class AgentMemory:
         s = self.store.stats()
         lt_frames = int(self.store.meta.col("count").sum())
         return {
-            "frames_written": self.frames_written,
+            "frames_written": self.counters.frames_written,
             "frames_kept": len(self.store) + len(self.fifo),
             "long_term_records": len(self.store),
             "short_term_frames": len(self.fifo),
@@ -289,9 +238,9 @@ class AgentMemory:
             "trained": s["trained"],
             "trainings": s["trainings"],
             "evicted": s["evicted"],
-            "consolidations": self.consolidations,
-            "sleeps": self.sleeps,
-            "queries": self.queries,
+            "consolidations": self.counters.consolidations,
+            "sleeps": self.counters.sleeps,
+            "queries": self.counters.queries,
             "nodes": len(self.map),
             "edges": self.map.graph.number_of_edges(),
         }
@@ -303,7 +252,7 @@ class AgentMemory:
         Returns:
             The manifest path.
         """
-        return snapshot.save_memory(self, directory)
+        return snapshot.save_memory(self.parts(), directory)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], expect_dim: int | None = None) -> AgentMemory:
@@ -318,7 +267,7 @@ class AgentMemory:
             MemoryLoadError: naming the file (and the manifest field) that is missing, truncated,
                 corrupted, foreign or inconsistent.
         """
-        saved = snapshot.read_memory(directory, expect_dim)
-        memory = cls(saved.config)
-        snapshot.restore_memory(memory, saved)
+        parts = snapshot.restore_memory(snapshot.read_memory(directory, expect_dim))
+        memory = cls(parts.config)
+        memory._adopt(parts)
         return memory

@@ -9,11 +9,11 @@ stretch of time, so its step span and pose stay meaningful.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from embodmem.memory.records import FrameMeta, Hit, MetaTable, merge_metas
+from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, MetaTable, QueryFilter, merge_metas
 
 
 def merge_adjacent(
@@ -182,22 +182,22 @@ class ShortTermFIFO:
         self.metas = []
         self.ids = []
 
-    def _matching(self, filters: dict[str, Any]) -> list[int]:
-        """Positions of the held frames passing the metadata ``filters`` (the long-term store's rules:
+    def _matching(self, where: QueryFilter) -> list[int]:
+        """Positions of the held frames passing ``where`` (the long-term store's rules:
         :meth:`~embodmem.memory.records.MetaTable.filter_mask` over the held frames' columns)."""
-        if all(v is None for v in filters.values()):
+        if where.is_empty():
             return list(range(len(self.metas)))
         table = MetaTable(None)
         table.append(table.columns_from_metas(np.asarray(self.ids, np.int64), self.metas))
-        mask = table.filter_mask(**filters)
+        mask = table.filter_mask(where)
         return list(range(len(self.metas))) if mask is None else np.flatnonzero(mask).tolist()
 
-    def search(self, queries: np.ndarray, k: int, **filters: Any) -> list[list[Hit]]:
-        """Exact top-``k`` over the held frames for each query row, with metadata filters."""
+    def search(self, queries: np.ndarray, k: int, where: QueryFilter = ANY_RECORD) -> list[list[Hit]]:
+        """Exact top-``k`` over the held frames for each query row, restricted to ``where``."""
         out: list[list[Hit]] = [[] for _ in range(len(queries))]
         if not self.metas:
             return out
-        keep = self._matching(filters)
+        keep = self._matching(where)
         if not keep:
             return out
         sims = queries @ self.vectors[keep].T

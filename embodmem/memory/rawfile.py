@@ -36,6 +36,10 @@ import numpy as np
 RAW_DTYPES = ("float16", "float32")
 """Element types the raw-vector file can hold."""
 
+RAW_MODES = ("recent", "disk")
+"""Where the long-term store keeps raw vectors: the latest ``train_sample`` in a RAM ring buffer, or
+every record's in a memory-mapped file on disk (this module)."""
+
 _CHUNK_ROWS = 65_536
 _MIN_ALLOC_ROWS = 4_096
 

@@ -20,6 +20,52 @@ import numpy as np
 NO_NODE = -1
 
 
+@dataclass(frozen=True)
+class QueryFilter:
+    """Which records a memory query may return: every field set must match (``None``: any).
+
+    One value travels from :meth:`AgentMemory.query <embodmem.memory.episodic.AgentMemory.query>` to
+    the long-term store's search, :meth:`MetaTable.filter_mask` and the short-term FIFO, so the three
+    apply the same rules.
+
+    Attributes:
+        task: Task name(s) the frame was written under.
+        run_id: Run(s) that saw it.
+        episode: Episode index(es).
+        step_range: ``(lo, hi)``, inclusive: a record whose merged span ``[step_min, step_max]``
+            overlaps it.
+        near: ``(x, y, r)``: taken at most ``r`` cells from ``(x, y)`` along each axis.
+        heading: Taken facing this way (MiniGrid's 0..3).
+
+    Example:
+        >>> QueryFilter(task="task1").is_empty(), QueryFilter().is_empty()
+        (False, True)
+        >>> QueryFilter(step_range=(5, 1))
+        Traceback (most recent call last):
+        ...
+        ValueError: step_range must be (lo, hi) with lo <= hi, got (5, 1)
+    """
+
+    task: str | Sequence[str] | None = None
+    run_id: str | Sequence[str] | None = None
+    episode: int | Sequence[int] | None = None
+    step_range: tuple[int, int] | None = None
+    near: tuple[float, float, float] | None = None
+    heading: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.step_range is not None and self.step_range[0] > self.step_range[1]:
+            raise ValueError(f"step_range must be (lo, hi) with lo <= hi, got {self.step_range!r}")
+
+    def is_empty(self) -> bool:
+        """True when every record matches."""
+        return self == ANY_RECORD
+
+
+ANY_RECORD = QueryFilter()
+"""The filter that matches every record (the default of every search)."""
+
+
 @dataclass
 class FrameMeta:
     """Metadata of one kept frame (or of several adjacent frames merged into one record).
@@ -372,47 +418,31 @@ class MetaTable:
             thumbnail=thumb,
         )
 
-    def filter_mask(
-        self,
-        *,
-        task: str | Sequence[str] | None = None,
-        run_id: str | Sequence[str] | None = None,
-        episode: int | Sequence[int] | None = None,
-        step_range: tuple[int, int] | None = None,
-        near: tuple[float, float, float] | None = None,
-        heading: int | None = None,
-    ) -> np.ndarray | None:
-        """Boolean mask of rows matching all given filters, or ``None`` when no filter is set.
-
-        ``step_range=(lo, hi)`` is inclusive and matches a record whose merged span
-        ``[step_min, step_max]`` overlaps it. ``near=(x, y, r)`` matches records taken at most ``r``
-        cells from ``(x, y)`` along each axis; ``heading`` those taken facing that way.
-        """
+    def filter_mask(self, where: QueryFilter) -> np.ndarray | None:
+        """Boolean mask of rows matching ``where``, or ``None`` when it matches every record."""
         mask: np.ndarray | None = None
 
         def _and(m: np.ndarray) -> None:
             nonlocal mask
             mask = m if mask is None else (mask & m)
 
-        for name, value in (("task", task), ("run", run_id)):
+        for name, value in (("task", where.task), ("run", where.run_id)):
             if value is None:
                 continue
             values = [value] if isinstance(value, str) else list(value)
             codes = [self.code(v, create=False) for v in values]
             _and(np.isin(self.col(name), np.asarray(codes, dtype=np.int32)))
-        if episode is not None:
-            eps = [episode] if isinstance(episode, (int, np.integer)) else list(episode)
+        if where.episode is not None:
+            eps = [where.episode] if isinstance(where.episode, (int, np.integer)) else list(where.episode)
             _and(np.isin(self.col("episode"), np.asarray(eps, dtype=np.int32)))
-        if step_range is not None:
-            lo, hi = step_range
-            if lo > hi:
-                raise ValueError(f"step_range must be (lo, hi) with lo <= hi, got {step_range!r}")
+        if where.step_range is not None:
+            lo, hi = where.step_range
             _and((self.col("step_max") >= lo) & (self.col("step_min") <= hi))
-        if near is not None:
-            x, y, r = near
+        if where.near is not None:
+            x, y, r = where.near
             _and((np.abs(self.col("x") - x) <= r) & (np.abs(self.col("y") - y) <= r))
-        if heading is not None:
-            _and(self.col("heading") == heading)
+        if where.heading is not None:
+            _and(self.col("heading") == where.heading)
         return mask
 
     # ----------------------------------------------------------------------------- persistence

@@ -1,12 +1,12 @@
-"""What an :class:`~embodmem.memory.episodic.AgentMemory` snapshot holds, and every check on loading it.
+"""What a memory snapshot holds, and every check on loading it.
 
 :mod:`embodmem.memory.persistence` is the file format (generations, checksums, the manifest digest);
-this module maps a memory onto it: ``index.faiss`` (the long-term store's index), ``arrays.npz``
+this module maps a memory's :class:`~embodmem.memory.parts.MemoryParts` onto it: ``index.faiss`` (the long-term store's index), ``arrays.npz``
 (metadata columns, the short-term frames) and ``map.json`` (the topological map), with the counters
 in the manifest's ``state``; with ``raw_vectors="disk"`` also ``raw.npy`` (every long-term record's
 raw vector, streamed rather than held as bytes). Loading trusts nothing: every field is cross-checked
-against the index, the arrays, the raw vectors and the map before the memory is rebuilt through its
-parts' own restore methods.
+against the index, the arrays, the raw vectors and the map before the parts are rebuilt through their
+own restore methods.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
-from pydantic import Field
 
 from embodmem.memory.config import MemoryConfig
+from embodmem.memory.parts import MemoryCounters, MemoryParts
 from embodmem.memory.persistence import (
     Manifest,
     MemoryLoadError,
@@ -37,9 +36,6 @@ from embodmem.memory.records import NO_NODE, MetaTable
 from embodmem.memory.store import RawFileMismatch, StoreState
 from embodmem.memory.topomap import TopologicalMap
 
-if TYPE_CHECKING:
-    from embodmem.memory.episodic import AgentMemory
-
 FILES = ("index.faiss", "arrays.npz", "map.json")
 """The data files of a memory snapshot (logical names; on disk they carry the generation)."""
 
@@ -47,19 +43,20 @@ RAW_FILE = "raw.npy"
 """The snapshot's raw vectors (``raw_vectors="disk"`` only): one row per long-term record, id order."""
 
 
-class MemoryState(Strict):
-    """The JSON state of a saved memory (``manifest.json`` field ``state``)."""
+class MemoryState(MemoryCounters):
+    """The JSON state of a saved memory (``manifest.json`` field ``state``): the counters, and the
+    long-term store's own state."""
+
+    model_config = Strict.model_config
 
     store: StoreState
-    frames_written: int = Field(ge=0)
-    next_id: int = Field(ge=0)
-    consolidations: int = Field(ge=0)
-    sleeps: int = Field(ge=0)
-    queries: int = Field(ge=0)
-    segment: tuple[str, str, int] | None
+
+    def counters(self) -> MemoryCounters:
+        """A live (mutable) copy of the saved counters."""
+        return MemoryCounters.model_validate(self.model_dump(exclude={"store"}))
 
 
-def save_memory(memory: AgentMemory, directory: str | os.PathLike[str]) -> Path:
+def save_memory(memory: MemoryParts, directory: str | os.PathLike[str]) -> Path:
     """Write ``memory`` atomically into ``directory``; returns the manifest path."""
     index_bytes, arrays, store_js = memory.store.state()
     fifo_meta = MetaTable(memory.store.thumbnail_size)
@@ -68,15 +65,7 @@ def save_memory(memory: AgentMemory, directory: str | os.PathLike[str]) -> Path:
     arrays["fifo_vecs"] = np.ascontiguousarray(memory.fifo.vectors)
     buf = io.BytesIO()
     np.savez(buf, allow_pickle=False, **arrays)
-    state = {
-        "store": store_js,
-        "frames_written": memory.frames_written,
-        "next_id": memory.next_id,
-        "consolidations": memory.consolidations,
-        "sleeps": memory.sleeps,
-        "queries": memory.queries,
-        "segment": list(memory.segment) if memory.segment else None,
-    }
+    state = {"store": store_js, **memory.counters.model_dump(mode="json")}
     files: dict[str, bytes | Writer] = {
         "index.faiss": index_bytes,
         "arrays.npz": buf.getvalue(),
@@ -142,13 +131,14 @@ def read_memory(directory: str | os.PathLike[str], expect_dim: int | None = None
     return SavedMemory(directory, manifest, files, config, st, streamed_paths)
 
 
-def restore_memory(memory: AgentMemory, saved: SavedMemory) -> None:
-    """Fill ``memory`` (fresh, built from ``saved.config``) from ``saved``, cross-checking every part.
+def restore_memory(saved: SavedMemory) -> MemoryParts:
+    """The parts ``saved`` holds, cross-checking every part against the others.
 
     Raises:
         MemoryLoadError: naming the file and field that disagree with the rest of the snapshot.
     """
     config, st, files, dim = saved.config, saved.state, saved.files, saved.config.dim
+    memory = MemoryParts.fresh(config)
     mpath = saved.path("manifest.json")
     path = {k: saved.path(k) for k in (*FILES, RAW_FILE)}
     try:
@@ -227,11 +217,5 @@ def restore_memory(memory: AgentMemory, saved: SavedMemory) -> None:
         raise MemoryLoadError(path["arrays.npz"], f"records point at map nodes outside 0..{len(topomap) - 1}")
     memory.map = topomap
     memory.fifo.restore(fifo_vecs, fifo_metas, [int(i) for i in fifo_ids])
-    memory.restore_counters(
-        frames_written=st.frames_written,
-        next_id=st.next_id,
-        consolidations=st.consolidations,
-        sleeps=st.sleeps,
-        queries=st.queries,
-        segment=st.segment,
-    )
+    memory.counters = st.counters()
+    return memory

@@ -29,123 +29,24 @@ import faiss
 import numpy as np
 from pydantic import Field
 
+from embodmem.memory.codec import (
+    build_index,
+    code_bytes_per_vector,
+    codec_of,
+    empty_index_bytes,
+    index_facts,
+    index_ids,
+    index_signature,
+    reconstruction_error,
+)
+from embodmem.memory.config import MemoryConfig
+from embodmem.memory.eviction import EVICTION_POLICIES
 from embodmem.memory.persistence import Strict
-from embodmem.memory.rawfile import RAW_DTYPES, RawVectorFile
-from embodmem.memory.records import FrameMeta, Hit, MetaTable
+from embodmem.memory.rawfile import RawVectorFile
+from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, MetaTable, QueryFilter
 
 #: Filtered searches whose matching set is at most this large are answered exactly on decoded codes.
 EXACT_FILTER_MAX = 1024
-
-
-def build_index(dim: int, factory: str, pq_train_points: int = 39) -> faiss.Index:
-    """An empty inner-product FAISS index from an index-factory string, ready for ids and removal.
-
-    ``pq_train_points`` caps the training points per centroid of each PQ sub-quantizer (FAISS's
-    ``max_points_per_centroid``; FAISS's default is 256).
-
-    Raises:
-        ValueError: naming ``factory`` when FAISS cannot parse it or it cannot remove records.
-    """
-    if not isinstance(factory, str) or not factory.strip():
-        raise ValueError(f"index_factory must be a non-empty string, got {factory!r}")
-    if "IDMap" in factory:
-        raise ValueError(f"index_factory={factory!r}: leave out IDMap, the store adds its own id map")
-    try:
-        base = faiss.index_factory(int(dim), factory, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as e:  # FAISS reports parse errors as RuntimeError
-        raise ValueError(
-            f"index_factory={factory!r} is not a valid FAISS factory string for "
-            f"dim={dim}: {str(e).strip().splitlines()[-1]}"
-        ) from None
-    _tune_training(base, pq_train_points)
-    ivf = faiss.try_extract_index_ivf(base)
-    if ivf is not None:
-        if isinstance(faiss.downcast_index(ivf), faiss.IndexIVFFastScan):
-            raise ValueError(
-                f"index_factory={factory!r}: IVF fast-scan indexes cannot remove by id; "
-                f"use e.g. 'IVF1024,PQ32' or a flat 'PQ32x4fs'"
-            )
-        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
-        return base
-    if isinstance(base, (faiss.IndexHNSW, faiss.IndexNSG)):
-        raise ValueError(
-            f"index_factory={factory!r}: graph indexes cannot remove records (eviction and merging need removal)"
-        )
-    return faiss.IndexIDMap2(base)
-
-
-def _tune_training(index: faiss.Index, pq_train_points: int) -> None:
-    """Set PQ training knobs.
-
-    * Polysemous training, which the factory enables for "PQn" (without "np"), is switched off: it
-      costs seconds even on tiny sets and only serves Hamming-filtered search, never used here.
-    * Each PQ sub-quantizer k-means subsamples to ``pq_train_points`` per centroid. Measured here
-      (IVF1024,PQ64, 128-d, 40k training vectors, one thread): 256 (FAISS's default) trained in
-      120 s for 1-recall@10 0.986; 39 (FAISS's recommended minimum) in 33 s for 0.973.
-    """
-    inner = faiss.downcast_index(index)
-    while isinstance(inner, faiss.IndexPreTransform):
-        inner = faiss.downcast_index(inner.index)
-    if isinstance(inner, (faiss.IndexPQ, faiss.IndexIVFPQ)):
-        inner.do_polysemous_training = False
-        inner.pq.cp.max_points_per_centroid = int(pq_train_points)
-
-
-def _codec(index: faiss.Index) -> faiss.Index:
-    """The index below the id map (what encodes and decodes vectors)."""
-    if isinstance(index, faiss.IndexIDMap2):
-        return faiss.downcast_index(index.index)
-    return index
-
-
-def code_bytes_per_vector(index: faiss.Index) -> int:
-    """Bytes of vector code FAISS stores per record (IVF: the list code, the list number is implicit)."""
-    ivf = faiss.try_extract_index_ivf(index)
-    if ivf is not None:
-        return int(ivf.code_size)
-    return int(_codec(index).sa_code_size())
-
-
-def index_ids(index: faiss.Index) -> np.ndarray:
-    """All record ids stored in ``index``, sorted (read from FAISS itself, for consistency checks)."""
-    if isinstance(index, faiss.IndexIDMap2):
-        return np.sort(faiss.vector_to_array(index.id_map).astype(np.int64))
-    ivf = faiss.extract_index_ivf(index)
-    inv = ivf.invlists
-    parts = []
-    for lst in range(ivf.nlist):
-        size = inv.list_size(lst)
-        if size:
-            parts.append(faiss.rev_swig_ptr(inv.get_ids(lst), size).copy())
-    return np.sort(np.concatenate(parts).astype(np.int64)) if parts else np.zeros(0, np.int64)
-
-
-def reconstruction_error(index: faiss.Index, x: np.ndarray) -> float:
-    """Mean squared error of encoding then decoding ``x`` (0 for flat indexes)."""
-    if len(x) == 0:
-        return 0.0
-    codec = _codec(index)
-    y = codec.sa_decode(codec.sa_encode(np.ascontiguousarray(x, dtype=np.float32)))
-    return float(np.mean(np.sum((x - y) ** 2, axis=1)))
-
-
-def index_signature(index: faiss.Index) -> tuple[str, str, int, int | None]:
-    """What kind of index this is: outer class, codec class, code bytes, IVF lists (to compare a
-    loaded index with the configured one)."""
-    ivf = faiss.try_extract_index_ivf(index)
-    return (
-        type(faiss.downcast_index(index)).__name__,
-        type(faiss.downcast_index(_codec(index))).__name__,
-        code_bytes_per_vector(index),
-        None if ivf is None else int(ivf.nlist),
-    )
-
-
-def empty_index_bytes(index: faiss.Index) -> int:
-    """Serialized size of ``index`` emptied (its trained parameters only)."""
-    empty = faiss.clone_index(index)
-    empty.reset()
-    return len(faiss.serialize_index(empty))
 
 
 class RawFileMismatch(ValueError):
@@ -161,7 +62,7 @@ def _codes_disagree(index: faiss.Index, ids: np.ndarray, raw: np.ndarray) -> int
         return 0
     rows = np.unique(np.linspace(0, len(ids) - 1, min(len(ids), RAW_CHECK_SAMPLE)).astype(np.int64))
     x = np.ascontiguousarray(raw[rows], dtype=np.float32)
-    codec = _codec(index)
+    codec = codec_of(index)
     mine = codec.sa_decode(codec.sa_encode(x))
     held = index.reconstruct_batch(np.ascontiguousarray(ids[rows]))
     agree = np.all(np.abs(mine - held) <= 1e-5 * (1 + np.abs(held)), axis=1)
@@ -213,160 +114,37 @@ class RawBuffer:
         return int(self.vecs.nbytes + self.ids.nbytes)
 
 
-EVICTIONS = ("fifo", "least_used", "places", "kinds")
-"""Eviction policies of :class:`LongTermStore` (``byte_budget``)."""
-
-RAW_MODES = ("recent", "disk")
-"""Where a :class:`LongTermStore` keeps raw vectors: the latest ``train_sample`` in a RAM ring buffer,
-or every record's in a memory-mapped file on disk."""
-
 #: Records whose code a load re-derives from the raw file (and compares) to check the file belongs.
 RAW_CHECK_SAMPLE = 256
-
-
-def check_byte_budget(byte_budget: int | None, probe: faiss.Index, train_min: int, index_factory: str) -> None:
-    """Refuse a byte budget too small for what the store must hold: ``train_min`` raw vectors during
-    the flat cold start of a trainable ``probe`` index, else one vector code (``ValueError``)."""
-    if byte_budget is None:
-        return
-    if not probe.is_trained:
-        need = train_min * 4 * probe.d
-        if byte_budget < need:
-            raise ValueError(
-                f"byte_budget={byte_budget} cannot hold train_min={train_min} raw vectors "
-                f"({4 * probe.d} bytes each) during the flat cold start of {index_factory!r}: "
-                f"needs >= {need}; lower train_min or raise byte_budget"
-            )
-    elif byte_budget < code_bytes_per_vector(probe):
-        raise ValueError(
-            f"byte_budget={byte_budget} is smaller than one vector code ({code_bytes_per_vector(probe)} bytes)"
-        )
-
-
-def kinds_eviction_order(
-    ids: np.ndarray, hits: np.ndarray, node: np.ndarray, label: np.ndarray, salience: np.ndarray, unlabelled: int
-) -> np.ndarray:
-    """Rows, first victim first, for the ``kinds`` policy (columns of a :class:`MetaTable`).
-
-    Three tiers: unlabelled records (``label == unlabelled``; fewest hits, then oldest), labelled
-    records that are not their (label, node) pair's keeper (lowest salience, then oldest), keepers.
-    A pair's keeper is its most salient record (the newest on ties). Keepers are ranked within their
-    label, best first; the worst-ranked go first, so the label with the most keepers loses one first
-    and every label keeps its best view until only one view per label is left.
-
-    Example:
-        >>> order = kinds_eviction_order(
-        ...     ids=np.arange(6), hits=np.zeros(6), node=np.array([0, 0, 0, 1, 2, 3]),
-        ...     label=np.array([0, 1, 1, 1, 1, 2]), salience=np.array([0, 0.6, 0.5, 0.9, 0.8, 0.7]), unlabelled=0)
-        >>> order.tolist()  # unlabelled; non-keeper; label 1's worst keepers; one view per label
-        [0, 2, 1, 4, 5, 3]
-    """
-    n = len(ids)
-    tier = np.where(label == unlabelled, 0, 1)
-    labelled = np.flatnonzero(tier == 1)
-    by_pair = labelled[np.lexsort((ids[labelled], salience[labelled], node[labelled], label[labelled]))]
-    last = np.ones(len(by_pair), dtype=bool)  # the last row of each (label, node) run is its keeper
-    last[:-1] = (label[by_pair][1:] != label[by_pair][:-1]) | (node[by_pair][1:] != node[by_pair][:-1])
-    keepers = by_pair[last]
-    tier[keepers] = 2
-    # rank of each keeper within its label: 0 for the best (most salient, then newest)
-    by_label = keepers[np.lexsort((ids[keepers], salience[keepers], label[keepers]))]
-    ends = np.r_[np.flatnonzero(label[by_label][1:] != label[by_label][:-1]), len(by_label) - 1]
-    group_end = ends[np.searchsorted(ends, np.arange(len(by_label)))]
-    rank = np.zeros(n, dtype=np.int64)
-    rank[by_label] = group_end - np.arange(len(by_label))
-    hits_key = np.where(tier == 0, hits, 0)
-    salience_key = np.where(tier == 0, 0.0, salience)
-    return np.lexsort((ids, salience_key, hits_key, -rank, tier))
 
 
 class LongTermStore:
     """FAISS-backed long-term store with a byte budget, eviction, filters and cold-start training.
 
-    Args:
-        dim: Embedding dimension.
-        index_factory: FAISS index-factory string (inner-product metric).
-        byte_budget: Maximum bytes of vector code (``None``: unlimited). Ids and metadata are
-            reported separately and do not count.
-        eviction: ``"fifo"`` evicts the oldest records; ``"least_used"`` the fewest query hits, then
-            the fewest merged frames, then the oldest; ``"places"`` is least-used informed by the
-            map: each map node's most used (then newest) record goes last, so the store keeps a view
-            of every place it can afford. ``"kinds"`` keeps what a robot would want to find again:
-            unlabelled records go first (least used, then oldest), then labelled records that are not
-            the keeper of their (label, map node) pair (lowest salience, then oldest), and keepers
-            (each pair's most salient record) last, taken from the label with the most keepers first,
-            so every label seen keeps a view while the budget allows. Records being inserted are
-            never the victims of their own insert (unless the batch alone exceeds the budget).
-        train_min: Vectors to collect (in a flat index) before a trainable quantiser is trained.
-        train_sample: Most vectors used for training; also the size of the raw recent-vector buffer.
-        nprobe: Inverted lists visited per query (IVF only).
-        pq_train_points: Training points per centroid of each PQ sub-quantizer (see build_index).
-        thumbnail_size: Side of stored thumbnails, or ``None`` to keep none.
-        seed: Seed for training-set sampling (FAISS k-means has its own fixed seed).
-        raw_vectors: ``"recent"``: a RAM ring buffer of the latest ``train_sample`` raw vectors
-            (drift checks; retraining mixes them with decoded codes). ``"disk"``: every record's raw
-            vector in a memory-mapped file (training samples all of them; re-encoding is exact).
-        raw_dtype: Element type of the raw file (``"float16"`` or ``"float32"``; disk only).
-        raw_dir: Directory of the raw file (``None``: the system temp directory; disk only).
-        rerank: Candidates fetched from the index and re-scored exactly from the raw file
-            (0: off; needs ``raw_vectors="disk"``).
+    Its settings are a :class:`~embodmem.memory.config.MemoryConfig` (the fields it reads:
+    ``dim``, ``index_factory``, ``byte_budget``, ``eviction``, ``train_min``, ``train_sample``,
+    ``nprobe``, ``pq_train_points``, ``keep_thumbnails``/``thumbnail_size``, ``seed``, ``raw_vectors``,
+    ``raw_dtype``, ``raw_dir``, ``rerank``), validated when the config was built. Eviction policies are
+    :data:`~embodmem.memory.eviction.EVICTION_POLICIES`; records being inserted are never the victims
+    of their own insert (unless the batch alone exceeds the budget).
 
     Example:
-        >>> s = LongTermStore(4, "Flat")
+        >>> s = LongTermStore(MemoryConfig(dim=4))
         >>> v = np.eye(4, dtype=np.float32)
         >>> ids = s.add(v, [FrameMeta("r", "t", 0, i, 0.0, 0.0) for i in range(4)], np.arange(4))
         >>> [h.id for h in s.search(v[2:3], 1)[0]]
         [2]
     """
 
-    def __init__(
-        self,
-        dim: int,
-        index_factory: str = "Flat",
-        *,
-        byte_budget: int | None = None,
-        eviction: str = "fifo",
-        train_min: int = 10_000,
-        train_sample: int = 16_384,
-        nprobe: int = 16,
-        pq_train_points: int = 39,
-        thumbnail_size: int | None = None,
-        seed: int = 0,
-        raw_vectors: str = "recent",
-        raw_dtype: str = "float16",
-        raw_dir: str | None = None,
-        rerank: int = 0,
-    ) -> None:
-        if eviction not in EVICTIONS:
-            raise ValueError(f"eviction must be one of {', '.join(EVICTIONS)}; got {eviction!r}")
-        if raw_vectors not in RAW_MODES:
-            raise ValueError(f"raw_vectors must be one of {', '.join(RAW_MODES)}; got {raw_vectors!r}")
-        if raw_dtype not in RAW_DTYPES:
-            raise ValueError(f"raw_dtype must be one of {', '.join(RAW_DTYPES)}; got {raw_dtype!r}")
-        if not (isinstance(rerank, (int, np.integer)) and not isinstance(rerank, bool) and rerank >= 0):
-            raise ValueError(f"rerank must be an int >= 0, got {rerank!r}")
-        if rerank and raw_vectors != "disk":
-            raise ValueError(f"rerank={rerank} needs raw_vectors='disk' (exact scores come from the raw file)")
-        self.raw_vectors = raw_vectors
-        self.raw_dtype = raw_dtype
-        self.raw_dir = raw_dir
-        self.rerank = int(rerank)
-        self.dim = int(dim)
-        self.index_factory = index_factory
-        self.byte_budget = byte_budget
-        self.eviction = eviction
-        self.train_min = int(train_min)
-        self.train_sample = int(train_sample)
-        self.nprobe = int(nprobe)
-        self.pq_train_points = int(pq_train_points)
-        self.seed = int(seed)
-        self.thumbnail_size = thumbnail_size
-        probe = build_index(self.dim, index_factory)
-        self.needs_training = not probe.is_trained
-        if self.needs_training and self.train_min > self.train_sample:
-            raise ValueError(f"train_min={self.train_min} must be <= train_sample={self.train_sample}")
-        check_byte_budget(byte_budget, probe, self.train_min, index_factory)
+    def __init__(self, config: MemoryConfig) -> None:
+        self.config = config
+        self.needs_training = index_facts(config.dim, config.index_factory).needs_training
         self.reset()
+
+    @property
+    def thumbnail_size(self) -> int | None:
+        """Side of stored thumbnails, or ``None`` when the config keeps none."""
+        return self.config.thumbnail_size if self.config.keep_thumbnails else None
 
     # ----------------------------------------------------------------------------- lifecycle
     def reset(self) -> None:
@@ -374,22 +152,30 @@ class LongTermStore:
         self.trained = not self.needs_training
         self._index = self._fresh_index()
         self.meta = MetaTable(self.thumbnail_size)
-        self.raw_file = RawVectorFile(self.dim, self.raw_dtype, self.raw_dir) if self.raw_vectors == "disk" else None
-        self.raw = RawBuffer(self.train_sample if self.needs_training and self.raw_file is None else 0, self.dim)
+        self.raw_file = (
+            RawVectorFile(self.config.dim, self.config.raw_dtype, self.config.raw_dir)
+            if self.config.raw_vectors == "disk"
+            else None
+        )
+        self.raw = RawBuffer(
+            self.config.train_sample if self.needs_training and self.raw_file is None else 0, self.config.dim
+        )
         self.train_error: float | None = 0.0 if self.trained else None
         self.evicted = 0
         self.trainings = 0
         self._fixed_bytes = len(faiss.serialize_index(self._index))
 
     def _fresh_index(self) -> faiss.Index:
-        index = build_index(self.dim, self.index_factory if self.trained else "Flat", self.pq_train_points)
+        index = build_index(
+            self.config.dim, self.config.index_factory if self.trained else "Flat", self.config.pq_train_points
+        )
         self._configure(index)
         return index
 
     def _configure(self, index: faiss.Index) -> None:
         ivf = faiss.try_extract_index_ivf(index)
         if ivf is not None:
-            ivf.nprobe = self.nprobe
+            ivf.nprobe = self.config.nprobe
 
     def __len__(self) -> int:
         return len(self.meta)
@@ -402,9 +188,9 @@ class LongTermStore:
     @property
     def capacity(self) -> int | None:
         """Records the byte budget allows with the current code size (``None``: unlimited)."""
-        if self.byte_budget is None:
+        if self.config.byte_budget is None:
             return None
-        return self.byte_budget // code_bytes_per_vector(self._index)
+        return self.config.byte_budget // code_bytes_per_vector(self._index)
 
     # ----------------------------------------------------------------------------- writes
     def add(
@@ -424,8 +210,8 @@ class LongTermStore:
             The ids actually inserted (a batch larger than the whole budget keeps its newest part).
         """
         x = np.ascontiguousarray(vectors, dtype=np.float32)
-        if x.ndim != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"vectors must have shape (n, {self.dim}), got {x.shape}")
+        if x.ndim != 2 or x.shape[1] != self.config.dim:
+            raise ValueError(f"vectors must have shape (n, {self.config.dim}), got {x.shape}")
         if not np.isfinite(x).all():
             raise ValueError("vectors must be finite (found NaN or infinity)")
         ids = np.asarray(ids, dtype=np.int64)
@@ -441,7 +227,7 @@ class LongTermStore:
             )
         if self.raw_file is not None:
             self.raw_file.reserve(len(x))  # a full disk fails here, before anything changes
-        if not self.trained and len(self) + len(x) >= self.train_min:
+        if not self.trained and len(self) + len(x) >= self.config.train_min:
             self._train_and_migrate(extra=x)
         keep = self._make_room(len(x))
         if keep < len(x):
@@ -468,24 +254,8 @@ class LongTermStore:
         return n_new
 
     def _eviction_order(self) -> np.ndarray:
-        """Rows, first victim first, under the store's eviction policy."""
-        ids, count, hits = self.meta.ids, self.meta.col("count"), self.meta.col("hits")
-        if self.eviction == "fifo":
-            return np.arange(len(self))
-        if self.eviction == "least_used":
-            return np.lexsort((ids, count, hits))
-        if self.eviction == "kinds":
-            return kinds_eviction_order(
-                ids, hits, self.meta.col("node"), self.meta.col("label"), self.meta.col("salience"),
-                self.meta.code("", create=False),
-            )  # fmt: skip
-        # places: the last row per node in (node, hits, count, id) order is that place's keeper.
-        node = self.meta.col("node")
-        by_node = np.lexsort((ids, count, hits, node))
-        keeper = np.zeros(len(self), dtype=bool)
-        last_of_node = np.r_[node[by_node][1:] != node[by_node][:-1], True]
-        keeper[by_node[last_of_node]] = True
-        return np.lexsort((ids, count, hits, keeper))
+        """Rows, first victim first, under the configured eviction policy."""
+        return EVICTION_POLICIES[self.config.eviction](self.meta)
 
     def _evict_rows(self, rows: np.ndarray) -> None:
         if len(rows):
@@ -556,13 +326,13 @@ class LongTermStore:
         share of centroids. With the raw vectors on disk: a uniform sample of all of them (and of
         ``extra``), exact.
         """
-        rng = np.random.default_rng(self.seed + self.trainings)
+        rng = np.random.default_rng(self.config.seed + self.trainings)
         if self.raw_file is not None:
-            more = np.zeros((0, self.dim), np.float32) if extra is None else np.asarray(extra, np.float32)
+            more = np.zeros((0, self.config.dim), np.float32) if extra is None else np.asarray(extra, np.float32)
             total = len(self) + len(more)
             pick = np.arange(total)
-            if total > self.train_sample:
-                pick = np.sort(rng.choice(total, size=self.train_sample, replace=False))
+            if total > self.config.train_sample:
+                pick = np.sort(rng.choice(total, size=self.config.train_sample, replace=False))
             in_file = pick[pick < len(self)]
             return np.ascontiguousarray(
                 np.concatenate([self.raw_file.get(in_file), more[pick[pick >= len(self)] - len(self)]])
@@ -570,11 +340,11 @@ class LongTermStore:
         _, raw = self.raw.valid()
         if extra is not None:
             raw = np.concatenate([raw, extra])
-        cap = self.train_sample // 2 if self.trained else self.train_sample
+        cap = self.config.train_sample // 2 if self.trained else self.config.train_sample
         if len(raw) > cap:
             raw = raw[np.sort(rng.choice(len(raw), size=cap, replace=False))]
         parts = [raw]
-        need = min(self.train_sample - len(raw), len(self)) if self.trained else 0
+        need = min(self.config.train_sample - len(raw), len(self)) if self.trained else 0
         if need > 0:
             pick = np.sort(rng.choice(len(self), size=need, replace=False))
             parts.append(self.reconstruct(self.meta.ids[pick]))
@@ -584,13 +354,13 @@ class LongTermStore:
         """Train the configured quantiser and move every stored record into it."""
         if train is None:
             train = self._training_set(extra)
-        new = build_index(self.dim, self.index_factory, self.pq_train_points)
+        new = build_index(self.config.dim, self.config.index_factory, self.config.pq_train_points)
         self._configure(new)
         try:
             new.train(train)
         except RuntimeError as e:
             raise ValueError(
-                f"training index_factory={self.index_factory!r} on {len(train)} vectors failed "
+                f"training index_factory={self.config.index_factory!r} on {len(train)} vectors failed "
                 f"(raise train_min/train_sample): {str(e).strip().splitlines()[-1]}"
             ) from None
         fixed = len(faiss.serialize_index(new))
@@ -621,7 +391,7 @@ class LongTermStore:
     def _recent_raw(self) -> np.ndarray:
         """The latest raw vectors (up to ``train_sample``): what drift is measured on."""
         if self.raw_file is not None:
-            return self.raw_file.recent(self.train_sample)
+            return self.raw_file.recent(self.config.train_sample)
         return self.raw.valid()[1]
 
     def retrain(self) -> bool:
@@ -635,7 +405,7 @@ class LongTermStore:
         if not (self.needs_training and self.trained):
             return False
         train = self._training_set()
-        if len(train) < self.train_min:
+        if len(train) < self.config.train_min:
             return False
         self._train_and_migrate(train=train)
         return True
@@ -655,7 +425,7 @@ class LongTermStore:
         """Decoded vectors of ``ids`` (exact for flat indexes)."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         if len(ids) == 0:
-            return np.zeros((0, self.dim), np.float32)
+            return np.zeros((0, self.config.dim), np.float32)
         self.meta.rows_of(ids)  # KeyError naming an unknown id
         return self._index.reconstruct_batch(ids)
 
@@ -666,19 +436,9 @@ class LongTermStore:
         return self.raw_file.get(self.meta.rows_of(np.asarray(ids, dtype=np.int64)))
 
     def search(
-        self,
-        queries: np.ndarray,
-        k: int,
-        *,
-        task: str | Sequence[str] | None = None,
-        step_range: tuple[int, int] | None = None,
-        run_id: str | Sequence[str] | None = None,
-        episode: int | Sequence[int] | None = None,
-        near: tuple[float, float, float] | None = None,
-        heading: int | None = None,
-        count_hits: bool = False,
+        self, queries: np.ndarray, k: int, where: QueryFilter = ANY_RECORD, *, count_hits: bool = False
     ) -> list[list[Hit]]:
-        """Top-``k`` records per query row, best first, restricted by the metadata filters.
+        """Top-``k`` records per query row, best first, restricted to the records ``where`` matches.
 
         ``min(k, matching records)`` hits are always returned: filters go into FAISS as an id
         selector (a bitmap over ids) where the index supports it; IVF indexes widen ``nprobe`` (x4
@@ -690,16 +450,14 @@ class LongTermStore:
         scores are then exact cosines (of the stored, possibly float16, vectors).
         """
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        if q.shape[1] != self.dim:
-            raise ValueError(f"queries must have {self.dim} columns, got shape {q.shape}")
+        if q.shape[1] != self.config.dim:
+            raise ValueError(f"queries must have {self.config.dim} columns, got shape {q.shape}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         out: list[list[Hit]] = [[] for _ in range(len(q))]
         if len(self) == 0:
             return out
-        mask = self.meta.filter_mask(
-            task=task, step_range=step_range, run_id=run_id, episode=episode, near=near, heading=heading
-        )
+        mask = self.meta.filter_mask(where)
         results = self._search_rows(q, k, mask)
         for qi, (scores, rows) in enumerate(results):
             out[qi] = [Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)]
@@ -728,7 +486,7 @@ class LongTermStore:
         rows = np.flatnonzero(mask) if mask is not None else None
         m = n if rows is None else len(rows)
         want = min(k, m)
-        fetch = min(max(k, self.rerank), m)  # candidates asked of FAISS (re-ranked when rerank)
+        fetch = min(max(k, self.config.rerank), m)  # candidates asked of FAISS (re-ranked when rerank)
         empty = (np.zeros(0, np.float32), np.zeros(0, np.int64))
         results: list[tuple[np.ndarray, np.ndarray]] = [empty] * len(q)
         if want == 0:
@@ -744,7 +502,7 @@ class LongTermStore:
                 bitmap = np.packbits(bits, bitorder="little")  # FAISS reads bit i at byte i >> 3
                 sel = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bitmap))
             ivf = faiss.try_extract_index_ivf(self._index)
-            nprobe = self.nprobe
+            nprobe = self.config.nprobe
             params = self._selector_params(sel, nprobe)
             if params is None and sel is not None:
                 todo = self._overfetch(q, max(k, fetch), want, mask, results)  # type: ignore[arg-type]
@@ -772,7 +530,7 @@ class LongTermStore:
                 top = np.argsort(-sims[j], kind="stable")[:want]
                 results[qi] = (sims[j][top], sub[top])
             exact[todo] = True
-        if self.rerank:
+        if self.config.rerank:
             for qi in np.flatnonzero(~exact):
                 results[qi] = self._rerank(q[qi], results[qi][1], want)
         return results
@@ -811,10 +569,12 @@ class LongTermStore:
             kk = min(n, kk * 4)
         return todo
 
-    def search_by_id(self, record_id: int, k: int, *, exclude_self: bool = True, **filters: Any) -> list[Hit]:
+    def search_by_id(
+        self, record_id: int, k: int, where: QueryFilter = ANY_RECORD, *, exclude_self: bool = True
+    ) -> list[Hit]:
         """Records most similar to record ``record_id``'s own stored vector (raw when kept on disk)."""
         v = self.vectors([record_id])
-        hits = self.search(v, k + int(exclude_self), **filters)[0]
+        hits = self.search(v, k + int(exclude_self), where)[0]
         if exclude_self:
             hits = [h for h in hits if h.id != record_id]
         return hits[:k]
@@ -831,18 +591,18 @@ class LongTermStore:
         cb = code_bytes_per_vector(self._index)
         return {
             "records": n,
-            "index": "Flat (cold start)" if not self.trained else self.index_factory,
+            "index": "Flat (cold start)" if not self.trained else self.config.index_factory,
             "trained": self.trained,
             "code_bytes_per_frame": cb,
             "code_bytes": cb * n,
-            "byte_budget": self.byte_budget,
+            "byte_budget": self.config.byte_budget,
             # FAISS keeps an 8-byte id per record plus a hash map id -> position (IDMap2 rev_map or
             # the IVF direct map); 16 bytes is the payload of that map, allocator overhead excluded.
             "index_id_bytes": 24 * n,
             "metadata_bytes": self.meta.nbytes(include_ids=True),
             "fixed_bytes": self._fixed_bytes,
             "raw_buffer_bytes": self.raw.nbytes() if self.needs_training else 0,
-            "raw_vectors": self.raw_vectors,
+            "raw_vectors": self.config.raw_vectors,
             "raw_disk_bytes": 0 if self.raw_file is None else self.raw_file.disk_bytes(),
             "raw_map_bytes": 0 if self.raw_file is None else self.raw_file.map_bytes(),
             "evicted": self.evicted,
@@ -878,8 +638,8 @@ class LongTermStore:
             RawFileMismatch: the raw rows do not fit the config, the records or their codes.
             ValueError: naming the ``state.store`` field (as in the manifest) or the part that disagrees.
         """
-        if index.d != self.dim:
-            raise ValueError(f"index dimension {index.d} != {self.dim}")
+        if index.d != self.config.dim:
+            raise ValueError(f"index dimension {index.d} != {self.config.dim}")
         meta = MetaTable.from_arrays(arrays, self.thumbnail_size, "meta_")
         if index.ntotal != len(meta):
             raise ValueError(f"index holds {index.ntotal} records but metadata has {len(meta)}")
@@ -888,7 +648,7 @@ class LongTermStore:
         if len(meta) and (meta.ids[0] < 0 or meta.ids[-1] >= next_id):
             raise ValueError(f"record ids {int(meta.ids[0])}..{int(meta.ids[-1])} are not in [0, next_id={next_id})")
         if not self.needs_training and not state.trained:
-            raise ValueError(f"field state.store.trained: false, but {self.index_factory!r} needs no training")
+            raise ValueError(f"field state.store.trained: false, but {self.config.index_factory!r} needs no training")
         if (state.train_error is None) == state.trained:
             raise ValueError(
                 f"field state.store.train_error: {state.train_error!r} does not fit trained={state.trained}"
@@ -897,25 +657,27 @@ class LongTermStore:
             raise ValueError(f"field state.store.trainings: {state.trainings} does not fit trained={state.trained}")
         if not self.needs_training and state.trainings != 0:
             raise ValueError(
-                f"field state.store.trainings: {state.trainings}, but {self.index_factory!r} is never trained"
+                f"field state.store.trainings: {state.trainings}, but {self.config.index_factory!r} is never trained"
             )
-        expect = build_index(self.dim, self.index_factory if state.trained else "Flat", self.pq_train_points)
+        expect = build_index(
+            self.config.dim, self.config.index_factory if state.trained else "Flat", self.config.pq_train_points
+        )
         expect = faiss.deserialize_index(faiss.serialize_index(expect))  # the classes FAISS reads back
         if index_signature(index) != index_signature(expect):
             raise ValueError(
-                f"the index is {index_signature(index)}, but config index_factory={self.index_factory!r} "
+                f"the index is {index_signature(index)}, but config index_factory={self.config.index_factory!r} "
                 f"with trained={state.trained} builds {index_signature(expect)}"
             )
         ivf = faiss.try_extract_index_ivf(index)
-        if ivf is not None and int(ivf.nprobe) != self.nprobe:
-            raise ValueError(f"the index was saved with nprobe={int(ivf.nprobe)}, config nprobe={self.nprobe}")
+        if ivf is not None and int(ivf.nprobe) != self.config.nprobe:
+            raise ValueError(f"the index was saved with nprobe={int(ivf.nprobe)}, config nprobe={self.config.nprobe}")
         if state.fixed_bytes != empty_index_bytes(index):
             raise ValueError(
                 f"field state.store.fixed_bytes: {state.fixed_bytes}, the index's parameters take {empty_index_bytes(index)}"
             )
-        if self.byte_budget is not None and code_bytes_per_vector(index) * len(meta) > self.byte_budget:
+        if self.config.byte_budget is not None and code_bytes_per_vector(index) * len(meta) > self.config.byte_budget:
             raise ValueError(
-                f"{len(meta)} records of {code_bytes_per_vector(index)} bytes exceed config byte_budget={self.byte_budget}"
+                f"{len(meta)} records of {code_bytes_per_vector(index)} bytes exceed config byte_budget={self.config.byte_budget}"
             )
         raw_vecs, raw_ids = np.asarray(arrays["raw_vecs"]), np.asarray(arrays["raw_ids"])
         if raw_vecs.shape != self.raw.vecs.shape or raw_ids.shape != self.raw.ids.shape:
@@ -928,14 +690,18 @@ class LongTermStore:
             )
         if (raw_rows is None) != (self.raw_file is None):
             raise RawFileMismatch(
-                f"raw_vectors={self.raw_vectors!r}, but raw rows were {'not ' * (raw_rows is None)}given"
+                f"raw_vectors={self.config.raw_vectors!r}, but raw rows were {'not ' * (raw_rows is None)}given"
             )
         if raw_rows is not None:
-            want = f"({len(meta)}, {self.dim}) {self.raw_dtype}"
-            if raw_rows.ndim != 2 or raw_rows.shape != (len(meta), self.dim) or raw_rows.dtype != self.raw_dtype:
+            want = f"({len(meta)}, {self.config.dim}) {self.config.raw_dtype}"
+            if (
+                raw_rows.ndim != 2
+                or raw_rows.shape != (len(meta), self.config.dim)
+                or raw_rows.dtype != self.config.raw_dtype
+            ):
                 raise RawFileMismatch(
                     f"holds {raw_rows.shape} {raw_rows.dtype} raw vectors, but the index has {len(meta)} records "
-                    f"and config raw_dtype={self.raw_dtype!r} dim={self.dim} asks for {want}"
+                    f"and config raw_dtype={self.config.raw_dtype!r} dim={self.config.dim} asks for {want}"
                 )
             bad = _codes_disagree(index, meta.ids, raw_rows)
             if bad:

@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from omegaconf import OmegaConf
 
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+from embodmem.memory.records import QueryFilter
 
 D = 32
 
@@ -73,11 +74,11 @@ def test_observe_query_short_and_long_term() -> None:
     latest = mem.query(views[49], k=1)[0]
     assert latest.id == 49 and latest.source == "short_term" and latest.score == pytest.approx(1.0)
     assert latest.meta.node is not None and latest.meta.x == 49.0
-    hits = mem.query(views[:3], k=5, task="task1")
+    hits = mem.query(views[:3], k=5, where=QueryFilter(task="task1"))
     assert len(hits) == 3 and all(len(r) == 5 and all(h.meta.task == "task1" for h in r) for r in hits)
     assert all(r == sorted(r, key=lambda h: -h.score) for r in hits)
     assert mem.query(views[49], k=3, include_short_term=False)[0].source == "long_term"
-    assert [h.id for h in mem.query(views[49], k=5, step_range=(48, 49))] == [49, 48]
+    assert [h.id for h in mem.query(views[49], k=5, where=QueryFilter(step_range=(48, 49)))] == [49, 48]
     assert mem.flush() == 1 and mem.stats()["short_term_frames"] == 0  # 2 frames at ratio 1/2
     assert mem.query(views[49], k=1)[0].source == "long_term"
     # nodes every 3 cells (0, 3, ..., 48); the segment change at step 30 (task2) starts a new node
@@ -167,7 +168,7 @@ def _memory_state(mem: AgentMemory) -> str:
     arrays = mem.store.meta.to_arrays()
     return repr(
         (
-            mem.stats(), mem.next_id, mem._segment, mem.fifo.ids, [repr(m) for m in mem.fifo.metas],
+            mem.stats(), mem.counters.next_id, mem.segment, mem.fifo.ids, [repr(m) for m in mem.fifo.metas],
             mem.fifo.vectors.tobytes(), {k: v.tobytes() for k, v in arrays.items()}, mem.map.to_json(),
             mem.map.prev, mem.store.faiss_ids().tolist(),
         )
@@ -248,7 +249,7 @@ class MemoryMachine(RuleBasedStateMachine):
     def consistent(self) -> None:
         mem = self.mem
         assert np.array_equal(mem.store.faiss_ids(), mem.store.meta.ids)
-        assert len(mem.fifo) < mem.config.short_term_capacity and mem.next_id == mem.frames_written
+        assert len(mem.fifo) < mem.config.short_term_capacity and mem.counters.next_id == mem.counters.frames_written
 
 
 MemoryMachine.TestCase.settings = settings(

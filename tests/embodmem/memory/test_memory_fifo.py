@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from embodmem.memory import FrameMeta, ShortTermFIFO, merge_adjacent
-from embodmem.memory.records import merge_metas
+from embodmem.memory.records import QueryFilter, merge_metas
 
 
 def test_merge_hand_worked_example() -> None:
@@ -100,7 +100,7 @@ def test_fifo_flush_ratio_and_search() -> None:
     e = np.array([[1, 0], [0, 1]], dtype=np.float32)
     for i in range(5):
         fifo.push(e[i % 2], FrameMeta("r", "t" if i < 3 else "u", 0, i, 0.0, 0.0), i)
-    hits = fifo.search(e[1:2], 3, task="t")[0]
+    hits = fifo.search(e[1:2], 3, QueryFilter(task="t"))[0]
     assert [h.id for h in hits] == [1, 0, 2] and hits[0].source == "short_term"
     out = fifo.consolidate()  # 5 frames at ratio 4/8 -> 3 records
     assert len(out.ids) == 3 and len(fifo) == 0
@@ -122,10 +122,10 @@ def test_fifo_filters_follow_the_long_term_rules() -> None:
         (dict(episode=[1], task="task0"), lambda m: m.episode == 1 and m.task == "task0"),
         (dict(task="nope"), lambda m: False),
     ]:
-        hits = fifo.search(vecs[:1], 40, **kw)[0]
+        hits = fifo.search(vecs[:1], 40, QueryFilter(**kw))[0]
         assert sorted(h.id for h in hits) == [i for i, m in enumerate(metas) if pred(m)], kw
     with pytest.raises(ValueError, match="step_range"):
-        fifo.search(vecs[:1], 5, step_range=(5, 1))
+        fifo.search(vecs[:1], 5, QueryFilter(step_range=(5, 1)))
 
 
 def test_consolidation_keeps_the_most_salient_label() -> None:

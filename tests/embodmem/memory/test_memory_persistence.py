@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import embodmem.memory.persistence as persistence
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig, MemoryLoadError
+from embodmem.memory.records import QueryFilter
 
 D = 16
 
@@ -61,7 +62,7 @@ def _memory(n: int, factory: str = "Flat", seed: int = 0, **kw: object) -> Agent
 
 def _answers(mem: AgentMemory, **filters: object) -> list[list[tuple[int, float, str]]]:
     q = np.random.default_rng(42).standard_normal((6, D)).astype(np.float32)
-    res = mem.query(q, k=7, count_hits=False, **filters)  # type: ignore[arg-type]
+    res = mem.query(q, k=7, where=QueryFilter(**filters), count_hits=False)  # type: ignore[arg-type]
     return [[(h.id, h.score, h.source) for h in row] for row in res]
 
 
@@ -381,7 +382,7 @@ def test_sigkill_during_saves_leaves_a_loadable_copy_and_no_temp_files(tmp_path:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         mem = AgentMemory.load(d)
-        assert mem.frames_written == 4000
+        assert mem.counters.frames_written == 4000
         assert (mem.stats()["raw_disk_bytes"] == len(mem.store) * 2 * 64) == (raw == "disk")
         assert not [p.name for p in d.iterdir() if p.name.endswith(".tmp")]
 

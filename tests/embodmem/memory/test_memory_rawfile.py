@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from embodmem.memory import FrameMeta, LongTermStore
+from embodmem.memory import FrameMeta, LongTermStore, MemoryConfig
 from embodmem.memory.rawfile import RawVectorFile, read_npy_rows
 
 D = 8
@@ -85,7 +85,7 @@ def test_working_file_is_unlinked_and_compaction_frees_space(tmp_path: Path) -> 
 def test_a_full_disk_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Space is reserved before the store changes anything: an insert that finds the disk full
     raises OSError and leaves index, metadata and raw file as they were."""
-    s = LongTermStore(D, "Flat", raw_vectors="disk", raw_dir=str(tmp_path), rerank=4)
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat", raw_vectors="disk", raw_dir=str(tmp_path), rerank=4))
     x = np.random.default_rng(0).standard_normal((5000, D)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     metas = [FrameMeta("r", "t", 0, i, 0.0, 0.0) for i in range(5000)]
@@ -109,15 +109,18 @@ def test_a_full_disk_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        (dict(rerank=8), "rerank=8 needs raw_vectors='disk'"),
-        (dict(raw_vectors="ssd"), "raw_vectors must be one of recent, disk; got 'ssd'"),
-        (dict(raw_vectors="disk", raw_dtype="int8"), "raw_dtype must be one of float16, float32; got 'int8'"),
-        (dict(raw_vectors="disk", rerank=-1), "rerank must be an int >= 0, got -1"),
+        (dict(rerank=8), "MemoryConfig.rerank must be 0 unless raw_vectors='disk' .*, got 8"),
+        (dict(raw_vectors="ssd"), "MemoryConfig.raw_vectors must be 'recent' or 'disk', got 'ssd'"),
+        (
+            dict(raw_vectors="disk", raw_dtype="int8"),
+            "MemoryConfig.raw_dtype must be 'float16' or 'float32', got 'int8'",
+        ),
+        (dict(raw_vectors="disk", rerank=-1), r"MemoryConfig.rerank must be an int in \[0, 65536\], got -1"),
     ],
 )
 def test_bad_raw_settings_named(kwargs: dict, pattern: str) -> None:
     with pytest.raises(ValueError, match=pattern):
-        LongTermStore(D, "Flat", **kwargs)
+        LongTermStore(MemoryConfig(dim=D, index_factory="Flat", **kwargs))
 
 
 def _fstype(path: Path) -> str:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from embodmem.memory import FrameMeta, LongTermStore, sleep
-from embodmem.memory.store import reconstruction_error
+from embodmem.memory.codec import reconstruction_error
+from embodmem.memory.config import MemoryConfig
 
 D = 8
 
@@ -26,7 +27,7 @@ def _store_with_duplicates(**kw: object) -> tuple[LongTermStore, np.ndarray]:
     metas = [
         FrameMeta("r", "a" if i < 7 else "b", 0, i, float(i), 0.0, node=nodes[i], count=1 + i % 2) for i in range(12)
     ]
-    s = LongTermStore(D, "Flat", **kw)  # type: ignore[arg-type]
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat", **kw))  # type: ignore[arg-type]
     s.add(x, metas, np.arange(12))
     return s, x
 
@@ -63,7 +64,7 @@ def test_dedup_respects_task_and_distance() -> None:
 
 def test_retrain_on_drift_and_when_asked() -> None:
     rng = np.random.default_rng(1)
-    s = LongTermStore(D, "PQ4x4", train_min=100, train_sample=200)
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="PQ4x4", train_min=100, train_sample=200))
     a = _unit(rng.standard_normal((100, D)) * np.r_[np.ones(4), 0.01 * np.ones(4)])  # lives in 4 dims
     b = _unit(rng.standard_normal((200, D)) * np.r_[0.01 * np.ones(4), np.ones(4)])  # the other 4
     metas = [FrameMeta("r", "t", 0, i, float(i), 0.0) for i in range(300)]
@@ -96,7 +97,7 @@ def test_report_keys_and_flat_never_retrains() -> None:
 def test_sleep_keeps_index_and_metadata_equal(factory: str) -> None:
     s, _ = _store_with_duplicates(train_min=12, train_sample=12)
     assert s.trained
-    s2 = LongTermStore(D, factory, train_min=12, train_sample=12)
+    s2 = LongTermStore(MemoryConfig(dim=D, index_factory=factory, train_min=12, train_sample=12))
     s2.add(s.reconstruct(s.meta.ids), [s.meta.meta(i) for i in range(len(s))], s.meta.ids)
     sleep(s2, dedup_threshold=0.98, retrain=True)
     assert np.array_equal(s2.faiss_ids(), s2.meta.ids) and len(s2) < 12
@@ -109,7 +110,7 @@ def test_sleep_merge_keeps_the_most_salient_label() -> None:
     labels = [("wreck", 0.6), ("barrel", 0.9), ("", 0.0), ("pipeline", 0.7), ("aircraft", 0.7)]
     metas = [FrameMeta("r", "a", 0, i, 0.0, 0.0, node=0 if i < 3 else 1, label=k, salience=p)
              for i, (k, p) in enumerate(labels)]  # fmt: skip
-    s = LongTermStore(D, "Flat")
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat"))
     s.add(v, metas, np.arange(5))
     rep = sleep(s, dedup_threshold=0.99)
     assert rep["clusters"] == 2 and s.meta.ids.tolist() == [2, 4]

@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from embodmem.memory import FrameMeta, LongTermStore, sleep
-from embodmem.memory.store import EVICTIONS, _codec, build_index, code_bytes_per_vector, kinds_eviction_order
+from embodmem.memory.codec import build_index, code_bytes_per_vector, codec_of
+from embodmem.memory.config import MemoryConfig
+from embodmem.memory.eviction import EVICTIONS, kinds_eviction_order
+from embodmem.memory.records import QueryFilter
 
 D = 16
 
@@ -48,7 +51,7 @@ def test_bad_factories_named(bad: str) -> None:
 
 
 def test_pq_cold_start_flat_then_trained() -> None:
-    s = LongTermStore(D, "PQ4x4", train_min=100, train_sample=200)
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="PQ4x4", train_min=100, train_sample=200))
     assert not s.trained and s.stats()["code_bytes_per_frame"] == 4 * D
     x = _vecs(150, 0)
     ids = np.arange(150)
@@ -66,7 +69,7 @@ def test_pq_cold_start_flat_then_trained() -> None:
 
 
 def test_filters_return_k_matches() -> None:
-    s = LongTermStore(D, "Flat")
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat"))
     x = _vecs(300, 1)
     ids = np.arange(300)
     metas = [FrameMeta(f"run{i % 2}", f"task{i % 3}", i // 100, i, 0.0, 0.0) for i in range(300)]
@@ -79,20 +82,20 @@ def test_filters_return_k_matches() -> None:
     ]:
         want = [i for i in range(300) if pred(metas[i])]
         for k in (1, 7, len(want), len(want) + 5):
-            hits = s.search(x[3], k, **kw)[0]
+            hits = s.search(x[3], k, QueryFilter(**kw))[0]
             assert len(hits) == min(k, len(want))
             assert all(pred(h.meta) for h in hits)
             # exact: the best matching record by brute force comes first
             best = max(want, key=lambda i: float(x[i] @ x[3]))
             assert hits[0].id == best
-    assert s.search(x[0], 5, task="nope")[0] == []
+    assert s.search(x[0], 5, QueryFilter(task="nope"))[0] == []
     with pytest.raises(ValueError, match="step_range"):
-        s.search(x[0], 5, step_range=(5, 1))
+        s.search(x[0], 5, QueryFilter(step_range=(5, 1)))
 
 
 def test_filtered_overfetch_on_large_ivf() -> None:
     """Over a few thousand matching records the store over-fetches from FAISS (not exact scoring)."""
-    s = LongTermStore(D, "IVF8,SQ8", train_min=500, train_sample=1000, nprobe=2)
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="IVF8,SQ8", train_min=500, train_sample=1000, nprobe=2))
     n = 12_000
     x = _vecs(n, 2)
     metas = [FrameMeta("r", "big" if i % 2 else "small", 0, i, 0.0, 0.0) for i in range(n)]
@@ -100,12 +103,12 @@ def test_filtered_overfetch_on_large_ivf() -> None:
         warnings.simplefilter("ignore")
         s.add(x, metas, np.arange(n))
     for q in range(5):
-        hits = s.search(x[q], 10, task="big")[0]
+        hits = s.search(x[q], 10, QueryFilter(task="big"))[0]
         assert len(hits) == 10 and all(h.meta.task == "big" for h in hits)
 
 
 def test_budget_fifo_evicts_oldest() -> None:
-    s = LongTermStore(D, "SQ8", byte_budget=50 * D, train_min=10, train_sample=64)
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="SQ8", byte_budget=50 * D, train_min=10, train_sample=64))
     assert s.capacity == 12  # flat cold start: 4 bytes a dimension, so a quarter of SQ8's capacity
     for b in range(10):
         ids = np.arange(b * 20, b * 20 + 20)
@@ -117,7 +120,7 @@ def test_budget_fifo_evicts_oldest() -> None:
 
 
 def test_budget_least_used_keeps_hit_records() -> None:
-    s = LongTermStore(D, "Flat", byte_budget=20 * 4 * D, eviction="least_used")
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat", byte_budget=20 * 4 * D, eviction="least_used"))
     x = _vecs(40, 3)
     s.add(x[:20], _metas(np.arange(20)), np.arange(20))
     s.search(x[[2, 3]], 1, count_hits=True)
@@ -136,7 +139,7 @@ def test_budget_places_keeps_a_view_of_every_place() -> None:
     metas = [FrameMeta("r0", "t0", 0, i, 0.0, 0.0, node=min(i, 7)) for i in range(30)]
     kept = {}
     for eviction in ("fifo", "places"):
-        s = LongTermStore(D, "Flat", byte_budget=20 * 4 * D, eviction=eviction)
+        s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat", byte_budget=20 * 4 * D, eviction=eviction))
         s.add(x[:20], metas[:20], np.arange(20))
         s.search(x[[12]], 1, count_hits=True)  # record 12 is the used view of place 7
         s.add(x[20:30], metas[20:30], np.arange(20, 30))
@@ -178,7 +181,7 @@ def test_budget_kinds_keeps_a_kind_seen_once_through_a_flood() -> None:
     metas += [FrameMeta("r0", "t0", 0, i, float(i), 0.0, node=i // 3) for i in range(1, 41)]
     kept = {}
     for eviction in ("fifo", "kinds"):
-        s = LongTermStore(D, "Flat", byte_budget=8 * 4 * D, eviction=eviction)
+        s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat", byte_budget=8 * 4 * D, eviction=eviction))
         for b in range(0, 41, 4):
             s.add(x[b : b + 4], metas[b : b + 4], np.arange(b, min(b + 4, 41)))
         kept[eviction] = set(s.meta.ids.tolist())
@@ -194,7 +197,7 @@ def test_budget_kinds_keeps_one_view_per_kind_when_kinds_outnumber_the_room() ->
     kinds = "abcdefgh"
     labels = [(k, 0.6) for k in kinds] + [("a", 0.95)] * 12
     x = _vecs(len(labels), 9)
-    s = LongTermStore(D, "Flat", byte_budget=6 * 4 * D, eviction="kinds")
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat", byte_budget=6 * 4 * D, eviction="kinds"))
     for i, (k, p) in enumerate(labels):
         s.add(x[i : i + 1], [FrameMeta("r0", "t0", 0, i, 0.0, 0.0, node=i, label=k, salience=p)], [i])
         old = [s.meta.meta(r) for r in range(len(s) - 1)]  # all but the record just inserted
@@ -215,7 +218,7 @@ def test_budget_kinds_keeps_one_view_per_kind_when_kinds_outnumber_the_room() ->
 def test_budget_kinds_properties(room: int, batches: list[list[tuple[str, int, float]]]) -> None:
     """Any sequence of inserts under ``kinds``: no labelled record goes while an unlabelled old one
     stays, and every label held keeps a view while the old records kept can hold one each."""
-    s = LongTermStore(D, "Flat", byte_budget=room * 4 * D, eviction="kinds")
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat", byte_budget=room * 4 * D, eviction="kinds"))
     next_id = 0
     for batch in batches:
         before = {int(i): s.meta.meta(r).label for r, i in enumerate(s.meta.ids)}
@@ -237,11 +240,11 @@ def test_budget_kinds_properties(room: int, batches: list[list[tuple[str, int, f
 
 def test_budget_too_small_for_cold_start_is_named() -> None:
     with pytest.raises(ValueError, match="byte_budget=1000.*train_min=100"):
-        LongTermStore(D, "PQ4", byte_budget=1000, train_min=100, train_sample=200)
+        LongTermStore(MemoryConfig(dim=D, index_factory="PQ4", byte_budget=1000, train_min=100, train_sample=200))
 
 
 def test_ids_must_increase_and_search_by_id() -> None:
-    s = LongTermStore(D, "Flat")
+    s = LongTermStore(MemoryConfig(dim=D, index_factory="Flat"))
     x = _vecs(10, 5)
     s.add(x, _metas(np.arange(10)), np.arange(10))
     with pytest.raises(ValueError, match="strictly increasing"):
@@ -274,16 +277,18 @@ class StoreMachine(RuleBasedStateMachine):
         code = code_bytes_per_vector(build_index(D, factory))
         self.budget = None if budget is None else budget * 4 * D  # room for 40/90 flat vectors
         self.store = LongTermStore(
-            D,
-            factory,
-            byte_budget=self.budget,
-            eviction=eviction,
-            train_min=30,
-            train_sample=60,
-            nprobe=4,
-            raw_vectors=raw[0],
-            raw_dtype=raw_dtype,
-            rerank=raw[1],
+            MemoryConfig(
+                dim=D,
+                index_factory=factory,
+                byte_budget=self.budget,
+                eviction=eviction,
+                train_min=30,
+                train_sample=60,
+                nprobe=4,
+                raw_vectors=raw[0],
+                raw_dtype=raw_dtype,
+                rerank=raw[1],
+            )
         )
         if self.store.raw_file is not None:
             self.store.raw_file.compact_min = 4
@@ -306,7 +311,7 @@ class StoreMachine(RuleBasedStateMachine):
         after = set(self.store.meta.ids.tolist())
         assert set(kept.tolist()) <= after
         removed = [i for i in before.tolist() if i not in after]
-        if self.store.eviction == "fifo":
+        if self.store.config.eviction == "fifo":
             assert removed == before[: len(removed)].tolist()  # the oldest, in order
 
     @precondition(lambda self: len(self.store) >= 4)
@@ -332,7 +337,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(k=st.integers(1, 12), task=st.sampled_from([None, "a", "b"]))
     def search(self, k: int, task: str | None) -> None:
-        hits = self.store.search(_vecs(1, 999), k, task=task)[0]
+        hits = self.store.search(_vecs(1, 999), k, QueryFilter(task=task))[0]
         n_match = (
             len(self.store)
             if task is None
@@ -369,7 +374,7 @@ class StoreMachine(RuleBasedStateMachine):
                 if rid in self.model:
                     np.testing.assert_array_equal(v, self.model[rid].astype(raw.dtype).astype(np.float32))
             if len(s):
-                codec = _codec(s.index)
+                codec = codec_of(s.index)
                 np.testing.assert_allclose(codec.sa_decode(codec.sa_encode(x)), s.reconstruct(s.meta.ids), atol=1e-6)
 
 
@@ -392,18 +397,18 @@ def test_filter_matching_far_from_the_query(factory: str) -> None:
     x = centres[label] + rng.standard_normal((4000, D)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     metas = [FrameMeta("r", f"c{c}", 0, i, 0.0, 0.0) for i, c in enumerate(label)]
-    s = LongTermStore(D, factory, train_min=300, train_sample=600, nprobe=1)
+    s = LongTermStore(MemoryConfig(dim=D, index_factory=factory, train_min=300, train_sample=600, nprobe=1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s.add(x, metas, np.arange(4000))
     m = s.meta
     m.set_values("task", np.arange(4000), np.where(label < 4, m.code("near"), m.code("far")))  # 2000 each
     q = x[label == 0][:3]
-    for row in s.search(q, 10, task="far"):
+    for row in s.search(q, 10, QueryFilter(task="far")):
         assert len(row) == 10 and all(h.meta.task == "far" for h in row)
     best_far = max(np.flatnonzero(label >= 4), key=lambda i: float(x[i] @ q[0]))
     if factory == "Flat":  # exhaustive with a selector: exact (IVF is approximate by design)
-        assert s.search(q[0], 1, task="far")[0][0].id == best_far
+        assert s.search(q[0], 1, QueryFilter(task="far"))[0][0].id == best_far
 
 
 def _places_in_visiting_order(seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[FrameMeta], np.ndarray]:
@@ -430,7 +435,17 @@ def test_visiting_order_retraining_from_disk_recovers_recall() -> None:
     x, q, metas, gt = _places_in_visiting_order()
     recall = {}
     for raw, rerank in (("recent", 0), ("disk", 0), ("disk", 32)):
-        s = LongTermStore(D, "IVF16,SQ4", train_min=400, train_sample=800, nprobe=2, raw_vectors=raw, rerank=rerank)
+        s = LongTermStore(
+            MemoryConfig(
+                dim=D,
+                index_factory="IVF16,SQ4",
+                train_min=400,
+                train_sample=800,
+                nprobe=2,
+                raw_vectors=raw,
+                rerank=rerank,
+            )
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for b in range(0, len(x), 16):
@@ -452,7 +467,11 @@ def test_rerank_over_everything_is_exact() -> None:
     the raw (float16) vectors, with their exact scores; filters still hold."""
     x, q, metas, _ = _places_in_visiting_order(1)
     n = 2400
-    s = LongTermStore(D, "IVF8,SQ4", train_min=300, train_sample=600, nprobe=8, raw_vectors="disk", rerank=n)
+    s = LongTermStore(
+        MemoryConfig(
+            dim=D, index_factory="IVF8,SQ4", train_min=300, train_sample=600, nprobe=8, raw_vectors="disk", rerank=n
+        )
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s.add(x[:n], metas[:n], np.arange(n))
@@ -465,7 +484,7 @@ def test_rerank_over_everything_is_exact() -> None:
     s.meta.set_values("task", np.arange(n), tasks)
     for task, want in (("third", np.arange(0, n, 3)), ("rest", np.flatnonzero(np.arange(n) % 3))):
         # 800 matches: scored exactly on the raw vectors; 1,600: a FAISS selector, then re-ranked
-        row = s.search(q[0], 10, task=task)[0]
+        row = s.search(q[0], 10, QueryFilter(task=task))[0]
         assert [h.id for h in row] == want[np.argsort(-(raw[want] @ q[0]), kind="stable")[:10]].tolist()
 
 
@@ -476,7 +495,16 @@ def test_disk_mode_same_seed_same_store_other_seed_differs() -> None:
 
     def build(seed: int) -> LongTermStore:
         s = LongTermStore(
-            D, "IVF16,PQ4", train_min=400, train_sample=500, nprobe=2, raw_vectors="disk", rerank=16, seed=seed
+            MemoryConfig(
+                dim=D,
+                index_factory="IVF16,PQ4",
+                train_min=400,
+                train_sample=500,
+                nprobe=2,
+                raw_vectors="disk",
+                rerank=16,
+                seed=seed,
+            )
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
