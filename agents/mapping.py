@@ -12,8 +12,8 @@ import math
 import cv2
 import numpy as np
 
+from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
-from embodmem.envs.world import bfs_distance
 
 SAMPLE_STEP = 0.25
 """Spacing of the sample points along a sonar beam, in cells."""

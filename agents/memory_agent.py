@@ -25,8 +25,8 @@ from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.recognizer import KindLabeller
 from embodmem.atomic import atomic_write_json, atomic_write_with
+from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
-from embodmem.envs.world import bfs_distance
 from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, QueryFilter
 
 

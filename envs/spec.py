@@ -1,6 +1,7 @@
 """Public contract of the underwater environments: actions, and the sensor description agents may read.
 
-Agents import from here, never from the world generator: everything in this module is information a
+Agents import from here (and the world-free grid geometry of :mod:`embodmem.envs.geodesic`), never
+from the world generator: everything in this module is information a
 real robot would have (its action set, its camera and sonar geometry, the size of a map cell), nothing
 about where things are.
 """

@@ -60,8 +60,9 @@ MISSIONS: tuple[str, ...] = tuple(t.mission for t in TASKS.values())
 
 
 def tour(length: int, seed: int = 0) -> tuple[str, ...]:
-    """A lifelong tour: ``length`` tasks drawn with repetition from all twelve (shallow and deep),
-    never the same task twice in a row.
+    """A lifelong tour: ``length`` tasks drawn with repetition from every task in :data:`TASKS`
+    (shallow and deep), never the same task twice in a row. It changes when a task is added;
+    the named ``lifelong50`` sequence is a fixed list.
 
     Example:
         >>> tour(5)
@@ -89,7 +90,60 @@ SEQUENCES: dict[str, tuple[str, ...]] = {
     "mining_robot_then_electrical_box": ("mining_robot", "electrical_box"),
     "wreck_barrel_mining_robot": ("wreck", "barrel", "mining_robot"),
     "shallow_tour6": ("wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"),
-    "lifelong50": tour(50),
+    # tour(50) as drawn from the twelve tasks of 2026-11: written out, so that adding a task never
+    # changes this sequence (tour() draws from whatever TASKS holds).
+    "lifelong50": (
+        "deep_wreck",
+        "landing_platform",
+        "aircraft",
+        "wreck",
+        "mining_robot",
+        "barrel",
+        "deep_barrel",
+        "landing_platform",
+        "deep_wreck",
+        "aircraft",
+        "landing_platform",
+        "deep_wind_station",
+        "deep_pipeline",
+        "landing_platform",
+        "aircraft",
+        "deep_wind_station",
+        "wreck",
+        "deep_barrel",
+        "deep_pipeline",
+        "mining_robot",
+        "electrical_box",
+        "deep_wreck",
+        "aircraft",
+        "mining_robot",
+        "deep_barrel",
+        "deep_pipeline",
+        "deep_wreck",
+        "barrel",
+        "pipeline",
+        "deep_wreck",
+        "mining_robot",
+        "aircraft",
+        "mining_robot",
+        "wreck",
+        "wind_station",
+        "electrical_box",
+        "mining_robot",
+        "pipeline",
+        "mining_robot",
+        "deep_pipeline",
+        "aircraft",
+        "landing_platform",
+        "wreck",
+        "landing_platform",
+        "deep_barrel",
+        "electrical_box",
+        "wind_station",
+        "deep_wind_station",
+        "deep_barrel",
+        "deep_wind_station",
+    ),
 }
 """Named task sequences, run in one persistent world."""
 

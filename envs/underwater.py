@@ -25,10 +25,11 @@ from minigrid.minigrid_env import MiniGridEnv
 
 from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
 from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
+from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.tasks import MISSIONS, Task, get_task
-from embodmem.envs.world import World, bfs_distance, generate_world
+from embodmem.envs.world import World, generate_world
 from embodmem.envs.wrappers import ObservationSpace
 
 VISIBLE_FRACTION = 0.01

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
 
 # Footprints (dx, dy offsets) of each kind; one is chosen at random and may be rotated 90 degrees.
@@ -199,27 +200,3 @@ def _pick_starts(rng: np.random.Generator, free: np.ndarray) -> tuple[tuple[int,
         i = int(np.argmin(d + rng.random(d.shape) * 0.5))
         out.append((int(xs[i]), int(ys[i]), int(rng.integers(4))))
     return out[0], out[1]
-
-
-def bfs_distance(free: np.ndarray, sources: np.ndarray) -> np.ndarray:
-    """Geodesic distance in cells (4-connected) from the ``sources`` mask over ``free`` cells.
-
-    Unreachable cells get ``inf``. Vectorised wavefront: each sweep expands the whole frontier at
-    once, so a 128x128 world takes a few milliseconds.
-    """
-    dist = np.full(free.shape, np.inf, dtype=np.float32)
-    frontier = sources & free
-    dist[frontier] = 0.0
-    visited = frontier.copy()
-    d = 0
-    while frontier.any():
-        d += 1
-        grown = np.zeros_like(frontier)
-        grown[1:, :] |= frontier[:-1, :]
-        grown[:-1, :] |= frontier[1:, :]
-        grown[:, 1:] |= frontier[:, :-1]
-        grown[:, :-1] |= frontier[:, 1:]
-        frontier = grown & free & ~visited
-        visited |= frontier
-        dist[frontier] = d
-    return dist
