@@ -33,21 +33,49 @@ def test_the_import_contracts_hold(tmp_path: Path, capsys: pytest.CaptureFixture
     status = script.run_import_contracts(tree)
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "Contracts: 2 kept, 0 broken" in out
+    assert "Contracts: 3 kept, 0 broken" in out
 
 
-def test_an_import_cycle_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The check is live: a leaf module that imports the config layer back makes a cycle it reports."""
+@pytest.mark.parametrize(
+    "leaf_name, addition, reported",
+    [
+        ("checks.py", "\n\ndef _cycle() -> None:\n    import embodmem.config  # noqa: F401\n", ".checks -> .config"),
+        # TYPE_CHECKING imports count too (the snapshot once reached back to the memory class so)
+        (
+            "memory/snapshot.py",
+            "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from embodmem.memory.episodic import AgentMemory  # noqa: F401\n",
+            ".snapshot -> .episodic",
+        ),
+        # an agent may not read the world generator
+        (
+            "agents/explorer.py",
+            "\n\nimport embodmem.envs.world  # noqa: F401, E402\n",
+            "embodmem.agents.explorer -> embodmem.envs.world",
+        ),
+    ],
+    ids=["cycle", "type-checking-cycle", "agent-reads-world"],
+)
+def test_a_broken_contract_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], leaf_name: str, addition: str, reported: str
+) -> None:
+    """The check is live: each planted import breaks a contract, which it reports."""
     script = typecheck_script()
     tree = script.link_tree(tmp_path / "tree")
-    leaf = tree / "embodmem" / "checks.py"
+    leaf = tree / "embodmem" / leaf_name
+    if leaf.parent.is_symlink():  # a linked package folder: a real folder of links in its place
+        source = leaf.parent.resolve()
+        leaf.parent.unlink()
+        leaf.parent.mkdir()
+        for entry in source.iterdir():
+            (leaf.parent / entry.name).symlink_to(entry)
     text = leaf.read_text()
     leaf.unlink()  # a real file in place of the link: the repository stays as it is
-    leaf.write_text(text + "\n\ndef _cycle() -> None:\n    import embodmem.config  # noqa: F401\n")
+    leaf.write_text(text + addition)
     status = script.run_import_contracts(tree)
     out = capsys.readouterr().out
-    assert status != 0 and "BROKEN" in out and ".checks -> .config" in out, out
-    assert (ROOT / "embodmem" / "checks.py").read_text() == text
+    assert status != 0 and "BROKEN" in out and reported in out, out
+    original = (ROOT / "embodmem" / leaf_name) if not leaf_name.startswith("agents/") else ROOT / leaf_name
+    assert original.read_text() == text
 
 
 def _probes(path: Path) -> list[str]:
