@@ -25,7 +25,6 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 
 from embodmem.agents.base import Observation, RecognitionEmbedder
@@ -44,14 +43,14 @@ DETECT_PROBABILITY = 0.5
 least this (the memory agent's ``detect_probability``)."""
 MIN_SIGHTINGS = 2
 """Sightings of a kind needed to say it was seen (one frame may be a misrecognition)."""
-COMPONENT_VOTES = 1.2
-"""Summed sighting probability a map component needs to count as an instance of a kind."""
+PLACE_VOTES = 1.2
+"""Summed sighting probability (times frames) a place needs to count as an instance of a kind."""
 LOOK_DISTANCE_CELLS = 2.5
 """How far ahead a recognised thing mostly is (the text log's whole guess; the map snaps it)."""
-SNAP_CELLS = 2.5
+SNAP_CELLS = 2.0
 """A sighting points at a mapped cell at most this far from its look point."""
-LOG_CLUSTER_CELLS = 4.0
-"""The text log merges guessed places closer than this into one thing (counting)."""
+LOG_CLUSTER_CELLS = 5.0
+"""Sightings of a kind placed closer than this are one thing (counting)."""
 RETRIEVE_K = 48
 """Frames the frame memory retrieves per kind a question names."""
 
@@ -71,6 +70,7 @@ class Answerer(ABC):
 
     name: str = "answerer"
 
+    @abstractmethod
     def start_tour(self, tour: str, spec: SensorSpec) -> None:
         """A new tour begins: forget the previous one."""
 
@@ -102,6 +102,9 @@ class BlindAnswerer(Answerer):
             self.prior[q.type][prior.truths[q.id].answer] += 1
         self.centre = (prior.env.size / 2.0, prior.env.size / 2.0)
 
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        """Keeps nothing between tours."""
+
     def observe(self, observation: Observation, step: int) -> None:
         """Sees nothing."""
 
@@ -119,6 +122,9 @@ class OracleAnswerer(Answerer):
 
     def __init__(self, truths: dict[str, Truth]):
         self.truths = truths
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        """Keeps nothing between tours."""
 
     def observe(self, observation: Observation, step: int) -> None:
         """Needs nothing."""
@@ -142,9 +148,21 @@ class Sighting:
     pose: tuple[int, int, int]
     kind: str
     probability: float
+    frames: int = 1
+    """Camera frames behind it (a memory record may merge several adjacent ones)."""
+    span: int = 0
+    """Steps between the first and the last of those frames: the robot may have moved this many
+    cells since the first, so where the record was seen is that much less certain."""
 
 
-def sightings_of(labeller: KindLabeller, vectors: np.ndarray, steps: list[int], poses: list[tuple[int, int, int]]) -> list[Sighting]:
+def sightings_of(
+    labeller: KindLabeller,
+    vectors: np.ndarray,
+    steps: list[int],
+    poses: list[tuple[int, int, int]],
+    frames: list[int] | None = None,
+    spans: list[int] | None = None,
+) -> list[Sighting]:
     """The frames whose most likely label (over targets and negatives) is a target kind, at least
     ``DETECT_PROBABILITY`` sure."""
     if len(vectors) == 0:
@@ -152,33 +170,34 @@ def sightings_of(labeller: KindLabeller, vectors: np.ndarray, steps: list[int], 
     probs = labeller.probabilities(vectors)
     best = probs.argmax(axis=1)
     out = []
-    for row, b, step, pose in zip(probs, best, steps, poses):
+    for i, (row, b, step, pose) in enumerate(zip(probs, best, steps, poses)):
         kind = KIND_PROMPT_NAMES[int(b)]
         if kind in TARGET_KINDS and row[b] >= DETECT_PROBABILITY:
-            out.append(Sighting(int(step), pose, kind, float(row[b])))
+            out.append(
+                Sighting(int(step), pose, kind, float(row[b]), frames[i] if frames else 1, spans[i] if spans else 0)
+            )
     return out
 
 
 @dataclass
 class PlaceEvidence:
-    """Sightings of each kind, and the map components they point at (what answers are read from)."""
+    """Sightings of each kind, and the places they point at (what answers are read from)."""
 
     by_kind: dict[str, list[Sighting]] = field(default_factory=dict)
     votes: dict[str, dict[int, float]] = field(default_factory=dict)
-    """kind -> map component -> summed sighting probability."""
+    """kind -> place -> summed sighting probability (times frames)."""
     places: dict[int, np.ndarray] = field(default_factory=dict)
-    """Component -> its cells, (n, 2) x, y (for the text log: the one point it guessed)."""
+    """Place -> its points, (n, 2) x, y in cells."""
 
     def seen(self, kind: str) -> bool:
         return len(self.by_kind.get(kind, [])) >= MIN_SIGHTINGS
 
     def instances(self, kind: str) -> list[int]:
-        """Components counted as instances of ``kind``: enough votes, and ``kind`` the best-voted
-        kind there."""
+        """Places counted as instances of ``kind``: enough votes."""
         out = []
-        for comp, v in self.votes.get(kind, {}).items():
-            if v >= COMPONENT_VOTES and all(v >= self.votes[k].get(comp, 0.0) for k in self.votes):
-                out.append(comp)
+        for place, v in self.votes.get(kind, {}).items():
+            if v >= PLACE_VOTES:
+                out.append(place)
         return out
 
     def best(self, kind: str) -> int | None:
@@ -215,17 +234,58 @@ def answer_from_evidence(ev: PlaceEvidence, question: Question) -> Answer:
             return Answer(choice=question.choices[0])
 
         def gap(k: str) -> float:
-            comps = ev.instances(k) or ([b] if (b := ev.best(k)) is not None else [])
-            return min((ev.distance(anchor, c) for c in comps if c != anchor), default=math.inf)
+            places = ev.instances(k) or ([b] if (b := ev.best(k)) is not None else [])
+            return min((ev.distance(anchor, p) for p in places if p != anchor), default=math.inf)
 
         return Answer(choice=min(question.choices, key=lambda k: (gap(k), question.choices.index(k))))
     if question.type == QuestionType.where:
-        comp = ev.best(kind)
-        return Answer(point=ev.centre(comp) if comp is not None else None)
+        place = ev.best(kind)
+        return Answer(point=ev.centre(place) if place is not None else None)
     return Answer(choice=question.choices[0] if question.choices else "")  # attribute: no reader yet
 
 
 # ----------------------------------------------------------------------------- map-reading answerers
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a sighting puts its thing: a point, x and y in cell indices."""
+
+    x: float
+    y: float
+
+
+def gather(sightings: list[Sighting], locate: Callable[[Sighting], Located]) -> PlaceEvidence:
+    """Group located sightings into places, per kind: a sighting joins the nearest place of its
+    kind within ``LOG_CLUSTER_CELLS`` (plus the span of a merged record; those are placed last,
+    after the exact ones), else starts one. A place is its sightings' probability-weighted point."""
+    ev = PlaceEvidence()
+    points: dict[int, list[float]] = {}  # place -> [sum w*x, sum w*y, sum w]
+    kinds: dict[int, str] = {}
+    for s in sorted(sightings, key=lambda s: (s.span, s.step)):
+        ev.by_kind.setdefault(s.kind, []).append(s)
+        at = locate(s)
+        near = [
+            (math.hypot(p[0] / p[2] - at.x, p[1] / p[2] - at.y), i) for i, p in points.items() if kinds[i] == s.kind
+        ]
+        close = [n for n in near if n[0] < LOG_CLUSTER_CELLS + s.span]
+        if close:
+            place = min(close)[1]
+        else:
+            place = len(kinds) + 1
+            kinds[place] = s.kind
+            points[place] = [0.0, 0.0, 0.0]
+        w = s.probability * s.frames
+        p = points[place]
+        p[0] += w * at.x
+        p[1] += w * at.y
+        p[2] += w
+        votes = ev.votes.setdefault(s.kind, {})
+        votes[place] = votes.get(place, 0.0) + w
+    ev.places = {place: np.array([[sx / w, sy / w]]) for place, (sx, sy, w) in points.items()}
+    for kind in ev.by_kind:
+        ev.votes.setdefault(kind, {})
+    return ev
 
 
 def look_point(pose: tuple[int, int, int]) -> tuple[float, float]:
@@ -255,31 +315,21 @@ class MapReader:
         return pose
 
     def evidence(self, sightings: list[Sighting]) -> PlaceEvidence:
-        """Each sighting votes for the map component it most likely shows: of the cells its view rays
-        first hit on the map, the one nearest the point ``LOOK_DISTANCE_CELLS`` straight ahead (where
-        recognised things mostly are), if within ``SNAP_CELLS`` of it."""
-        assert self.grid is not None
-        n, labels = cv2.connectedComponents(self.grid.occupied.astype(np.uint8), connectivity=8)
-        ev = PlaceEvidence()
-        for label in range(1, n):
-            ys, xs = np.nonzero(labels == label)
-            ev.places[label] = np.stack([xs, ys], axis=1).astype(float)
-        for s in sightings:
-            ev.by_kind.setdefault(s.kind, []).append(s)
-            hits = self.grid.ray_hits(s.pose, self.rays, self.reach)
-            if not hits:
-                continue
+        """Each sighting is placed at the mapped echo nearest its look point: of the cells its view
+        rays first hit on the map, the one nearest the point ``LOOK_DISTANCE_CELLS`` straight ahead,
+        if within ``SNAP_CELLS`` (the map corrects the range); else at the look point itself, as the
+        text log would."""
+
+        def locate(s: Sighting) -> Located:
             gx, gy = look_point(s.pose)
-            cell = min(hits, key=lambda c: (c[0] + 0.5 - gx) ** 2 + (c[1] + 0.5 - gy) ** 2)
-            if math.hypot(cell[0] + 0.5 - gx, cell[1] + 0.5 - gy) > SNAP_CELLS:
-                continue
-            comp = int(labels[cell[1], cell[0]])
-            if comp > 0:
-                votes = ev.votes.setdefault(s.kind, {})
-                votes[comp] = votes.get(comp, 0.0) + s.probability
-        for kind in ev.by_kind:
-            ev.votes.setdefault(kind, {})
-        return ev
+            hits = self.grid.ray_hits(s.pose, self.rays, self.reach) if self.grid is not None else []
+            if hits:
+                cell = min(hits, key=lambda c: (c[0] + 0.5 - gx) ** 2 + (c[1] + 0.5 - gy) ** 2)
+                if math.hypot(cell[0] + 0.5 - gx, cell[1] + 0.5 - gy) <= SNAP_CELLS:
+                    return Located(float(cell[0]), float(cell[1]))
+            return Located(gx - 0.5, gy - 0.5)
+
+        return gather(sightings, locate)
 
 
 class FrameMemoryAnswerer(Answerer):
@@ -307,7 +357,9 @@ class FrameMemoryAnswerer(Answerer):
         x, y, h = self.map.observe(observation)
         vector = self.embedder.embed_images(observation["image"][None])[0]
         keep = self.memory_config.keep_thumbnails
-        meta = FrameMeta(self.tour, "tour", 0, step, float(x), float(y), h, thumbnail=observation["image"] if keep else None)
+        meta = FrameMeta(
+            self.tour, "tour", 0, step, float(x), float(y), h, thumbnail=observation["image"] if keep else None
+        )
         self.memory.observe(vector, meta)
 
     def text_vector(self, kind: str) -> np.ndarray:
@@ -329,6 +381,8 @@ class FrameMemoryAnswerer(Answerer):
             vectors,
             [int(h.meta.step_min if h.meta.step_min is not None else h.meta.step) for h in found],
             [(int(h.meta.x), int(h.meta.y), int(h.meta.heading)) for h in found],
+            [int(h.meta.count) for h in found],
+            [int(h.meta.step_max or h.meta.step) - int(h.meta.step_min or h.meta.step) for h in found],
         )
 
     def kinds_to_recall(self, question: Question) -> tuple[str, ...]:
@@ -396,26 +450,8 @@ class TextLogAnswerer(Answerer):
             self.log.append(LogEntry(self.tour, s.step, pose[0], pose[1], pose[2], s.kind, round(s.probability, 3)))
 
     def evidence(self) -> PlaceEvidence:
-        ev = PlaceEvidence()
-        places: list[tuple[str, float, float, float]] = []  # kind, x, y, votes
-        for e in self.log:
-            s = Sighting(e.step, (e.x, e.y, e.heading), e.kind, e.confidence)
-            ev.by_kind.setdefault(e.kind, []).append(s)
-            gx, gy = look_point((e.x, e.y, e.heading))
-            gx, gy = gx - 0.5, gy - 0.5  # as a cell index, like the map's cells
-            near = [i for i, p in enumerate(places) if p[0] == e.kind and math.hypot(p[1] - gx, p[2] - gy) < LOG_CLUSTER_CELLS]
-            if near:
-                k, x, y, v = places[near[0]]
-                w = v + e.confidence
-                places[near[0]] = (k, (x * v + gx * e.confidence) / w, (y * v + gy * e.confidence) / w, w)
-            else:
-                places.append((e.kind, gx, gy, e.confidence))
-        for i, (kind, x, y, v) in enumerate(places, start=1):
-            ev.places[i] = np.array([[x, y]])
-            ev.votes.setdefault(kind, {})[i] = v
-        for kind in ev.by_kind:
-            ev.votes.setdefault(kind, {})
-        return ev
+        sightings = [Sighting(e.step, (e.x, e.y, e.heading), e.kind, e.confidence) for e in self.log]
+        return gather(sightings, lambda s: Located(look_point(s.pose)[0] - 0.5, look_point(s.pose)[1] - 0.5))
 
     def answer(self, question: Question) -> Answer:
         return answer_from_evidence(self.evidence(), question)

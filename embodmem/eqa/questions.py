@@ -34,7 +34,7 @@ MIN_FRAMES = 2
 """An instance counts as seen when clearly visible in at least this many frames; fewer is borderline."""
 ORDER_GAP = 10
 """Order questions pair kinds first seen at least this many steps apart."""
-RELATION_MARGIN = 2.0
+RELATION_MARGIN = 1.0
 """Relation questions: the nearest kind is at least this many cells nearer than the next one."""
 RELATION_CHOICES = 3
 ATTRIBUTE_VALUES: tuple[str, ...] = ()
@@ -165,9 +165,7 @@ def generate(tour: Tour, truth: TourTruth, rng: random.Random) -> list[tuple[Que
     single = [k for k in clear if len(seen[k]) == 1]
     for kind in single:
         anchor = seen[kind][0]
-        others = sorted(
-            (min(cell_distance(anchor.cells, t.cells) for t in seen[k]), k) for k in clear if k != kind
-        )
+        others = sorted((min(cell_distance(anchor.cells, t.cells) for t in seen[k]), k) for k in clear if k != kind)
         if len(others) >= RELATION_CHOICES and others[1][0] - others[0][0] >= RELATION_MARGIN:
             nearest = others[0][1]
             add(

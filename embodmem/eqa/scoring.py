@@ -46,7 +46,9 @@ class EQARecord:
 def score(answerer: str, question: Question, truth: Truth, answer: Answer, cell_size_m: float) -> EQARecord:
     if question.type == QuestionType.where:
         if answer.point is None:
-            return EQARecord(question.tour, question.id, question.type.value, answerer, "", False, False, answer.format_error)
+            return EQARecord(
+                question.tour, question.id, question.type.value, answerer, "", False, False, answer.format_error
+            )
         px, py = answer.point
         cells = np.asarray(truth.cells, dtype=float)
         d = float(np.min(np.hypot(cells[:, 0] - px, cells[:, 1] - py)))
