@@ -175,6 +175,11 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records."""
     validate(cfg)
     out_dir = Path(out_dir)
+    if cfg.experiment.eqa.enabled:  # tours + questions (embodmem.eqa): no navigation episodes
+        from embodmem.eqa.experiment import run_eqa
+
+        atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        return [dataclasses.asdict(r) for r in run_eqa(cfg, out_dir, build_embedder(cfg))]
     plan = experiment_plan(cfg, out_dir)
     if cfg.agent.name == AgentName.vlm:  # the endpoint answers, the key and the model are accepted, before any work
         from embodmem.agents.vlm_agent import check_vlm_endpoint

@@ -46,6 +46,7 @@ __all__ = [
     "AgentConfig",
     "Config",
     "ConfigError",
+    "EQAConfig",
     "EmbedderConfig",
     "EnvConfig",
     "ExperimentConfig",
@@ -147,6 +148,30 @@ class AgentConfig(MemoryAgentConfig):
     """The VLM policy (embodmem.agents.vlm.config.VLMConfig) when name=vlm."""
 
 
+EQA_ANSWERERS: tuple[str, ...] = ("blind", "textlog", "frame_memory", "keep_everything", "vlm", "oracle")
+"""Answerers of the question-answering mode (embodmem.eqa.answerers registers each)."""
+
+
+@dataclass
+class EQAConfig:
+    """Tour + questions mode (``experiment=eqa``): replay recorded tours, ask what the robot saw."""
+
+    enabled: bool = False
+    """Run the question-answering mode instead of navigation tasks."""
+    questions: str = "dev"
+    """The question file: a split whose file ships with embodmem (dev, test) or a path to one."""
+    answerers: list[str] = field(
+        default_factory=lambda: ["blind", "textlog", "frame_memory", "keep_everything", "oracle"]
+    )
+    """Who answers: blind, textlog, frame_memory, keep_everything, vlm (agent.vlm's server), oracle."""
+    prior: str = "dev"
+    """Question file whose answers the blind answerer learns its per-type prior from (not test)."""
+    tours: Optional[int] = None
+    """Answer only the first this many tours of the file (None: all)."""
+    vlm_frames: int = 6
+    """Frames the VLM answerer retrieves and sends with each question."""
+
+
 @dataclass
 class ExperimentConfig:
     """What to run: a named task sequence over world seeds, in which conditions."""
@@ -187,6 +212,8 @@ class ExperimentConfig:
     """Re-run into an output directory that holds a partial run: episodes already in metrics.jsonl
     are not written again (a world whose episodes are all there is skipped; in a partly done world
     every sequence is re-simulated, so warm memory and starts match an uninterrupted run)."""
+    eqa: EQAConfig = field(default_factory=EQAConfig)
+    """Question answering from memory (``experiment=eqa``; embodmem.eqa)."""
 
 
 @dataclass
@@ -301,6 +328,8 @@ RANGES: dict[str, Range] = {
     "embedder.threads": Range(1, integer=True),
     "video.fps": Range(1, 120, integer=True),
     "video.size": Range(32, 2048, integer=True),
+    "experiment.eqa.tours": Range(1, integer=True),
+    "experiment.eqa.vlm_frames": Range(1, 64, integer=True),
 }
 """Numeric keys of this module's own groups and their allowed ranges (None values of optional keys are
 not checked); ``env``, ``agent`` and ``memory`` check their own fields (:data:`PART_CONFIGS`)."""
@@ -314,10 +343,11 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.variants": lambda: VARIANTS,
     "experiment.split": lambda: SPLIT_NAMES,
     "agent.variant": lambda: VARIANTS,
+    "experiment.eqa.answerers": lambda: EQA_ANSWERERS,
 }
 """String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""
 
-NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions")
+NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions", "experiment.eqa.answerers")
 """Lists that must name at least one item when set (``experiment.tasks=null`` means: use the sequence)."""
 
 PART_CONFIGS: tuple[tuple[str, type], ...] = (

@@ -31,6 +31,7 @@ from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.recognizer import KIND_PROMPT_NAMES, KindLabeller
 from embodmem.agents.textlog_agent import LogEntry
+from embodmem.config import EQA_ANSWERERS
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, SensorSpec
 from embodmem.eqa.questions import Question, QuestionSet, QuestionType, Truth, phrase
@@ -478,7 +479,9 @@ ANSWERERS: dict[str, Callable[[AnswererContext], Answerer]] = {
     "keep_everything": lambda c: KeepEverythingAnswerer(c.embedder),
     "oracle": lambda c: OracleAnswerer(c.truths),
 }
-ANSWERER_NAMES: tuple[str, ...] = (*ANSWERERS, "vlm")
+ANSWERER_NAMES: tuple[str, ...] = EQA_ANSWERERS
+"""The names the config accepts (``experiment.eqa.answerers``): every one above, and ``vlm``."""
+assert set(ANSWERER_NAMES) == {*ANSWERERS, "vlm"}, "embodmem.config.EQA_ANSWERERS and ANSWERERS disagree"
 
 
 def check_answerers(names: list[str]) -> None:

@@ -1,0 +1,97 @@
+"""The ``experiment=eqa`` run mode: load a question file, build the answerers, answer, report.
+
+Everything that can be refused is checked before the first tour: the question files (format,
+version, checksum), the answerer names, a blind prior taken from the test split, the VLM endpoint.
+Writes ``eqa.jsonl`` (one record per answer, with its type and answerer) and ``eqa.md`` (the table)
+into the run directory and prints the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from embodmem.agents.base import RecognitionEmbedder
+from embodmem.atomic import atomic_write_text
+from embodmem.config import ConfigError, VLMConfig, part_config
+from embodmem.eqa.answerers import Answerer, AnswererContext, build_answerer, check_answerers
+from embodmem.eqa.questions import QuestionFileError, QuestionSet, load_questions
+from embodmem.eqa.run import EQAResult, answer_question_set
+from embodmem.eqa.scoring import EQARecord, format_table, type_scores
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+SHIPPED = ("dev", "test")
+
+
+def question_file(name: str) -> Path:
+    """A shipped split's question file, or ``name`` as a path."""
+    return DATA_DIR / f"eqa_{name}.jsonl" if name in SHIPPED else Path(name)
+
+
+def load(key: str, name: str) -> QuestionSet:
+    try:
+        return load_questions(question_file(name))
+    except QuestionFileError as err:
+        raise ConfigError(f"{key}: {err}") from None
+
+
+def vlm_factory(config: VLMConfig, frames: int):
+    from embodmem.agents.vlm.client import ChatClient
+    from embodmem.agents.vlm_agent import check_vlm_endpoint
+    from embodmem.eqa.vlm import VLMAnswerer
+
+    check_vlm_endpoint(config)
+    client = ChatClient(config)
+
+    def make(embedder: RecognitionEmbedder) -> Answerer:
+        return VLMAnswerer(embedder, client, config, frames)
+
+    return make
+
+
+def prepare(cfg: DictConfig, embedder: RecognitionEmbedder) -> tuple[QuestionSet, list[Answerer]]:
+    """The question set (cut to ``tours``) and the answerers; every refusal happens here."""
+    eqa = cfg.experiment.eqa
+    names = [str(n) for n in eqa.answerers]
+    check_answerers(names)
+    if str(eqa.prior) == "test":
+        raise ConfigError("experiment.eqa.prior: 'test' is not allowed; allowed: dev or a file of dev questions")
+    qs = load("experiment.eqa.questions", str(eqa.questions))
+    prior = load("experiment.eqa.prior", str(eqa.prior))
+    if eqa.tours is not None:
+        keep = {t.key for t in qs.tours[: int(eqa.tours)]}
+        qs = dataclasses.replace(
+            qs, tours=qs.tours[: int(eqa.tours)], questions=[q for q in qs.questions if q.tour in keep]
+        )
+    vlm = vlm_factory(part_config("agent.vlm", VLMConfig, cfg), int(eqa.vlm_frames)) if "vlm" in names else None
+    context = AnswererContext(embedder, prior, qs.truths, vlm)
+    return qs, [build_answerer(n, context) for n in names]
+
+
+def report(qs: QuestionSet, result: EQAResult) -> str:
+    scores = type_scores(result.records, {q.id: q for q in qs.questions}, qs.truths, qs.env.size)
+    lines = [format_table(scores)]
+    for name, stats in result.stats.items():
+        if stats:
+            lines.append(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in stats.items()))
+    for name, n in result.invalid.items():
+        lines.append(f"{name}: {n} answers outside the choices or unreadable (scored wrong)")
+    return "\n".join(lines)
+
+
+def run_eqa(cfg: DictConfig, out_dir: Path, embedder: RecognitionEmbedder) -> list[EQARecord]:
+    qs, answerers = prepare(cfg, embedder)
+    bar = tqdm(total=len(qs.tours), desc="tours", unit="tour", disable=not cfg.logger.progress)
+    result = answer_question_set(qs, answerers, on_tour=lambda: bar.update(1))
+    bar.close()
+    atomic_write_text(out_dir / "eqa.jsonl", "".join(json.dumps(dataclasses.asdict(r)) + "\n" for r in result.records))
+    table = report(qs, result)
+    atomic_write_text(out_dir / "eqa.md", table + "\n")
+    print(f"Question answering from memory: {len(qs.questions)} questions on {len(qs.tours)} tours ({qs.split})")
+    print(table)
+    print(f"\noutputs: {out_dir}")
+    return result.records
