@@ -18,12 +18,13 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from embodmem.app import build_embedder  # noqa: E402
-from embodmem.eqa.experiment import DATA_DIR  # noqa: E402
-from embodmem.eqa.questions import save_questions  # noqa: E402
-from embodmem.eqa.run import generate_question_set  # noqa: E402
-from embodmem.splits import get_split  # noqa: E402
-from hydra import compose, initialize_config_module  # noqa: E402
+from hydra import compose, initialize_config_module
+
+from embodmem.app import build_embedder
+from embodmem.eqa.experiment import DATA_DIR
+from embodmem.eqa.questions import save_questions
+from embodmem.eqa.run import generate_question_set
+from embodmem.splits import get_split
 
 
 def main() -> None:
