@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from embodmem.agents.base import RecognitionEmbedder
 from embodmem.atomic import atomic_write_text
-from embodmem.config import ConfigError, VLMConfig, part_config
+from embodmem.config import ConfigError, EQAConfig, VLMConfig, part_config
 from embodmem.eqa.answerers import Answerer, AnswererContext, build_answerer, check_answerers
 from embodmem.eqa.questions import QuestionFileError, QuestionSet, load_questions
 from embodmem.eqa.run import EQAResult, answer_question_set
@@ -55,19 +55,17 @@ def vlm_factory(config: VLMConfig, frames: int):
 
 def prepare(cfg: DictConfig, embedder: RecognitionEmbedder) -> tuple[QuestionSet, list[Answerer]]:
     """The question set (cut to ``tours``) and the answerers; every refusal happens here."""
-    eqa = cfg.experiment.eqa
-    names = [str(n) for n in eqa.answerers]
+    eqa = part_config("experiment.eqa", EQAConfig, cfg)
+    names = list(eqa.answerers)
     check_answerers(names)
-    if str(eqa.prior) == "test":
+    if eqa.prior == "test":
         raise ConfigError("experiment.eqa.prior: 'test' is not allowed; allowed: dev or a file of dev questions")
-    qs = load("experiment.eqa.questions", str(eqa.questions))
-    prior = load("experiment.eqa.prior", str(eqa.prior))
+    qs = load("experiment.eqa.questions", eqa.questions)
+    prior = load("experiment.eqa.prior", eqa.prior)
     if eqa.tours is not None:
-        keep = {t.key for t in qs.tours[: int(eqa.tours)]}
-        qs = dataclasses.replace(
-            qs, tours=qs.tours[: int(eqa.tours)], questions=[q for q in qs.questions if q.tour in keep]
-        )
-    vlm = vlm_factory(part_config("agent.vlm", VLMConfig, cfg), int(eqa.vlm_frames)) if "vlm" in names else None
+        keep = {t.key for t in qs.tours[: eqa.tours]}
+        qs = dataclasses.replace(qs, tours=qs.tours[: eqa.tours], questions=[q for q in qs.questions if q.tour in keep])
+    vlm = vlm_factory(part_config("agent.vlm", VLMConfig, cfg), eqa.vlm_frames) if "vlm" in names else None
     context = AnswererContext(embedder, prior, qs.truths, vlm)
     return qs, [build_answerer(n, context) for n in names]
 
