@@ -88,7 +88,12 @@ class InvalidAnswerCounter:
             return
         self.counts[record.answerer] += 1
         if self.counts[record.answerer] == 1:
-            shown = "an unreadable reply" if record.format_error else repr(record.answer)
+            if record.format_error:
+                shown = "an unreadable reply"
+            elif not record.answer:
+                shown = "no answer (nothing it kept names the kind)"
+            else:
+                shown = repr(record.answer)
             allowed = ", ".join(question.choices) if question.choices else "a point (x, y)"
             log.warning(
                 "answerer %s gave %s to question %s (allowed: %s): scored wrong and counted",
