@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from embodmem.config import EQA_ANSWERERS
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, SensorSpec
 from embodmem.eqa.questions import Question, QuestionSet, QuestionType, Truth, phrase
-from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
 
 log = logging.getLogger("embodmem.eqa")
 
@@ -373,7 +374,7 @@ class FrameMemoryAnswerer(Answerer):
         target kind: the answer may be any of them)."""
         hits = {}
         for kind in kinds:
-            for h in self.memory.query(self.text_vector(kind), self.k, count_hits=False):
+            for h in cast(list[Hit], self.memory.query(self.text_vector(kind), self.k, count_hits=False)):
                 hits[h.id] = h
         found = list(hits.values())
         vectors = self.memory.hit_vectors(found)

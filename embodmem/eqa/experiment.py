@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -39,7 +40,8 @@ def load(key: str, name: str) -> QuestionSet:
         raise ConfigError(f"{key}: {err}") from None
 
 
-def vlm_factory(config: VLMConfig, frames: int):
+def vlm_factory(config: VLMConfig, frames: int) -> Callable[[RecognitionEmbedder], Answerer]:
+    """Check the endpoint now (before any work); the VLM answerer's factory over one client."""
     from embodmem.agents.vlm.client import ChatClient
     from embodmem.agents.vlm_agent import check_vlm_endpoint
     from embodmem.eqa.vlm import VLMAnswerer
@@ -84,7 +86,11 @@ def report(qs: QuestionSet, result: EQAResult) -> str:
 def run_eqa(cfg: DictConfig, out_dir: Path, embedder: RecognitionEmbedder) -> list[EQARecord]:
     qs, answerers = prepare(cfg, embedder)
     bar = tqdm(total=len(qs.tours), desc="tours", unit="tour", disable=not cfg.logger.progress)
-    result = answer_question_set(qs, answerers, on_tour=lambda: bar.update(1))
+
+    def tick() -> None:
+        bar.update(1)
+
+    result = answer_question_set(qs, answerers, on_tour=tick)
     bar.close()
     atomic_write_text(out_dir / "eqa.jsonl", "".join(json.dumps(dataclasses.asdict(r)) + "\n" for r in result.records))
     table = report(qs, result)

@@ -41,7 +41,7 @@ ATTRIBUTE_VALUES: tuple[str, ...] = ()
 """Values of the instance attribute (e.g. colour bands) once worlds have variants; empty until then."""
 
 
-class QuestionType(str, Enum):
+class QuestionType(Enum):
     """What a question asks."""
 
     existence = "existence"
@@ -210,7 +210,7 @@ def balance(items: list[tuple[Question, Truth]], seed: int) -> list[tuple[Questi
             groups[(q.type, "")][t.answer].append((q, t))
         else:
             groups[(q.type, q.kinds[0])][t.answer].append((q, t))
-    for (qtype, _), by_answer in sorted(groups.items()):
+    for (qtype, _), by_answer in sorted(groups.items(), key=lambda kv: (kv[0][0].value, kv[0][1])):
         allowed = _answer_space(qtype, by_answer)
         if any(a not in by_answer for a in allowed):
             continue  # some answer never occurs: the group would teach a prior
@@ -330,7 +330,7 @@ def load_questions(path: str | Path) -> QuestionSet:
                 pose = tuple(int(v) for v in rec["end_pose"])
                 if len(pose) != 3 or set(rec["actions"]) - set("0123456"):
                     raise ValueError("end_pose must be [x, y, heading] and actions digits 0-6")
-                qs.tours.append(Tour(int(rec["world_seed"]), int(rec["seed"]), str(rec["actions"]), pose))  # type: ignore[arg-type]
+                qs.tours.append(Tour(int(rec["world_seed"]), int(rec["seed"]), str(rec["actions"]), pose))
             elif rec["record"] == "question":
                 qtype = question_type(rec["type"])
                 q = Question(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 from embodmem.agents.base import RecognitionEmbedder
 from embodmem.agents.vlm.backend import ChatBackend, Messages, VLMError
@@ -23,7 +23,7 @@ from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import encode_image, image_part
 from embodmem.eqa.answerers import Answer, FrameMemoryAnswerer
 from embodmem.eqa.questions import Question, QuestionType
-from embodmem.memory import MemoryConfig
+from embodmem.memory import Hit, MemoryConfig
 
 log = logging.getLogger("embodmem.eqa")
 
@@ -81,7 +81,7 @@ class VLMAnswerer(FrameMemoryAnswerer):
         per_kind = max(1, self.frames // max(1, len(question.kinds)))
         hits = {}
         for kind in question.kinds:
-            for h in self.memory.query(self.text_vector(kind), per_kind, count_hits=False):
+            for h in cast(list[Hit], self.memory.query(self.text_vector(kind), per_kind, count_hits=False)):
                 hits[h.id] = h
         content: list[dict[str, Any]] = []
         for h in sorted(hits.values(), key=lambda h: h.meta.step):
