@@ -253,3 +253,91 @@ def test_run_mode_refuses_a_bad_file_before_work(tmp_path: Path, dev) -> None:
     cfg = compose_job(["experiment=eqa", "experiment.eqa.prior=test", "logger.progress=false"])
     with pytest.raises(ConfigError, match=r"^experiment.eqa.prior: 'test' is not allowed"):
         run(cfg, tmp_path / "out2")
+
+
+# ----------------------------------------------------------------------------- the VLM answerer, end to end
+
+GATEWAY_KEY_ENV = "EMBODMEM_TEST_GATEWAY_KEY"
+EQA_MODELS = {"eqa-yes": '{"answer": "yes"}', "eqa-junk": "I think I saw a ship, near the rocks."}
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    import os
+
+    from tests.agents.litellm_proxy import LiteLLMProxy, missing_extra
+
+    why = missing_extra()
+    if why is not None:
+        if os.environ.get("EMBODMEM_REQUIRE_GATEWAY") == "1":  # .ci/run: never a silent skip
+            raise RuntimeError(f"EMBODMEM_REQUIRE_GATEWAY=1 but the LiteLLM proxy cannot run: {why}")
+        pytest.skip(f"LiteLLM proxy: {why}")
+    with LiteLLMProxy(tmp_path_factory.mktemp("litellm"), extra_models=EQA_MODELS) as p:
+        yield p
+
+
+def vlm_overrides(proxy, model: str, *extra: str) -> list[str]:
+    return [
+        "experiment=eqa",
+        "experiment.eqa.tours=1",
+        "experiment.eqa.answerers=[vlm]",
+        f"agent.vlm.base_url={proxy.url}",
+        f"agent.vlm.model={model}",
+        f"agent.vlm.api_key_env={GATEWAY_KEY_ENV}",
+        "agent.vlm.max_retries=1",
+        "agent.vlm.backoff_base_s=0.01",
+        "logger.progress=false",
+        *extra,
+    ]
+
+
+def test_vlm_answerer_through_a_litellm_proxy_counts_format_errors(proxy, tmp_path: Path, monkeypatch) -> None:
+    """Retrieved frames + the question in one request through a real gateway; replies outside the
+    choices and unreadable replies are counted, not scored as answers; the cache answers a rerun."""
+    from tests.agents.litellm_proxy import MASTER_KEY
+
+    monkeypatch.setenv(GATEWAY_KEY_ENV, MASTER_KEY)
+    cache = tmp_path / "cache"
+    records = run(compose_job(vlm_overrides(proxy, "eqa-yes", f"agent.vlm.cache_dir={cache}")), tmp_path / "a")
+    types = Counter(r["type"] for r in records)
+    assert set(r["answerer"] for r in records) == {"vlm"} and len(records) >= 5
+    assert sum(r["format_error"] for r in records) == types["where"]  # {"answer": "yes"} has no x, y
+    yes_no = [r for r in records if r["type"] == "existence"]
+    assert all(r["valid"] and r["answer"] == "yes" for r in yes_no)
+    other = [r for r in records if r["type"] in ("count", "order", "relation")]
+    assert other and not any(r["valid"] or r["correct"] for r in other)  # "yes" is not one of their choices
+    report = (tmp_path / "a" / "eqa.md").read_text()
+    assert f"format_errors {types['where']}, requests {len(records)}," in report
+    assert f"vlm: {len(records) - len(yes_no)} answers outside the choices or unreadable" in report
+    again = run(compose_job(vlm_overrides(proxy, "eqa-yes", f"agent.vlm.cache_dir={cache}")), tmp_path / "b")
+    assert again == records
+    assert f"cache_hits {len(records)}" in (tmp_path / "b" / "eqa.md").read_text()
+    junk = run(compose_job(vlm_overrides(proxy, "eqa-junk", "agent.vlm.cache_dir=null")), tmp_path / "c")
+    assert all(r["format_error"] and not r["valid"] and not r["correct"] for r in junk)
+    assert f"format_errors {len(junk)}, requests {len(junk)}," in (tmp_path / "c" / "eqa.md").read_text()
+
+
+def test_vlm_request_holds_the_retrieved_frames_and_the_schema(dev, embedder) -> None:
+    """One request per question: frames (images with their step, cell and heading) and the question
+    with its choices; the schema allows exactly the choices."""
+    from embodmem.agents.vlm.backend import CallableBackend
+    from embodmem.agents.vlm.config import VLMConfig
+    from embodmem.eqa.vlm import VLMAnswerer, answer_schema, read_reply
+
+    seen = []
+
+    def model(messages):
+        seen.append(messages)
+        return '{"answer": "no"}'
+
+    qs = small_set(dev, 1)
+    answerer = VLMAnswerer(embedder, CallableBackend(model), VLMConfig(), frames=4)
+    answer_question_set(qs, [answerer])
+    assert len(seen) == len(qs.questions)
+    parts = seen[0][1]["content"]
+    assert sum(p["type"] == "image_url" for p in parts) >= 1
+    assert parts[0]["text"].startswith("Frame at step ")
+    assert qs.questions[0].text in parts[-1]["text"]
+    q = next(q for q in qs.questions if q.type == QuestionType.order)
+    assert answer_schema(q)["properties"]["answer"]["enum"] == list(q.choices)
+    assert read_reply("not json", q).format_error and read_reply('{"answer": 3}', q).choice == "3"
