@@ -25,8 +25,7 @@ from hydra import compose, initialize_config_module
 from embodmem.app import build_embedder
 from embodmem.atomic import atomic_write_text
 from embodmem.eqa.answerers import AnswererContext, build_answerer
-from embodmem.eqa.experiment import question_file
-from embodmem.eqa.questions import QUESTION_TYPES, QuestionSet, load_questions
+from embodmem.eqa.files import QUESTION_TYPES, QuestionSet, load_questions, question_file
 from embodmem.eqa.run import answer_question_set, generate_question_set
 from embodmem.eqa.scoring import EQARecord, TypeScore, format_table, paired_difference, type_scores
 from embodmem.splits import check_worlds, get_split

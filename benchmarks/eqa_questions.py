@@ -21,8 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from hydra import compose, initialize_config_module
 
 from embodmem.app import build_embedder
-from embodmem.eqa.experiment import DATA_DIR
-from embodmem.eqa.questions import save_questions
+from embodmem.eqa.files import DATA_DIR, save_questions
 from embodmem.eqa.run import generate_question_set
 from embodmem.splits import get_split
 

@@ -34,6 +34,8 @@ from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.tasks import SEQUENCES, TASKS
+from embodmem.eqa.config import EQA_ANSWERERS, EQAConfig
+from embodmem.eqa.files import QuestionFileError, load_questions, question_file
 from embodmem.memory.config import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
@@ -146,30 +148,6 @@ class AgentConfig(MemoryAgentConfig):
     (e.g. ``recall=False``) take precedence over the fields above."""
     vlm: VLMConfig = field(default_factory=VLMConfig)
     """The VLM policy (embodmem.agents.vlm.config.VLMConfig) when name=vlm."""
-
-
-EQA_ANSWERERS: tuple[str, ...] = ("blind", "textlog", "frame_memory", "keep_everything", "vlm", "oracle")
-"""Answerers of the question-answering mode (embodmem.eqa.answerers registers each)."""
-
-
-@dataclass
-class EQAConfig:
-    """Tour + questions mode (``experiment=eqa``): replay recorded tours, ask what the robot saw."""
-
-    enabled: bool = False
-    """Run the question-answering mode instead of navigation tasks."""
-    questions: str = "dev"
-    """The question file: a split whose file ships with embodmem (dev, test) or a path to one."""
-    answerers: list[str] = field(
-        default_factory=lambda: ["blind", "textlog", "frame_memory", "keep_everything", "oracle"]
-    )
-    """Who answers: blind, textlog, frame_memory, keep_everything, vlm (agent.vlm's server), oracle."""
-    prior: str = "dev"
-    """Question file whose answers the blind answerer learns its per-type prior from (not test)."""
-    tours: Optional[int] = None
-    """Answer only the first this many tours of the file (None: all)."""
-    vlm_frames: int = 6
-    """Frames the VLM answerer retrieves and sends with each question."""
 
 
 @dataclass
@@ -457,3 +435,17 @@ def validate(cfg: DictConfig) -> None:
         check_worlds(exp.split, [int(w) for w in exp.world_seeds])
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    if exp.eqa.enabled:
+        _check_eqa_files(exp.eqa)
+
+
+def _check_eqa_files(eqa: DictConfig) -> None:
+    """The question files of ``experiment=eqa`` load (format, version, checksum, every line), and the
+    blind answerer's prior is not the test split's."""
+    if eqa.prior == "test":
+        raise ConfigError.bad_value("experiment.eqa.prior", "test", "dev or a question file of dev worlds")
+    for key in ("questions", "prior"):
+        try:
+            load_questions(question_file(str(eqa[key])))
+        except QuestionFileError as err:
+            raise ConfigError(f"experiment.eqa.{key}: {err}") from None

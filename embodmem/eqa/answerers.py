@@ -32,10 +32,11 @@ from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.recognizer import KIND_PROMPT_NAMES, KindLabeller
 from embodmem.agents.textlog_agent import LogEntry
-from embodmem.config import EQA_ANSWERERS
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, SensorSpec
-from embodmem.eqa.questions import Question, QuestionSet, QuestionType, Truth, phrase
+from embodmem.eqa.config import EQA_ANSWERERS
+from embodmem.eqa.files import Question, QuestionSet, QuestionType, Truth
+from embodmem.eqa.questions import phrase
 from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
 
 log = logging.getLogger("embodmem.eqa")

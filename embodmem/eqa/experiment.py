@@ -1,7 +1,8 @@
 """The ``experiment=eqa`` run mode: load a question file, build the answerers, answer, report.
 
 Everything that can be refused is checked before the first tour: the question files (format,
-version, checksum), the answerer names, a blind prior taken from the test split, the VLM endpoint.
+version, checksum), the answerer names and a blind prior taken from the test split by the config
+layer (embodmem.config.validate, also run by the preflight check), the VLM endpoint here.
 Writes ``eqa.jsonl`` (one record per answer, with its type and answerer) and ``eqa.md`` (the table)
 into the run directory and prints the table.
 """
@@ -13,31 +14,16 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from omegaconf import DictConfig
 from tqdm import tqdm
 
 from embodmem.agents.base import RecognitionEmbedder
+from embodmem.agents.vlm.config import VLMConfig
 from embodmem.atomic import atomic_write_text
-from embodmem.config import ConfigError, EQAConfig, VLMConfig, part_config
 from embodmem.eqa.answerers import Answerer, AnswererContext, build_answerer, check_answerers
-from embodmem.eqa.questions import QuestionFileError, QuestionSet, load_questions
+from embodmem.eqa.config import EQAConfig
+from embodmem.eqa.files import QuestionSet, load_questions, question_file
 from embodmem.eqa.run import EQAResult, answer_question_set
 from embodmem.eqa.scoring import EQARecord, format_table, type_scores
-
-DATA_DIR = Path(__file__).resolve().parent / "data"
-SHIPPED = ("dev", "test")
-
-
-def question_file(name: str) -> Path:
-    """A shipped split's question file, or ``name`` as a path."""
-    return DATA_DIR / f"eqa_{name}.jsonl" if name in SHIPPED else Path(name)
-
-
-def load(key: str, name: str) -> QuestionSet:
-    try:
-        return load_questions(question_file(name))
-    except QuestionFileError as err:
-        raise ConfigError(f"{key}: {err}") from None
 
 
 def vlm_factory(config: VLMConfig, frames: int) -> Callable[[RecognitionEmbedder], Answerer]:
@@ -55,19 +41,17 @@ def vlm_factory(config: VLMConfig, frames: int) -> Callable[[RecognitionEmbedder
     return make
 
 
-def prepare(cfg: DictConfig, embedder: RecognitionEmbedder) -> tuple[QuestionSet, list[Answerer]]:
-    """The question set (cut to ``tours``) and the answerers; every refusal happens here."""
-    eqa = part_config("experiment.eqa", EQAConfig, cfg)
+def prepare(eqa: EQAConfig, vlm_config: VLMConfig, embedder: RecognitionEmbedder) -> tuple[QuestionSet, list[Answerer]]:
+    """The question set (cut to ``tours``) and the answerers (the config layer has checked the
+    names and the files; the VLM endpoint is checked here, before any tour)."""
     names = list(eqa.answerers)
     check_answerers(names)
-    if eqa.prior == "test":
-        raise ConfigError("experiment.eqa.prior: 'test' is not allowed; allowed: dev or a file of dev questions")
-    qs = load("experiment.eqa.questions", eqa.questions)
-    prior = load("experiment.eqa.prior", eqa.prior)
+    qs = load_questions(question_file(eqa.questions))
+    prior = load_questions(question_file(eqa.prior))
     if eqa.tours is not None:
         keep = {t.key for t in qs.tours[: eqa.tours]}
         qs = dataclasses.replace(qs, tours=qs.tours[: eqa.tours], questions=[q for q in qs.questions if q.tour in keep])
-    vlm = vlm_factory(part_config("agent.vlm", VLMConfig, cfg), eqa.vlm_frames) if "vlm" in names else None
+    vlm = vlm_factory(vlm_config, eqa.vlm_frames) if "vlm" in names else None
     context = AnswererContext(embedder, prior, qs.truths, vlm)
     return qs, [build_answerer(n, context) for n in names]
 
@@ -83,9 +67,12 @@ def report(qs: QuestionSet, result: EQAResult) -> str:
     return "\n".join(lines)
 
 
-def run_eqa(cfg: DictConfig, out_dir: Path, embedder: RecognitionEmbedder) -> list[EQARecord]:
-    qs, answerers = prepare(cfg, embedder)
-    bar = tqdm(total=len(qs.tours), desc="tours", unit="tour", disable=not cfg.logger.progress)
+def run_eqa(
+    eqa: EQAConfig, vlm_config: VLMConfig, out_dir: Path, embedder: RecognitionEmbedder, progress: bool = True
+) -> list[EQARecord]:
+    """Answer ``eqa.questions`` with ``eqa.answerers`` into ``out_dir``; the records."""
+    qs, answerers = prepare(eqa, vlm_config, embedder)
+    bar = tqdm(total=len(qs.tours), desc="tours", unit="tour", disable=not progress)
 
     def tick() -> None:
         bar.update(1)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from embodmem.agents.base import RecognitionEmbedder
 from embodmem.envs.config import EnvConfig
 from embodmem.eqa.answerers import Answerer
-from embodmem.eqa.questions import QuestionSet, balance, generate
+from embodmem.eqa.files import QuestionSet
+from embodmem.eqa.questions import balance, generate
 from embodmem.eqa.scoring import EQARecord, InvalidAnswerCounter, score
 from embodmem.eqa.tour import VariantSource, replay_tour, walk_tour
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from embodmem.eqa.answerers import Answer
-from embodmem.eqa.questions import QUESTION_TYPES, Question, QuestionType, Truth, chance
+from embodmem.eqa.files import QUESTION_TYPES, Question, QuestionType, Truth
+from embodmem.eqa.questions import chance
 from embodmem.stats import paired_ci
 
 log = logging.getLogger("embodmem.eqa")

@@ -10,7 +10,6 @@ the runner uses for its ``target_in_view`` measure: which target instances cover
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -22,6 +21,7 @@ from embodmem.envs.config import EnvConfig
 from embodmem.envs.objects import KINDS, TARGET_KINDS
 from embodmem.envs.spec import Action, SensorSpec
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.eqa.files import Tour
 
 TOUR_TASK = "wreck"
 """The task whose light the tour is walked in (shallow water); its mission plays no part."""
@@ -29,25 +29,6 @@ TOUR_TASK = "wreck"
 VariantSource = Callable[[str, int], "str | None"]
 """``(kind, instance) -> attribute value`` (e.g. a colour band) once worlds have instance variants;
 the attribute question type is generated only when one is given (see ``questions``)."""
-
-
-@dataclass(frozen=True)
-class Tour:
-    """One walk: enough to replay it bit for bit in the same environment settings."""
-
-    world_seed: int
-    seed: int
-    actions: str
-    """One digit per step (:class:`embodmem.envs.spec.Action` values)."""
-    end_pose: tuple[int, int, int]
-    """Where the walk ended (x, y, heading): a replay that ends elsewhere is refused."""
-
-    @property
-    def key(self) -> str:
-        return f"{self.world_seed}:{self.seed}"
-
-    def digest(self) -> str:
-        return hashlib.sha256(f"{self.key}:{self.actions}:{self.end_pose}".encode()).hexdigest()[:16]
 
 
 @dataclass

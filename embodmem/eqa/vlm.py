@@ -22,7 +22,7 @@ from embodmem.agents.vlm.cache import ResponseCache, cached_complete
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import encode_image, image_part
 from embodmem.eqa.answerers import Answer, FrameMemoryAnswerer
-from embodmem.eqa.questions import Question, QuestionType
+from embodmem.eqa.files import Question, QuestionType
 from embodmem.memory import Hit, MemoryConfig
 
 log = logging.getLogger("embodmem.eqa")

@@ -23,21 +23,22 @@ from embodmem.eqa.answerers import (
     build_answerer,
     check_answerers,
 )
-from embodmem.eqa.experiment import question_file
-from embodmem.eqa.questions import (
+from embodmem.eqa.files import (
     QUESTION_TYPES,
     Question,
     QuestionFileError,
     QuestionType,
+    Tour,
     Truth,
-    generate,
     load_questions,
+    question_file,
     question_type,
     save_questions,
 )
+from embodmem.eqa.questions import generate
 from embodmem.eqa.run import answer_question_set
 from embodmem.eqa.scoring import InvalidAnswerCounter, score, type_scores
-from embodmem.eqa.tour import Tour, TourMismatchError, replay_tour, walk_tour
+from embodmem.eqa.tour import TourMismatchError, replay_tour, walk_tour
 
 
 def compose_job(overrides: list[str]):
@@ -149,7 +150,7 @@ def test_file_round_trip_and_refusals(dev, tmp_path: Path) -> None:
     with pytest.raises(QuestionFileError, match=r"version=99; this embodmem reads version 1"):
         load_questions(write("version.jsonl", [json.dumps(header), *lines[1:]]))
     # a body line with an unknown type: its checksum is recomputed, the type is refused by name
-    from embodmem.eqa.questions import checksum
+    from embodmem.eqa.files import checksum
 
     i = next(i for i, line in enumerate(lines) if '"type":"count"' in line or '"type":"order"' in line)
     body = [
