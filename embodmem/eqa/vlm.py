@@ -111,7 +111,8 @@ class VLMAnswerer(FrameMemoryAnswerer):
             completion = cached_complete(self.backend, self.cache, self.messages(question), answer_schema(question))
         except VLMError as err:
             self.counts["failed_requests"] += 1
-            log.warning("vlm answerer: question %s got no reply: %s", question.id, err)
+            if self.counts["failed_requests"] == 1:  # the rest are counted in the report
+                log.warning("vlm answerer: question %s got no reply (counted, scored wrong): %s", question.id, err)
             return Answer(format_error=True)
         self.counts["cache_hits"] += int(completion.cached)
         self.counts["retries"] += completion.retries
@@ -120,4 +121,10 @@ class VLMAnswerer(FrameMemoryAnswerer):
         return reply
 
     def stats(self) -> dict[str, float]:
-        return {k: float(v) for k, v in sorted(self.counts.items())}
+        """Requests, cache hits, format errors, failed requests; retries as the client counted them
+        (failed calls included)."""
+        counts = dict(self.counts)
+        client_retries = getattr(self.backend, "retries", None)
+        if isinstance(client_retries, int):
+            counts["retries"] = client_retries
+        return {k: float(v) for k, v in sorted(counts.items())}

@@ -316,6 +316,11 @@ def test_vlm_answerer_through_a_litellm_proxy_counts_format_errors(proxy, tmp_pa
     junk = run(compose_job(vlm_overrides(proxy, "eqa-junk", "agent.vlm.cache_dir=null")), tmp_path / "c")
     assert all(r["format_error"] and not r["valid"] and not r["correct"] for r in junk)
     assert f"format_errors {len(junk)}, requests {len(junk)}," in (tmp_path / "c" / "eqa.md").read_text()
+    # a server that fails (HTTP 500): the client retries (max_retries=1), each question counts as failed
+    broken = run(compose_job(vlm_overrides(proxy, "broken", "agent.vlm.cache_dir=null")), tmp_path / "d")
+    assert all(not r["valid"] and not r["correct"] for r in broken)
+    n = len(broken)
+    assert f"failed_requests {n}, requests {n}, retries {n}" in (tmp_path / "d" / "eqa.md").read_text()
 
 
 def test_vlm_request_holds_the_retrieved_frames_and_the_schema(dev, embedder) -> None:
