@@ -54,6 +54,9 @@ BAD_VALUES: list[tuple[str, list[str]]] = [
     ("override syntax", ["seed=["]),
     ("sweep value", ["-m", "seed=0,-1", "hydra/launcher=joblib"]),
     ("sweep group option", ["-m", "agent=memory,octopus"]),
+    ("unknown EQA answerer", ["experiment=eqa", "experiment.eqa.answerers=[psychic]"]),
+    ("missing EQA question file", ["experiment=eqa", "experiment.eqa.questions=/nonexistent/q.jsonl"]),
+    ("EQA prior from the test split", ["experiment=eqa", "experiment.eqa.prior=test"]),
 ]
 """(what is wrong, the arguments): each one must be refused before any work."""
 

@@ -32,7 +32,16 @@ from embodmem.agents.base import Agent, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig, MemoryAgentConfig
 from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
-from embodmem.config import AgentName, EnvConfig, MemoryConfig, VLMConfig, part_config, register_configs, validate
+from embodmem.config import (
+    AgentName,
+    EnvConfig,
+    EQAConfig,
+    MemoryConfig,
+    VLMConfig,
+    part_config,
+    register_configs,
+    validate,
+)
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.profiling import Profiler
@@ -175,6 +184,13 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records."""
     validate(cfg)
     out_dir = Path(out_dir)
+    if cfg.experiment.eqa.enabled:  # tours + questions (embodmem.eqa): no navigation episodes
+        from embodmem.eqa.experiment import run_eqa
+
+        atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        eqa, vlm = part_config("experiment.eqa", EQAConfig, cfg), part_config("agent.vlm", VLMConfig, cfg)
+        records = run_eqa(eqa, vlm, out_dir, build_embedder(cfg), progress=cfg.logger.progress)
+        return [dataclasses.asdict(r) for r in records]
     plan = experiment_plan(cfg, out_dir)
     if cfg.agent.name == AgentName.vlm:  # the endpoint answers, the key and the model are accepted, before any work
         from embodmem.agents.vlm_agent import check_vlm_endpoint

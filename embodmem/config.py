@@ -34,6 +34,8 @@ from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.tasks import SEQUENCES, TASKS
+from embodmem.eqa.config import EQA_ANSWERERS, EQAConfig
+from embodmem.eqa.files import QuestionFileError, load_questions, question_file
 from embodmem.memory.config import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
@@ -46,6 +48,7 @@ __all__ = [
     "AgentConfig",
     "Config",
     "ConfigError",
+    "EQAConfig",
     "EmbedderConfig",
     "EnvConfig",
     "ExperimentConfig",
@@ -187,6 +190,8 @@ class ExperimentConfig:
     """Re-run into an output directory that holds a partial run: episodes already in metrics.jsonl
     are not written again (a world whose episodes are all there is skipped; in a partly done world
     every sequence is re-simulated, so warm memory and starts match an uninterrupted run)."""
+    eqa: EQAConfig = field(default_factory=EQAConfig)
+    """Question answering from memory (``experiment=eqa``; embodmem.eqa)."""
 
 
 @dataclass
@@ -301,6 +306,8 @@ RANGES: dict[str, Range] = {
     "embedder.threads": Range(1, integer=True),
     "video.fps": Range(1, 120, integer=True),
     "video.size": Range(32, 2048, integer=True),
+    "experiment.eqa.tours": Range(1, integer=True),
+    "experiment.eqa.vlm_frames": Range(1, 64, integer=True),
 }
 """Numeric keys of this module's own groups and their allowed ranges (None values of optional keys are
 not checked); ``env``, ``agent`` and ``memory`` check their own fields (:data:`PART_CONFIGS`)."""
@@ -314,10 +321,11 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.variants": lambda: VARIANTS,
     "experiment.split": lambda: SPLIT_NAMES,
     "agent.variant": lambda: VARIANTS,
+    "experiment.eqa.answerers": lambda: EQA_ANSWERERS,
 }
 """String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""
 
-NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions")
+NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions", "experiment.eqa.answerers")
 """Lists that must name at least one item when set (``experiment.tasks=null`` means: use the sequence)."""
 
 PART_CONFIGS: tuple[tuple[str, type], ...] = (
@@ -427,3 +435,17 @@ def validate(cfg: DictConfig) -> None:
         check_worlds(exp.split, [int(w) for w in exp.world_seeds])
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    if exp.eqa.enabled:
+        _check_eqa_files(exp.eqa)
+
+
+def _check_eqa_files(eqa: DictConfig) -> None:
+    """The question files of ``experiment=eqa`` load (format, version, checksum, every line), and the
+    blind answerer's prior is not the test split's."""
+    if eqa.prior == "test":
+        raise ConfigError.bad_value("experiment.eqa.prior", "test", "dev or a question file of dev worlds")
+    for key in ("questions", "prior"):
+        try:
+            load_questions(question_file(str(eqa[key])))
+        except QuestionFileError as err:
+            raise ConfigError(f"experiment.eqa.{key}: {err}") from None

@@ -22,9 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
+from embodmem.agents.vlm.backend import ChatBackend, Completion, Messages
 from embodmem.atomic import atomic_write_json
 
 CACHE_FORMAT = 1
@@ -79,3 +81,28 @@ class ResponseCache:
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*.json"))
+
+
+def cached_complete(
+    backend: ChatBackend, cache: ResponseCache | None, messages: Messages, schema: dict[str, Any] | None
+) -> Completion:
+    """``backend``'s answer to ``messages``, through ``cache`` when one is given (the VLM policy and
+    the EQA answerer share this, so both key and store replies the same way)."""
+    if cache is None:
+        return backend.complete(messages, schema)
+    key = cache.key({"identity": backend.identity(), "messages": messages, "schema": schema})
+    entry = cache.get(key)
+    if entry is not None:
+        return Completion(text=str(entry.get("text", "")), cached=True)
+    completion = backend.complete(messages, schema)
+    cache.put(
+        key,
+        {
+            "text": completion.text,
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "model": backend.identity().get("model"),
+            "created": time.time(),
+        },
+    )
+    return completion

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -45,7 +44,7 @@ from embodmem.agents.vlm.backend import (
     VLMError,
     VLMUnavailableError,
 )
-from embodmem.agents.vlm.cache import ResponseCache
+from embodmem.agents.vlm.cache import ResponseCache, cached_complete
 from embodmem.agents.vlm.config import HIGH_LEVEL_ACTIONS, VLMConfig
 from embodmem.agents.vlm.memory import Embedder, QueryableMemory, retrieve
 from embodmem.agents.vlm.parsing import Choice, is_json_object, parse_reply
@@ -285,24 +284,7 @@ class VLMPolicy(Agent):
 
     def _complete(self, messages: Messages, schema: dict[str, Any] | None) -> Completion:
         """The backend's answer, through the disk cache when one is configured."""
-        if self.cache is None:
-            return self.backend.complete(messages, schema)
-        key = self.cache.key({"identity": self.backend.identity(), "messages": messages, "schema": schema})
-        entry = self.cache.get(key)
-        if entry is not None:
-            return Completion(text=str(entry.get("text", "")), cached=True)
-        completion = self.backend.complete(messages, schema)
-        self.cache.put(
-            key,
-            {
-                "text": completion.text,
-                "prompt_tokens": completion.prompt_tokens,
-                "completion_tokens": completion.completion_tokens,
-                "model": self.backend.identity().get("model"),
-                "created": time.time(),
-            },
-        )
-        return completion
+        return cached_complete(self.backend, self.cache, messages, schema)
 
     def _count(self, completion: Completion) -> None:
         s = self._stats

@@ -72,8 +72,10 @@ class LiteLLMProxy:
     Gateway retries are off (``num_retries: 0``) so the client's own retries are the only ones.
     """
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, extra_models: dict[str, str] | None = None) -> None:
+        """``extra_models``: more mock models, name -> the reply each request gets (an OpenAI model)."""
         self.workdir = Path(workdir)
+        self.extra_models = dict(extra_models or {})
         self.port = _free_port()
         self.log_path = self.workdir / "litellm.log"
         self.process: subprocess.Popen | None = None
@@ -84,7 +86,14 @@ class LiteLLMProxy:
 
     def start(self) -> LiteLLMProxy:
         config = {
-            "model_list": model_list(),
+            "model_list": model_list()
+            + [
+                {
+                    "model_name": name,
+                    "litellm_params": {"model": f"openai/{name}", "api_key": "unused", "mock_response": reply},
+                }
+                for name, reply in self.extra_models.items()
+            ],
             "litellm_settings": {"num_retries": 0, "request_timeout": 30},
             "general_settings": {"master_key": MASTER_KEY},
         }

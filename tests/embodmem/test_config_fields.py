@@ -31,10 +31,12 @@ from embodmem.config import (
     ConfigError,
     EmbedderConfig,
     EnvConfig,
+    EQAConfig,
     ExperimentConfig,
     MemoryConfig,
     VideoConfig,
     VLMConfig,
+    part_config,
     validate,
 )
 from embodmem.embedding.model import ASSETS, DEFAULT_MODEL
@@ -177,6 +179,13 @@ VALUES: dict[str, Any] = {
     "experiment.save_memory": True,
     "experiment.load_memory": "<tmp>/saved-memory",
     "experiment.resume": True,
+    # experiment.eqa: the question-answering mode (embodmem/config.py EQAConfig)
+    "experiment.eqa.enabled": True,
+    "experiment.eqa.questions": "test",
+    "experiment.eqa.answerers": ["oracle"],
+    "experiment.eqa.prior": "my_dev_questions.jsonl",
+    "experiment.eqa.tours": 3,
+    "experiment.eqa.vlm_frames": 4,
     # video (embodmem/config.py)
     "video.enabled": True,
     "video.episodes": "failures",
@@ -199,6 +208,7 @@ SCHEMAS: dict[str, type] = {
     "memory": MemoryConfig,
     "embedder": EmbedderConfig,
     "experiment": ExperimentConfig,
+    "experiment.eqa": EQAConfig,
     "video": VideoConfig,
 }
 NOT_SETTABLE = {"memory.dim"}
@@ -210,7 +220,7 @@ def schema_keys() -> set[str]:
     keys = {f"{prefix}.{f.name}" for prefix, schema in SCHEMAS.items() for f in dataclasses.fields(schema)}
     top = {f.name for f in dataclasses.fields(Config)}
     assert top - set(SCHEMAS) - {"logger"} == set(TOP_LEVEL)
-    return (keys | set(TOP_LEVEL)) - {"agent.vlm"} - NOT_SETTABLE
+    return (keys | set(TOP_LEVEL)) - {"agent.vlm", "experiment.eqa"} - NOT_SETTABLE
 
 
 def override(key: str, value: Any) -> str:
@@ -284,6 +294,8 @@ def reached(key: str, cfg: DictConfig, tmp: Path, embedder: Any) -> Any:
         e = build_embedder(cfg)
         seen = {"model": e.model_name, "pretrained": e.pretrained, "device": str(e.device), "runtime": e.runtime}
         return seen[name] if name in seen else getattr(e, name)
+    if group == "experiment.eqa":
+        return getattr(part_config("experiment.eqa", EQAConfig, cfg), name)
     if group == "video":
         recorder = EpisodeRecorder(cfg.video, tmp / "videos")
         return getattr(recorder, name)

@@ -1,0 +1,46 @@
+"""Generate the shipped question files of the EQA mode (embodmem/eqa/data/eqa_<split>.jsonl).
+
+One tour per world (embodmem.eqa.run.TOUR_STEPS steps of the tour guide from the world's first fixed
+start, episode seed 0), questions from what entered the camera, balanced over the split. The dev file
+(worlds 1000-1099) is what the run mode answers by default and what the blind answerer learns its
+prior from; the test file (100000-100099) is read by benchmarks/eqa.py only.
+
+    python benchmarks/eqa_questions.py --split dev --first 1000 --tours 100
+    python benchmarks/eqa_questions.py --split test --first 100000 --tours 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from hydra import compose, initialize_config_module
+
+from embodmem.app import build_embedder
+from embodmem.eqa.files import DATA_DIR, save_questions
+from embodmem.eqa.run import generate_question_set
+from embodmem.splits import get_split
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", required=True, choices=["dev", "test", "calibration"])
+    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
+    parser.add_argument("--tours", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=None, help="default: embodmem/eqa/data/eqa_<split>.jsonl")
+    args = parser.parse_args()
+    worlds = get_split(args.split).worlds(args.tours, first=args.first)
+    with initialize_config_module("embodmem.configs", version_base="1.3"):
+        cfg = compose("config")
+    qs = generate_question_set(args.split, worlds, build_embedder(cfg))
+    out = save_questions(qs, args.out or DATA_DIR / f"eqa_{args.split}.jsonl")
+    counts = Counter(q.type.value for q in qs.questions)
+    print(f"{out}: {len(qs.tours)} tours, {len(qs.questions)} questions {dict(sorted(counts.items()))}")
+
+
+if __name__ == "__main__":
+    main()

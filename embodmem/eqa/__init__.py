@@ -1,0 +1,11 @@
+"""Embodied question answering from memory: ask the robot what it saw on a tour.
+
+A *tour* is a recorded walk through one world (its actions); the *questions* about it are generated
+from what entered the robot's camera on that walk (never from what the world merely holds); an
+*answerer* watches the replayed tour through the observations only and then answers. Modules:
+``config`` (the ``experiment.eqa`` settings), ``files`` (the types and the versioned JSONL file),
+``tour`` (walk, replay, ground truth), ``questions`` (generation, balance), ``answerers`` (one
+interface, the baselines), ``vlm`` (the VLM answerer), ``scoring`` (exact scores, metres for
+"where", accuracies with CIs), ``run`` (tours x answerers -> records), ``experiment`` (the
+``experiment=eqa`` run mode). docs/eqa.md describes the protocol and the file.
+"""

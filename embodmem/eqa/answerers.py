@@ -1,0 +1,502 @@
+"""Answerers: one interface (watch a tour, then answer), and the baselines the benchmark compares.
+
+An answerer sees the tour only as observations (camera, sonar, pose), step by step, and keeps what its
+memory keeps; then it is asked questions (:class:`~embodmem.eqa.questions.Question`, no answer in
+them). A user's own memory is one subclass of :class:`Answerer` registered in :data:`ANSWERERS`.
+
+- ``blind``: the question only: per type, the answer most common in the dev questions (a prior).
+- ``textlog``: the reference benchmark's memory: a text log of recognitions (step, pose, heading,
+  kind, confidence), no image, no map; where a thing was is guessed from the pose it was seen from.
+- ``frame_memory``: the project's frame memory (CLIP frames in :class:`~embodmem.memory.AgentMemory`)
+  plus the sonar occupancy map; a question retrieves the frames of the kinds it names, and what they
+  looked at is found on the map.
+- ``keep_everything``: every frame's vector and pose, unmerged, no retrieval; the same map reading.
+- ``vlm``: frames retrieved from the frame memory and the question in one request
+  (:mod:`embodmem.eqa.vlm`).
+- ``oracle``: the ground truth (the only privileged one: it tops the table).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from abc import ABC, abstractmethod
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+
+from embodmem.agents.base import Observation, RecognitionEmbedder
+from embodmem.agents.mapping import OccupancyGrid
+from embodmem.agents.recognizer import KIND_PROMPT_NAMES, KindLabeller
+from embodmem.agents.textlog_agent import LogEntry
+from embodmem.envs.objects import TARGET_KINDS
+from embodmem.envs.spec import DIR_TO_VEC, SensorSpec
+from embodmem.eqa.config import EQA_ANSWERERS
+from embodmem.eqa.files import Question, QuestionSet, QuestionType, Truth
+from embodmem.eqa.questions import phrase
+from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
+
+log = logging.getLogger("embodmem.eqa")
+
+DETECT_PROBABILITY = 0.5
+"""A frame counts as a sighting of the kind its labeller ranks first when that probability is at
+least this (the memory agent's ``detect_probability``)."""
+MIN_SIGHTINGS = 2
+"""Sightings of a kind needed to say it was seen (one frame may be a misrecognition)."""
+PLACE_VOTES = 1.2
+"""Summed sighting probability (times frames) a place needs to count as an instance of a kind."""
+LOOK_DISTANCE_CELLS = 2.5
+"""How far ahead a recognised thing mostly is (the text log's whole guess; the map snaps it)."""
+SNAP_CELLS = 2.0
+"""A sighting points at a mapped cell at most this far from its look point."""
+LOG_CLUSTER_CELLS = 5.0
+"""Sightings of a kind placed closer than this are one thing (counting)."""
+RETRIEVE_K = 48
+"""Frames the frame memory retrieves per kind a question names."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A reply: a choice, or a point (x, y in cells) for "where"; ``format_error`` when the reply
+    could not be read at all."""
+
+    choice: str = ""
+    point: tuple[float, float] | None = None
+    format_error: bool = False
+
+
+class Answerer(ABC):
+    """Watches one tour through observations, then answers questions about it."""
+
+    name: str = "answerer"
+
+    @abstractmethod
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        """A new tour begins: forget the previous one."""
+
+    @abstractmethod
+    def observe(self, observation: Observation, step: int) -> None:
+        """One step of the tour (``step`` 0 is the start)."""
+
+    @abstractmethod
+    def answer(self, question: Question) -> Answer:
+        """The answer to ``question`` from what was kept."""
+
+    def stats(self) -> dict[str, float]:
+        """Counters for the record (e.g. requests, format errors)."""
+        return {}
+
+
+# ----------------------------------------------------------------------------- blind and oracle
+
+
+class BlindAnswerer(Answerer):
+    """The question only: per type, the choice that was most often right in a prior question set
+    (the dev split's); "where": the middle of the world."""
+
+    name = "blind"
+
+    def __init__(self, prior: QuestionSet):
+        self.prior: dict[QuestionType, Counter[str]] = defaultdict(Counter)
+        for q in prior.questions:
+            self.prior[q.type][prior.truths[q.id].answer] += 1
+        self.centre = (prior.env.size / 2.0, prior.env.size / 2.0)
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        """Keeps nothing between tours."""
+
+    def observe(self, observation: Observation, step: int) -> None:
+        """Sees nothing."""
+
+    def answer(self, question: Question) -> Answer:
+        if not question.choices:
+            return Answer(point=self.centre)
+        counts = self.prior[question.type]
+        return Answer(choice=max(question.choices, key=lambda c: (counts[c], -question.choices.index(c))))
+
+
+class OracleAnswerer(Answerer):
+    """Reads the ground truth (privileged): the upper bound of the table and a check of the scorer."""
+
+    name = "oracle"
+
+    def __init__(self, truths: dict[str, Truth]):
+        self.truths = truths
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        """Keeps nothing between tours."""
+
+    def observe(self, observation: Observation, step: int) -> None:
+        """Needs nothing."""
+
+    def answer(self, question: Question) -> Answer:
+        t = self.truths[question.id]
+        if question.type == QuestionType.where:
+            cx, cy = np.mean(np.asarray(t.cells, dtype=float), axis=0)
+            return Answer(point=(float(cx), float(cy)))
+        return Answer(choice=t.answer)
+
+
+# ----------------------------------------------------------------------------- sightings
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A remembered frame that shows a target kind: when, from where, how sure."""
+
+    step: int
+    pose: tuple[int, int, int]
+    kind: str
+    probability: float
+    frames: int = 1
+    """Camera frames behind it (a memory record may merge several adjacent ones)."""
+    span: int = 0
+    """Steps between the first and the last of those frames: the robot may have moved this many
+    cells since the first, so where the record was seen is that much less certain."""
+
+
+def sightings_of(
+    labeller: KindLabeller,
+    vectors: np.ndarray,
+    steps: list[int],
+    poses: list[tuple[int, int, int]],
+    frames: list[int] | None = None,
+    spans: list[int] | None = None,
+) -> list[Sighting]:
+    """The frames whose most likely label (over targets and negatives) is a target kind, at least
+    ``DETECT_PROBABILITY`` sure."""
+    if len(vectors) == 0:
+        return []
+    probs = labeller.probabilities(vectors)
+    best = probs.argmax(axis=1)
+    out = []
+    for i, (row, b, step, pose) in enumerate(zip(probs, best, steps, poses)):
+        kind = KIND_PROMPT_NAMES[int(b)]
+        if kind in TARGET_KINDS and row[b] >= DETECT_PROBABILITY:
+            out.append(
+                Sighting(int(step), pose, kind, float(row[b]), frames[i] if frames else 1, spans[i] if spans else 0)
+            )
+    return out
+
+
+@dataclass
+class PlaceEvidence:
+    """Sightings of each kind, and the places they point at (what answers are read from)."""
+
+    by_kind: dict[str, list[Sighting]] = field(default_factory=dict)
+    votes: dict[str, dict[int, float]] = field(default_factory=dict)
+    """kind -> place -> summed sighting probability (times frames)."""
+    places: dict[int, np.ndarray] = field(default_factory=dict)
+    """Place -> its points, (n, 2) x, y in cells."""
+
+    def seen(self, kind: str) -> bool:
+        return len(self.by_kind.get(kind, [])) >= MIN_SIGHTINGS
+
+    def instances(self, kind: str) -> list[int]:
+        """Places counted as instances of ``kind``: enough votes."""
+        out = []
+        for place, v in self.votes.get(kind, {}).items():
+            if v >= PLACE_VOTES:
+                out.append(place)
+        return out
+
+    def best(self, kind: str) -> int | None:
+        votes = self.votes.get(kind, {})
+        return max(votes, key=lambda c: votes[c]) if votes else None
+
+    def first_step(self, kind: str) -> float:
+        steps = sorted(s.step for s in self.by_kind.get(kind, []))
+        return float(steps[MIN_SIGHTINGS - 1]) if len(steps) >= MIN_SIGHTINGS else math.inf
+
+    def centre(self, place: int) -> tuple[float, float]:
+        x, y = self.places[place].mean(axis=0)
+        return (float(x), float(y))
+
+    def distance(self, a: int, b: int) -> float:
+        """Smallest distance in cells between two places' cells."""
+        pa, pb = self.places[a], self.places[b]
+        return float(np.min(np.hypot(pa[:, None, 0] - pb[None, :, 0], pa[:, None, 1] - pb[None, :, 1])))
+
+
+def answer_from_evidence(ev: PlaceEvidence, question: Question) -> Answer:
+    """The answer the evidence supports (shared by every answerer with places to read)."""
+    kind = question.kinds[0]
+    if question.type == QuestionType.existence:
+        return Answer(choice="yes" if ev.seen(kind) else "no")
+    if question.type == QuestionType.count:
+        n = max(1, len(ev.instances(kind)))
+        return Answer(choice=str(min(n, len(question.choices))))
+    if question.type == QuestionType.order:
+        return Answer(choice=min(question.choices, key=lambda k: (ev.first_step(k), question.choices.index(k))))
+    if question.type == QuestionType.relation:
+        anchor = ev.best(kind)
+        if anchor is None:
+            return Answer(choice=question.choices[0])
+
+        def gap(k: str) -> float:
+            places = ev.instances(k) or ([b] if (b := ev.best(k)) is not None else [])
+            return min((ev.distance(anchor, p) for p in places if p != anchor), default=math.inf)
+
+        return Answer(choice=min(question.choices, key=lambda k: (gap(k), question.choices.index(k))))
+    if question.type == QuestionType.where:
+        place = ev.best(kind)
+        return Answer(point=ev.centre(place) if place is not None else None)
+    return Answer(choice=question.choices[0] if question.choices else "")  # attribute: no reader yet
+
+
+# ----------------------------------------------------------------------------- map-reading answerers
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a sighting puts its thing: a point, x and y in cell indices."""
+
+    x: float
+    y: float
+
+
+def gather(sightings: list[Sighting], locate: Callable[[Sighting], Located]) -> PlaceEvidence:
+    """Group located sightings into places, per kind: a sighting joins the nearest place of its
+    kind within ``LOG_CLUSTER_CELLS`` (plus the span of a merged record; those are placed last,
+    after the exact ones), else starts one. A place is its sightings' probability-weighted point."""
+    ev = PlaceEvidence()
+    points: dict[int, list[float]] = {}  # place -> [sum w*x, sum w*y, sum w]
+    kinds: dict[int, str] = {}
+    for s in sorted(sightings, key=lambda s: (s.span, s.step)):
+        ev.by_kind.setdefault(s.kind, []).append(s)
+        at = locate(s)
+        near = [
+            (math.hypot(p[0] / p[2] - at.x, p[1] / p[2] - at.y), i) for i, p in points.items() if kinds[i] == s.kind
+        ]
+        close = [n for n in near if n[0] < LOG_CLUSTER_CELLS + s.span]
+        if close:
+            place = min(close)[1]
+        else:
+            place = len(kinds) + 1
+            kinds[place] = s.kind
+            points[place] = [0.0, 0.0, 0.0]
+        w = s.probability * s.frames
+        p = points[place]
+        p[0] += w * at.x
+        p[1] += w * at.y
+        p[2] += w
+        votes = ev.votes.setdefault(s.kind, {})
+        votes[place] = votes.get(place, 0.0) + w
+    ev.places = {place: np.array([[sx / w, sy / w]]) for place, (sx, sy, w) in points.items()}
+    for kind in ev.by_kind:
+        ev.votes.setdefault(kind, {})
+    return ev
+
+
+def look_point(pose: tuple[int, int, int]) -> tuple[float, float]:
+    """The point ``LOOK_DISTANCE_CELLS`` straight ahead of ``pose`` (cell centres at +0.5)."""
+    dx, dy = DIR_TO_VEC[pose[2]]
+    return (pose[0] + 0.5 + dx * LOOK_DISTANCE_CELLS, pose[1] + 0.5 + dy * LOOK_DISTANCE_CELLS)
+
+
+class MapReader:
+    """The sonar occupancy map built along the tour, and where remembered frames looked on it."""
+
+    def __init__(self) -> None:
+        self.grid: OccupancyGrid | None = None
+        self.rays = np.zeros(0)
+
+    def start(self, spec: SensorSpec) -> None:
+        self.grid = OccupancyGrid(spec)
+        half = math.radians(spec.camera_fov_deg) / 2
+        self.rays = np.linspace(-half, half, 11)
+        self.reach = spec.view_range_m / spec.cell_size_m
+
+    def observe(self, observation: Observation) -> tuple[int, int, int]:
+        assert self.grid is not None
+        p = observation["pose"]
+        pose = (int(round(float(p[0]))), int(round(float(p[1]))), int(p[2]))
+        self.grid.update(pose, observation["sonar"])
+        return pose
+
+    def evidence(self, sightings: list[Sighting]) -> PlaceEvidence:
+        """Each sighting is placed at the mapped echo nearest its look point: of the cells its view
+        rays first hit on the map, the one nearest the point ``LOOK_DISTANCE_CELLS`` straight ahead,
+        if within ``SNAP_CELLS`` (the map corrects the range); else at the look point itself, as the
+        text log would."""
+
+        def locate(s: Sighting) -> Located:
+            gx, gy = look_point(s.pose)
+            hits = self.grid.ray_hits(s.pose, self.rays, self.reach) if self.grid is not None else []
+            if hits:
+                cell = min(hits, key=lambda c: (c[0] + 0.5 - gx) ** 2 + (c[1] + 0.5 - gy) ** 2)
+                if math.hypot(cell[0] + 0.5 - gx, cell[1] + 0.5 - gy) <= SNAP_CELLS:
+                    return Located(float(cell[0]), float(cell[1]))
+            return Located(gx - 0.5, gy - 0.5)
+
+        return gather(sightings, locate)
+
+
+class FrameMemoryAnswerer(Answerer):
+    """The project's frame memory plus the map: a question retrieves the frames of the kinds it
+    names (by their text), the labeller re-reads them, and the map says what they looked at."""
+
+    name = "frame_memory"
+
+    def __init__(self, embedder: RecognitionEmbedder, memory_config: MemoryConfig | None = None, k: int = RETRIEVE_K):
+        self.embedder = embedder
+        self.labeller = KindLabeller(embedder)
+        self.memory_config = memory_config or MemoryConfig(dim=embedder.dim)
+        self.k = k
+        self.map = MapReader()
+        self.memory = AgentMemory(self.memory_config)
+        self.tour = ""
+        self._text: dict[str, np.ndarray] = {}
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        self.tour = tour
+        self.map.start(spec)
+        self.memory = AgentMemory(self.memory_config)
+
+    def observe(self, observation: Observation, step: int) -> None:
+        x, y, h = self.map.observe(observation)
+        vector = self.embedder.embed_images(observation["image"][None])[0]
+        keep = self.memory_config.keep_thumbnails
+        meta = FrameMeta(
+            self.tour, "tour", 0, step, float(x), float(y), h, thumbnail=observation["image"] if keep else None
+        )
+        self.memory.observe(vector, meta)
+
+    def text_vector(self, kind: str) -> np.ndarray:
+        if kind not in self._text:
+            self._text[kind] = self.embedder.embed_texts([phrase(kind)])[0]
+        return self._text[kind]
+
+    def recall(self, kinds: tuple[str, ...]) -> list[Sighting]:
+        """Sightings among the frames retrieved for each of ``kinds`` (and, for relations, for every
+        target kind: the answer may be any of them)."""
+        hits = {}
+        for kind in kinds:
+            for h in cast(list[Hit], self.memory.query(self.text_vector(kind), self.k, count_hits=False)):
+                hits[h.id] = h
+        found = list(hits.values())
+        vectors = self.memory.hit_vectors(found)
+        return sightings_of(
+            self.labeller,
+            vectors,
+            [int(h.meta.step_min if h.meta.step_min is not None else h.meta.step) for h in found],
+            [(int(h.meta.x), int(h.meta.y), int(h.meta.heading)) for h in found],
+            [int(h.meta.count) for h in found],
+            [int(h.meta.step_max or h.meta.step) - int(h.meta.step_min or h.meta.step) for h in found],
+        )
+
+    def kinds_to_recall(self, question: Question) -> tuple[str, ...]:
+        if question.type == QuestionType.relation:
+            return (*question.kinds, *question.choices)
+        return question.kinds
+
+    def answer(self, question: Question) -> Answer:
+        return answer_from_evidence(self.map.evidence(self.recall(self.kinds_to_recall(question))), question)
+
+
+class KeepEverythingAnswerer(Answerer):
+    """Every frame's vector and pose, unmerged and unretrieved, read with the same map."""
+
+    name = "keep_everything"
+
+    def __init__(self, embedder: RecognitionEmbedder):
+        self.embedder = embedder
+        self.labeller = KindLabeller(embedder)
+        self.map = MapReader()
+        self.vectors: list[np.ndarray] = []
+        self.poses: list[tuple[int, int, int]] = []
+        self.steps: list[int] = []
+        self._evidence: PlaceEvidence | None = None
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        self.map.start(spec)
+        self.vectors, self.poses, self.steps = [], [], []
+        self._evidence = None
+
+    def observe(self, observation: Observation, step: int) -> None:
+        self.poses.append(self.map.observe(observation))
+        self.vectors.append(self.embedder.embed_images(observation["image"][None])[0])
+        self.steps.append(step)
+        self._evidence = None
+
+    def answer(self, question: Question) -> Answer:
+        if self._evidence is None:
+            vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, 1), np.float32)
+            self._evidence = self.map.evidence(sightings_of(self.labeller, vectors, self.steps, self.poses))
+        return answer_from_evidence(self._evidence, question)
+
+
+class TextLogAnswerer(Answerer):
+    """The reference benchmark's text log (:class:`~embodmem.agents.textlog_agent.LogEntry` lines):
+    no image, no map. A logged thing is guessed to lie ``LOOK_DISTANCE_CELLS`` ahead of the pose it
+    was seen from; guesses closer than ``LOG_CLUSTER_CELLS`` are one thing."""
+
+    name = "textlog"
+
+    def __init__(self, embedder: RecognitionEmbedder):
+        self.embedder = embedder
+        self.labeller = KindLabeller(embedder)
+        self.log: list[LogEntry] = []
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        self.log = []
+        self.tour = tour
+
+    def observe(self, observation: Observation, step: int) -> None:
+        p = observation["pose"]
+        pose = (int(round(float(p[0]))), int(round(float(p[1]))), int(p[2]))
+        vector = self.embedder.embed_images(observation["image"][None])
+        for s in sightings_of(self.labeller, vector, [step], [pose]):
+            self.log.append(LogEntry(self.tour, s.step, pose[0], pose[1], pose[2], s.kind, round(s.probability, 3)))
+
+    def evidence(self) -> PlaceEvidence:
+        sightings = [Sighting(e.step, (e.x, e.y, e.heading), e.kind, e.confidence) for e in self.log]
+        return gather(sightings, lambda s: Located(look_point(s.pose)[0] - 0.5, look_point(s.pose)[1] - 0.5))
+
+    def answer(self, question: Question) -> Answer:
+        return answer_from_evidence(self.evidence(), question)
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+@dataclass
+class AnswererContext:
+    """What answerers may be built from: the embedder, the prior (dev) questions for the blind one,
+    the ground truth for the oracle, and a factory for the VLM answerer (it needs a server)."""
+
+    embedder: RecognitionEmbedder
+    prior: QuestionSet
+    truths: dict[str, Truth]
+    vlm: Callable[[RecognitionEmbedder], Answerer] | None = None
+
+
+ANSWERERS: dict[str, Callable[[AnswererContext], Answerer]] = {
+    "blind": lambda c: BlindAnswerer(c.prior),
+    "textlog": lambda c: TextLogAnswerer(c.embedder),
+    "frame_memory": lambda c: FrameMemoryAnswerer(c.embedder),
+    "keep_everything": lambda c: KeepEverythingAnswerer(c.embedder),
+    "oracle": lambda c: OracleAnswerer(c.truths),
+}
+ANSWERER_NAMES: tuple[str, ...] = EQA_ANSWERERS
+"""The names the config accepts (``experiment.eqa.answerers``): every one above, and ``vlm``."""
+assert set(ANSWERER_NAMES) == {*ANSWERERS, "vlm"}, "embodmem.config.EQA_ANSWERERS and ANSWERERS disagree"
+
+
+def check_answerers(names: list[str]) -> None:
+    """Refuse an unknown answerer name before any work (one line)."""
+    for name in names:
+        if name not in ANSWERER_NAMES:
+            raise ValueError(f"answerer {name!r} is unknown; allowed: {', '.join(ANSWERER_NAMES)}")
+
+
+def build_answerer(name: str, context: AnswererContext) -> Answerer:
+    check_answerers([name])
+    if name == "vlm":
+        if context.vlm is None:
+            raise ValueError("answerer 'vlm' needs a VLM endpoint (agent.vlm.base_url and agent.vlm.model)")
+        return context.vlm(context.embedder)
+    return ANSWERERS[name](context)

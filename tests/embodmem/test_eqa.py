@@ -1,0 +1,349 @@
+"""Question answering from memory (embodmem.eqa): ground truth from the camera, balance, the file,
+the answerers, bad input, the run mode, and the VLM answerer end to end through a LiteLLM proxy."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+
+from embodmem.app import build_embedder, run
+from embodmem.config import ConfigError, validate
+from embodmem.envs.config import EnvConfig
+from embodmem.envs.objects import TARGET_KINDS
+from embodmem.eqa.answerers import (
+    Answer,
+    AnswererContext,
+    BlindAnswerer,
+    build_answerer,
+    check_answerers,
+)
+from embodmem.eqa.files import (
+    QUESTION_TYPES,
+    Question,
+    QuestionFileError,
+    QuestionType,
+    Tour,
+    Truth,
+    load_questions,
+    question_file,
+    question_type,
+    save_questions,
+)
+from embodmem.eqa.questions import generate
+from embodmem.eqa.run import answer_question_set
+from embodmem.eqa.scoring import InvalidAnswerCounter, score, type_scores
+from embodmem.eqa.tour import TourMismatchError, replay_tour, walk_tour
+
+
+def compose_job(overrides: list[str]):
+    with initialize_config_module("embodmem.configs", version_base="1.3"):
+        return compose("config", overrides=overrides)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return build_embedder(compose_job([]))
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return load_questions(question_file("dev"))
+
+
+def small_set(dev, tours: int = 3):
+    """The first ``tours`` tours of the shipped dev file, as a question set."""
+    import dataclasses
+
+    keep = {t.key for t in dev.tours[:tours]}
+    questions = [q for q in dev.questions if q.tour in keep]
+    truths = {q.id: dev.truths[q.id] for q in questions}
+    return dataclasses.replace(dev, tours=dev.tours[:tours], questions=questions, truths=truths)
+
+
+# ----------------------------------------------------------------------------- ground truth
+
+
+def test_truth_is_what_entered_the_camera(embedder) -> None:
+    """Seen instances were clearly visible in the frames; a kind the world holds but the camera never
+    showed is asked about with the answer "no"."""
+    tour, truth = walk_tour(EnvConfig(), 1003, 0, 60, embedder)
+    assert len(tour.actions) == 60
+    items = generate(tour, truth, random.Random(0))
+    existence = {q.kinds[0]: t.answer for q, t in items if q.type == QuestionType.existence}
+    never = [k for k in TARGET_KINDS if k not in truth.glimpsed_kinds]
+    assert never, "a 60-step tour should leave some kind unseen"
+    for kind in never:
+        assert existence[kind] == "no"  # every world holds every kind: the "no" comes from the camera
+    for kind, answer in existence.items():
+        if answer == "yes":
+            assert truth.seen_instances(kind, 2)
+    # the ground truth is the env's own per-frame visibility, over the replayed tour
+    from embodmem.eqa.tour import make_env
+
+    env = make_env(EnvConfig(), 1003)
+    env.reset(seed=0)
+    visible = set(env.visible_instances())
+    for a in tour.actions:
+        env.step(int(a))
+        visible |= set(env.visible_instances())
+    assert set(truth.seen) == visible
+
+
+def test_tours_replay_bit_for_bit_and_refuse_a_mismatch(embedder) -> None:
+    tour, _ = walk_tour(EnvConfig(), 1004, 0, 30, embedder)
+    a = [obs["image"].tobytes() for _, obs, _ in replay_tour(EnvConfig(), tour)]
+    b = [obs["image"].tobytes() for _, obs, _ in replay_tour(EnvConfig(), tour)]
+    assert a == b and len(a) == 31
+    other, _ = walk_tour(EnvConfig(), 1005, 0, 30, embedder)
+    assert other.actions != tour.actions or other.end_pose != tour.end_pose  # other worlds really differ
+    bad = Tour(tour.world_seed, tour.seed, tour.actions, (tour.end_pose[0] + 1, tour.end_pose[1], tour.end_pose[2]))
+    with pytest.raises(TourMismatchError, match=r"^tour 1004:0: the replay ended at"):
+        list(replay_tour(EnvConfig(), bad))
+
+
+# ----------------------------------------------------------------------------- balance and the file
+
+
+def test_shipped_files_are_balanced(dev) -> None:
+    """Per type and kind, every answer occurs equally often (existence, count); relation answers
+    are balanced over kinds; so the blind answerer cannot beat chance by more than noise."""
+    for qtype in (QuestionType.existence, QuestionType.count):
+        by_kind: dict[str, Counter[str]] = {}
+        for q in dev.questions:
+            if q.type == qtype:
+                by_kind.setdefault(q.kinds[0], Counter())[dev.truths[q.id].answer] += 1
+        assert by_kind
+        for kind, counts in by_kind.items():
+            assert len(set(counts.values())) == 1, (qtype, kind, counts)
+    relation = Counter(dev.truths[q.id].answer for q in dev.questions if q.type == QuestionType.relation)
+    assert len(set(relation.values())) == 1
+    test = load_questions(question_file("test"))
+    assert test.split == "test" and len(test.tours) >= 100
+    assert {t.world_seed for t in test.tours}.isdisjoint({t.world_seed for t in dev.tours})
+
+
+def test_file_round_trip_and_refusals(dev, tmp_path: Path) -> None:
+    qs = small_set(dev, 2)
+    path = save_questions(qs, tmp_path / "q.jsonl")
+    back = load_questions(path)
+    assert back.questions == qs.questions and back.truths == qs.truths and back.tours == qs.tours
+    lines = path.read_text().splitlines()
+
+    def write(name: str, new_lines: list[str]) -> Path:
+        p = tmp_path / name
+        p.write_text("\n".join(new_lines) + "\n")
+        return p
+
+    tampered = write("tampered.jsonl", [lines[0], lines[1].replace('"seed":0', '"seed":1'), *lines[2:]])
+    with pytest.raises(
+        QuestionFileError, match=r"tampered.jsonl: sha256 of the body is .*changed after it was written"
+    ):
+        load_questions(tampered)
+    header = json.loads(lines[0])
+    header["version"] = 99
+    with pytest.raises(QuestionFileError, match=r"version=99; this embodmem reads version 1"):
+        load_questions(write("version.jsonl", [json.dumps(header), *lines[1:]]))
+    # a body line with an unknown type: its checksum is recomputed, the type is refused by name
+    from embodmem.eqa.files import checksum
+
+    i = next(i for i, line in enumerate(lines) if '"type":"count"' in line or '"type":"order"' in line)
+    body = [
+        line.replace('"type":"count"', '"type":"colour"').replace('"type":"order"', '"type":"colour"')
+        if j == i
+        else line
+        for j, line in enumerate(lines)
+    ][1:]
+    header = json.loads(lines[0])
+    header["sha256"] = checksum(body)
+    with pytest.raises(QuestionFileError, match=r"line \d+: question type 'colour' is unknown; allowed: existence"):
+        load_questions(write("type.jsonl", [json.dumps(header), *body]))
+    rec = json.loads(lines[i])
+    rec["type"] = rec["type"]
+    rec["answer"] = "not-a-choice"
+    body = [json.dumps(rec, separators=(",", ":")) if j == i else line for j, line in enumerate(lines)][1:]
+    header["sha256"] = checksum(body)
+    with pytest.raises(QuestionFileError, match=r"answer 'not-a-choice' is not one of the choices"):
+        load_questions(write("answer.jsonl", [json.dumps(header), *body]))
+    with pytest.raises(ValueError, match=r"^question type 'size' is unknown; allowed: "):
+        question_type("size")
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_unknown_answerer_is_refused_in_one_line(dev, embedder) -> None:
+    with pytest.raises(ValueError, match=r"^answerer 'psychic' is unknown; allowed: blind, textlog"):
+        check_answerers(["blind", "psychic"])
+    with pytest.raises(ConfigError, match=r"^experiment.eqa.answerers: 'psychic' is not allowed; allowed: blind"):
+        validate(compose_job(["experiment=eqa", "experiment.eqa.answerers=[psychic]"]))
+    with pytest.raises(ValueError, match=r"answerer 'vlm' needs a VLM endpoint"):
+        build_answerer("vlm", AnswererContext(embedder, dev, dev.truths))
+
+
+def test_answer_outside_the_choices_is_scored_wrong_and_counted(caplog) -> None:
+    q = Question("t:existence:0", "t", QuestionType.existence, "Did you see oil drums?", ("barrel",), ("yes", "no"))
+    counter = InvalidAnswerCounter()
+    with caplog.at_level(logging.WARNING, logger="embodmem.eqa"):
+        for reply in ("maybe", "perhaps", "yes"):
+            counter.add(score("x", q, Truth("yes"), Answer(choice=reply), 5.0), q)
+    assert counter.counts == {"x": 2}
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["answerer x gave 'maybe' to question t:existence:0 (allowed: yes, no): scored wrong and counted"]
+    where = Question("t:where:0", "t", QuestionType.where, "Point to ...", ("barrel",))
+    r = score("x", where, Truth(cells=((3, 4), (4, 4))), Answer(point=(4.0, 7.0)), 5.0)
+    assert r.valid and r.error_cells == 3.0 and r.error_m == 15.0 and not r.correct
+
+
+# ----------------------------------------------------------------------------- answerers
+
+
+def test_answerers_on_dev_tours(dev, embedder) -> None:
+    """Oracle perfect; memory answerers far above the blind one; same input, same records."""
+    qs = small_set(dev, 4)
+    names = ["blind", "textlog", "frame_memory", "keep_everything", "oracle"]
+    ctx = AnswererContext(embedder, dev, qs.truths)
+    first = answer_question_set(qs, [build_answerer(n, ctx) for n in names])
+    again = answer_question_set(qs, [build_answerer(n, ctx) for n in names])
+    assert first.records == again.records
+    acc = Counter()
+    n = Counter()
+    for r in first.records:
+        acc[r.answerer] += r.correct
+        n[r.answerer] += 1
+    assert acc["oracle"] == n["oracle"] == len(qs.questions)
+    assert acc["frame_memory"] / n["frame_memory"] >= 0.75
+    assert acc["frame_memory"] > acc["blind"] + 0.3 * n["blind"]
+    scores = type_scores(first.records, {q.id: q for q in qs.questions}, qs.truths, qs.env.size)
+    assert {s.type for s in scores} <= set(QUESTION_TYPES)
+
+
+def test_blind_uses_the_prior_only(dev) -> None:
+    blind = BlindAnswerer(dev)
+    q = Question("a", "t", QuestionType.existence, "Did you see oil drums?", ("barrel",), ("yes", "no"))
+    assert blind.answer(q).choice in ("yes", "no")
+    where = Question("b", "t", QuestionType.where, "Point", ("barrel",))
+    assert blind.answer(where).point == (16.0, 16.0)
+
+
+# ----------------------------------------------------------------------------- run mode
+
+
+def test_run_mode_writes_records_with_type_and_answerer(tmp_path: Path, capsys) -> None:
+    cfg = compose_job(["experiment=eqa", "experiment.eqa.tours=2", "logger.progress=false"])
+    records = run(cfg, tmp_path)
+    assert records and {"type", "answerer", "correct", "valid"} <= set(records[0])
+    lines = (tmp_path / "eqa.jsonl").read_text().splitlines()
+    assert len(lines) == len(records)
+    assert "| answerer | existence" in (tmp_path / "eqa.md").read_text()
+    assert "Question answering from memory" in capsys.readouterr().out
+
+
+def test_run_mode_refuses_a_bad_file_before_work(tmp_path: Path, dev) -> None:
+    path = save_questions(small_set(dev, 1), tmp_path / "q.jsonl")
+    path.write_text(path.read_text().replace('"yes"', '"no"', 1))
+    cfg = compose_job(["experiment=eqa", f"experiment.eqa.questions={path}", "logger.progress=false"])
+    with pytest.raises(ConfigError, match=r"^experiment.eqa.questions: .*q.jsonl: sha256 of the body"):
+        run(cfg, tmp_path / "out")
+    assert not (tmp_path / "out" / "eqa.jsonl").exists()
+    cfg = compose_job(["experiment=eqa", "experiment.eqa.prior=test", "logger.progress=false"])
+    with pytest.raises(ConfigError, match=r"^experiment.eqa.prior: 'test' is not allowed"):
+        run(cfg, tmp_path / "out2")
+
+
+# ----------------------------------------------------------------------------- the VLM answerer, end to end
+
+GATEWAY_KEY_ENV = "EMBODMEM_TEST_GATEWAY_KEY"
+EQA_MODELS = {"eqa-yes": '{"answer": "yes"}', "eqa-junk": "I think I saw a ship, near the rocks."}
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    import os
+
+    from tests.agents.litellm_proxy import LiteLLMProxy, missing_extra
+
+    why = missing_extra()
+    if why is not None:
+        if os.environ.get("EMBODMEM_REQUIRE_GATEWAY") == "1":  # .ci/run: never a silent skip
+            raise RuntimeError(f"EMBODMEM_REQUIRE_GATEWAY=1 but the LiteLLM proxy cannot run: {why}")
+        pytest.skip(f"LiteLLM proxy: {why}")
+    with LiteLLMProxy(tmp_path_factory.mktemp("litellm"), extra_models=EQA_MODELS) as p:
+        yield p
+
+
+def vlm_overrides(proxy, model: str, *extra: str) -> list[str]:
+    return [
+        "experiment=eqa",
+        "experiment.eqa.tours=1",
+        "experiment.eqa.answerers=[vlm]",
+        f"agent.vlm.base_url={proxy.url}",
+        f"agent.vlm.model={model}",
+        f"agent.vlm.api_key_env={GATEWAY_KEY_ENV}",
+        "agent.vlm.max_retries=1",
+        "agent.vlm.backoff_base_s=0.01",
+        "logger.progress=false",
+        *extra,
+    ]
+
+
+def test_vlm_answerer_through_a_litellm_proxy_counts_format_errors(proxy, tmp_path: Path, monkeypatch) -> None:
+    """Retrieved frames + the question in one request through a real gateway; replies outside the
+    choices and unreadable replies are counted, not scored as answers; the cache answers a rerun."""
+    from tests.agents.litellm_proxy import MASTER_KEY
+
+    monkeypatch.setenv(GATEWAY_KEY_ENV, MASTER_KEY)
+    cache = tmp_path / "cache"
+    records = run(compose_job(vlm_overrides(proxy, "eqa-yes", f"agent.vlm.cache_dir={cache}")), tmp_path / "a")
+    types = Counter(r["type"] for r in records)
+    assert set(r["answerer"] for r in records) == {"vlm"} and len(records) >= 5
+    assert sum(r["format_error"] for r in records) == types["where"]  # {"answer": "yes"} has no x, y
+    yes_no = [r for r in records if r["type"] == "existence"]
+    assert all(r["valid"] and r["answer"] == "yes" for r in yes_no)
+    other = [r for r in records if r["type"] in ("count", "order", "relation")]
+    assert other and not any(r["valid"] or r["correct"] for r in other)  # "yes" is not one of their choices
+    report = (tmp_path / "a" / "eqa.md").read_text()
+    assert f"format_errors {types['where']}, requests {len(records)}," in report
+    assert f"vlm: {len(records) - len(yes_no)} answers outside the choices or unreadable" in report
+    again = run(compose_job(vlm_overrides(proxy, "eqa-yes", f"agent.vlm.cache_dir={cache}")), tmp_path / "b")
+    assert again == records
+    assert f"cache_hits {len(records)}" in (tmp_path / "b" / "eqa.md").read_text()
+    junk = run(compose_job(vlm_overrides(proxy, "eqa-junk", "agent.vlm.cache_dir=null")), tmp_path / "c")
+    assert all(r["format_error"] and not r["valid"] and not r["correct"] for r in junk)
+    assert f"format_errors {len(junk)}, requests {len(junk)}," in (tmp_path / "c" / "eqa.md").read_text()
+    # a server that fails (HTTP 500): the client retries (max_retries=1), each question counts as failed
+    broken = run(compose_job(vlm_overrides(proxy, "broken", "agent.vlm.cache_dir=null")), tmp_path / "d")
+    assert all(not r["valid"] and not r["correct"] for r in broken)
+    n = len(broken)
+    assert f"failed_requests {n}, requests {n}, retries {n}" in (tmp_path / "d" / "eqa.md").read_text()
+
+
+def test_vlm_request_holds_the_retrieved_frames_and_the_schema(dev, embedder) -> None:
+    """One request per question: frames (images with their step, cell and heading) and the question
+    with its choices; the schema allows exactly the choices."""
+    from embodmem.agents.vlm.backend import CallableBackend
+    from embodmem.agents.vlm.config import VLMConfig
+    from embodmem.eqa.vlm import VLMAnswerer, answer_schema, read_reply
+
+    seen = []
+
+    def model(messages):
+        seen.append(messages)
+        return '{"answer": "no"}'
+
+    qs = small_set(dev, 1)
+    answerer = VLMAnswerer(embedder, CallableBackend(model), VLMConfig(), frames=4)
+    answer_question_set(qs, [answerer])
+    assert len(seen) == len(qs.questions)
+    parts = seen[0][1]["content"]
+    assert sum(p["type"] == "image_url" for p in parts) >= 1
+    assert parts[0]["text"].startswith("Frame at step ")
+    assert qs.questions[0].text in parts[-1]["text"]
+    q = next(q for q in qs.questions if q.type == QuestionType.order)
+    assert answer_schema(q)["properties"]["answer"]["enum"] == list(q.choices)
+    assert read_reply("not json", q).format_error and read_reply('{"answer": 3}', q).choice == "3"
