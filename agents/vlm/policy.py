@@ -70,7 +70,8 @@ STAT_KEYS = (
 """Per-episode counters, reported as ``vlm_<key>``: ``calls`` = decisions asked of the model
 (cache hits included), ``invalid_replies`` = replies no action could be read from, ``format_errors``
 = replies from the server that were not one JSON object (counted even when the tolerant parser
-recovered an action), ``format_misses`` = those among them sent while JSON-schema structured output
+recovered an action), plus HTTP bodies that were no completion at all (not UTF-8, not JSON, over
+``max_reply_bytes``), ``format_misses`` = those among them sent while JSON-schema structured output
 was requested (the server or a gateway ignored it), ``failures`` = calls that got no reply after
 all retries, ``fallbacks`` = default actions taken (invalid reply or failure), ``params_dropped`` =
 request parameters dropped because the server rejected them, ``latency_s`` = seconds spent waiting,
@@ -135,7 +136,7 @@ class VLMPolicy(Agent):
         the runner reads; the harness's VLMAgent sets it to its navigator's)."""
         self.embedder = embedder
         self.memory_writer = memory_writer
-        self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
+        self.cache = ResponseCache(config.cache_dir, config.cache_max_bytes) if config.cache_dir else None
         self.prompts = PromptBuilder(config)
         self.default_choice = Choice(config.resolved_default_action())
         self.dropped_params: list[str] = []
@@ -292,7 +293,9 @@ class VLMPolicy(Agent):
         if entry is not None:
             return Completion(text=str(entry.get("text", "")), cached=True)
         completion = self.backend.complete(messages, schema)
-        self.cache.put(
+        # Only replies the client accepted get here (UTF-8, JSON, a completion, within max_reply_bytes):
+        # those are stored, unusable actions included, so a replay sees exactly what the run saw.
+        stored = self.cache.put(
             key,
             {
                 "text": completion.text,
@@ -302,6 +305,12 @@ class VLMPolicy(Agent):
                 "created": time.time(),
             },
         )
+        if stored is None and self.cache.skipped == 1:
+            log.warning(
+                "VLM: the reply cache %s reached agent.vlm.cache_max_bytes=%d; further replies are not cached",
+                self.cache.root,
+                self.config.cache_max_bytes,
+            )
         return completion
 
     def _count(self, completion: Completion) -> None:
@@ -318,6 +327,8 @@ class VLMPolicy(Agent):
         self._stats["latency_s"] += latency_s
         for outcome, n in attempts.items():
             self._stats[f"attempts_{outcome}"] += n
+        # bodies that were not a completion at all (not UTF-8, not JSON, over the size cap) are format errors too
+        self._stats["format_errors"] += attempts.get("malformed", 0) + attempts.get("oversize", 0)
 
     def _check_format(self, completion: Completion) -> None:
         """Count a server reply that is not one JSON object; say once if structured output was ignored."""
