@@ -35,6 +35,8 @@ from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import AgentName, EnvConfig, MemoryConfig, VLMConfig, part_config, register_configs, validate
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.fingerprint import check_resume, write_fingerprint
+from embodmem.metrics_record import EpisodeRecord
 from embodmem.profiling import Profiler
 from embodmem.runner import EpisodeAborted, ExperimentPlan, RunWriter, run_experiment
 
@@ -176,6 +178,9 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     validate(cfg)
     out_dir = Path(out_dir)
     plan = experiment_plan(cfg, out_dir)
+    if cfg.experiment.resume:  # the run directory must hold this very experiment (one line naming what differs)
+        check_resume(out_dir, cfg)
+    write_fingerprint(out_dir, cfg)
     if cfg.agent.name == AgentName.vlm:  # the endpoint answers, the key and the model are accepted, before any work
         from embodmem.agents.vlm_agent import check_vlm_endpoint
 
@@ -204,7 +209,8 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     )
     bar.close()
 
-    steps = sum(r["steps"] for r in writer.records if r["condition"] != "eval")
+    records = [EpisodeRecord.model_validate(r) for r in writer.records]
+    steps = sum(r.steps or 0 for r in records if r.condition != "eval")
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})
     from embodmem.report import print_report, print_table, write_summary
