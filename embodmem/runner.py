@@ -329,7 +329,7 @@ def evaluation_row(
     uses. Nothing of the evaluation reaches the agent being carried, so a run's warm and cold records
     are the same with and without evaluation rows.
     """
-    records = []
+    records: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="embodmem-eval-") as tmp:
         state = Path(tmp)
         agent.save_state(state)
