@@ -184,7 +184,7 @@ def mutations(a: Path, b: Path, rng: random.Random) -> list[tuple[str, Callable[
 
     # truncations and byte flips, not re-signed (checksums) and re-signed (the parsers)
     fixed = list(out)
-    while len(out) < MUTATIONS:
+    while len(out) < 2 * MUTATIONS:  # main() keeps the first MUTATIONS that change a byte
         logical = rng.choice(["grid.npz", "rejected_places.json", "manifest.json"])
         op = rng.choice(["truncate", "flip", "truncate re-signed", "flip re-signed"])
         if logical == "manifest.json" and op.endswith("re-signed"):
@@ -208,7 +208,7 @@ def mutations(a: Path, b: Path, rng: random.Random) -> list[tuple[str, Callable[
 
         out.append((f"{op} {logical}", edit))
     assert len(fixed) < MUTATIONS
-    return out[:MUTATIONS]
+    return out
 
 
 def _pickled(arrays: dict[str, np.ndarray]) -> bytes:
@@ -220,7 +220,15 @@ def _pickled(arrays: dict[str, np.ndarray]) -> bytes:
 # -- loading as the harness does -------------------------------------------------------------------
 
 
-def try_load(directory: Path, make_agent: Callable[[], object], env: object) -> tuple[str, str]:
+def loaded_map(agent: object) -> tuple[bytes, str]:
+    """What a load handed the agent: its grid and trail bytes and its rejected places."""
+    grid = agent.grid  # type: ignore[attr-defined]
+    arrays = b"".join(getattr(grid, n).tobytes() for n in ("free", "occupied", "evidence", "seen", "searched"))
+    rejected = repr((sorted(agent.rejected_places.items()), sorted(agent.discredited_views.items())))  # type: ignore[attr-defined]
+    return arrays + agent.trail.tobytes(), rejected  # type: ignore[attr-defined]
+
+
+def try_load(directory: Path, make_agent: Callable[[], object], env: object) -> tuple[str, str, object]:
     from embodmem.memory import MemoryLoadError
 
     agent = make_agent()
@@ -230,10 +238,19 @@ def try_load(directory: Path, make_agent: Callable[[], object], env: object) -> 
         agent.reset(obs, env.sensor_spec)  # type: ignore[attr-defined]
     except MemoryLoadError as err:
         text = str(err)
-        return ("refused" if "\n" not in text else "traceback"), text
+        return ("refused" if "\n" not in text else "traceback"), text, None
     except Exception as err:
-        return "traceback", f"{type(err).__name__}: {err}"
-    return "silent", ""
+        return "traceback", f"{type(err).__name__}: {err}", None
+    return "silent", "", loaded_map(agent)
+
+
+def tree(d: Path) -> dict[str, bytes]:
+    """Every entry of a snapshot directory: file bytes, or the link target of a symbolic link."""
+    return {
+        str(p.relative_to(d)): (f"-> {os.readlink(p)}".encode() if p.is_symlink() else p.read_bytes())
+        for p in sorted(d.rglob("*"))
+        if p.is_symlink() or p.is_file()
+    }
 
 
 # -- concurrent writers ----------------------------------------------------------------------------
@@ -311,18 +328,29 @@ def main() -> None:
             cfg = compose("config", overrides=RUN)
         embedder = build_embedder(cfg)
         env = UnderwaterEnv(world_seed=1000)
-        status, _ = try_load(a, lambda: MemoryAgent(embedder), env)
+        status, _, original = try_load(a, lambda: MemoryAgent(embedder), env)
         assert status == "silent", "the unmodified snapshot must load"
+        before = tree(a)
+        no_ops = 0
 
         outcomes: Counter[str] = Counter()
         by_kind: dict[str, Counter[str]] = {}
         examples: dict[str, str] = {}
         samples: dict[str, Path] = {}
+        done = 0
         for i, (kind, edit) in enumerate(mutations(a, b, rng)):
+            if done == MUTATIONS:
+                break
             d = tmp / "mut" / f"{i:03d}"
             shutil.copytree(a, d, symlinks=True)
             edit(d)
-            status, text = try_load(d, lambda: MemoryAgent(embedder), env)
+            if tree(d) == before:  # e.g. a swap of two identical files: not a mutation
+                no_ops += 1
+                continue
+            done += 1
+            status, text, got = try_load(d, lambda: MemoryAgent(embedder), env)
+            if status == "silent" and got == original:
+                status = "same content"  # a re-signed edit of bytes no reader uses (a zip timestamp)
             outcomes[status] += 1
             group = kind.split(" [")[0]
             by_kind.setdefault(group, Counter())[status] += 1
@@ -350,15 +378,19 @@ def main() -> None:
         "",
         f"`python benchmarks/attack_map_files.py` (seed {SEED}; two snapshots saved by `embodmem-run` on worlds 1000 and 1001).",
         "",
-        f"**{MUTATIONS} mutations: {outcomes['refused']} refused in one line, {outcomes['silent']} silent loads, "
-        f"{outcomes['traceback']} tracebacks.**",
+        f"**{MUTATIONS} mutations: {outcomes['refused']} refused in one line, {outcomes['silent']} silent loads "
+        f"of a changed map, {outcomes['traceback']} tracebacks; {outcomes['same content']} re-signed edits loaded "
+        f"the very same map (bytes no reader uses).** {no_ops} candidate edits changed no byte "
+        "(e.g. swapping two identical files) and were not counted.",
         "",
-        "| mutation | n | refused | silent | traceback | first message |",
-        "|---|---|---|---|---|---|",
+        "| mutation | n | refused | silent | same content | traceback | first message |",
+        "|---|---|---|---|---|---|---|",
     ]
     for group, c in sorted(by_kind.items()):
         msg = examples[group].replace("|", "/")
-        table.append(f"| {group} | {sum(c.values())} | {c['refused']} | {c['silent']} | {c['traceback']} | {msg} |")
+        table.append(
+            f"| {group} | {sum(c.values())} | {c['refused']} | {c['silent']} | {c['same content']} | {c['traceback']} | {msg} |"
+        )
     table += [
         "",
         "Through the CLI (`embodmem-run experiment.load_memory=<mutated copy>`), one mutation of each first word:",

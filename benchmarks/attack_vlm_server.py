@@ -47,6 +47,7 @@ BASE = [
     "agent=vlm",
     "agent.vlm.mode=high",
     "agent.vlm.model=test-vlm",
+    "agent.vlm.cache_dir=null",
     "agent.vlm.backoff_base_s=0.5",
     "agent.vlm.max_skill_steps=10",
     "experiment.tasks=[wreck,barrel,wreck]",
@@ -126,7 +127,7 @@ def main() -> None:
             end = time.monotonic()
             o = Outcome(proc.returncode, end - t0, [ln for ln in err.splitlines() if ln.strip()])
         firsts = arrivals[::2]  # two attempts per call (max_retries=1)
-        calls = [b - a for a, b in itertools.pairwise([*firsts, end])]
+        calls = [b - a for a, b in itertools.pairwise([*firsts, end])] or [float("nan")]
         bar = 2 * 2 * (1 + 1) + 1
         records = read_metrics(tmp_path / "drip" / "metrics.jsonl")
         aborted = [r for r in records if r.get("aborted")]
