@@ -127,17 +127,29 @@ def main() -> None:
             end = time.monotonic()
             o = Outcome(proc.returncode, end - t0, [ln for ln in err.splitlines() if ln.strip()])
         firsts = arrivals[::2]  # two attempts per call (max_retries=1)
-        calls = [b - a for a, b in itertools.pairwise([*firsts, end])] or [float("nan")]
+        gaps = [b - a for a, b in itertools.pairwise(firsts)]  # from one call's start to the next (agent steps too)
         bar = 2 * 2 * (1 + 1) + 1
         records = read_metrics(tmp_path / "drip" / "metrics.jsonl")
         aborted = [r for r in records if r.get("aborted")]
+        calls = aborted[0].get("vlm_calls", 0) if aborted else 0
+        waited = aborted[0].get("vlm_latency_s", float("nan")) if aborted else float("nan")
+        errors = [ln for ln in o.stderr if ln.startswith("embodmem-run: error")]
         rows.append(
             (
                 "drip 1 byte/s (timeout_s=2, max_retries=1)",
-                f"exit {o.rc}, {o.seconds:.1f} s, {len(o.stderr)} line(s)",
-                f"{len(firsts)} calls, longest {max(calls):.1f} s (bar {bar} s, the last one up to the process end); "
-                f"aborted record: vlm_attempts_timeout={aborted[0].get('vlm_attempts_timeout') if aborted else '-'}",
-                "pass" if o.rc == 3 and len(o.stderr) == 1 and max(calls) <= bar and aborted else "FAIL",
+                f"exit {o.rc}, {o.seconds:.1f} s (model load included), {len(errors)} error line "
+                f"(+{len(o.stderr) - len(errors)} retry warnings)",
+                f"{calls} calls waited {waited:.1f} s in all (max_silent_s 9.1 s reached); call starts "
+                f"{', '.join(f'{g:.1f}' for g in gaps)} s apart (bar per call {bar} s); aborted record: "
+                f"vlm_attempts_timeout={aborted[0].get('vlm_attempts_timeout') if aborted else '-'}",
+                "pass"
+                if o.rc == 3
+                and len(errors) == 1
+                and calls
+                and waited <= bar * calls
+                and all(g <= bar for g in gaps)
+                and aborted
+                else "FAIL",
             )
         )
         print(rows[-1], "\n  ", last_line(o), flush=True)
