@@ -9,6 +9,7 @@ so launchers pickle nothing but the config.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 
@@ -257,7 +258,9 @@ def hydra_main(cfg: DictConfig) -> None:
         if failure is None:
             raise  # a bug: keep the traceback
         metrics = Path(out_dir) / "metrics.jsonl"
-        kept = len(metrics.read_text().splitlines()) if metrics.is_file() else 0
+        kept = 0
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # the line must come out whatever the disk does
+            kept = len(metrics.read_text().splitlines()) if metrics.is_file() else 0
         report(err, failure, f"{kept} record(s) so far in {metrics}", debug_requested(hydra_cfg.verbose))
         raise SystemExit(failure.code) from None
 
