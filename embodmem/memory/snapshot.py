@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from embodmem.memory.config import MemoryConfig
 from embodmem.memory.persistence import (
@@ -315,8 +315,10 @@ def read_map_snapshot(
     rpath = directory / manifest.files[REJECTED_FILE].path
     try:
         rejected = RejectedPlaces.model_validate_json(files[REJECTED_FILE])
-    except ValueError as e:
-        raise MemoryLoadError(rpath, f"not a list of rejected places ({str(e).splitlines()[-1].strip()})") from None
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "the file"
+        raise MemoryLoadError(rpath, f"not a list of rejected places (field {loc}: {err['msg']})") from None
     rows, cols = st.grid_shape or (0, 0)
     for mission, cells in rejected.places.items():
         for x, y in cells:
