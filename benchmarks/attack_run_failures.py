@@ -68,7 +68,16 @@ def main() -> None:
 
     def add(case: str, out: Path, result: tuple[int, float, list[str]]) -> None:
         rc, secs, lines = result
-        rows.append((case, rc, secs, len(lines), records(out), (lines[-1] if lines else "").replace(str(out), "<run>")))
+        rows.append(
+            (
+                case,
+                rc,
+                secs,
+                len(lines),
+                records(out),
+                (lines[-1] if lines else "").replace(str(out), "<run>").replace(str(out.parent), "<tmp>"),
+            )
+        )
         print(rows[-1], flush=True)
 
     with tempfile.TemporaryDirectory(prefix="run-failures-") as tmp_s:

@@ -295,13 +295,16 @@ class ChatClient:
     def _new_client(self) -> openai.OpenAI:
         """An OpenAI client that neither retries nor follows redirects (both are decided here)."""
         c = self.config
-        return openai.OpenAI(
+        client = openai.OpenAI(
             base_url=c.base_url,
             api_key=self._api_key,
             timeout=c.timeout_s,
             max_retries=0,
             http_client=openai.DefaultHttpxClient(timeout=c.timeout_s, follow_redirects=False),
         )
+        # the resources import lazily (0.2 s the first time): do it now, not inside an attempt's deadline
+        _ = client.chat.completions.with_streaming_response, client.models.list
+        return client
 
     def _bounded(self, work: Callable[[openai.OpenAI, threading.Event], T], deadline: float) -> T:
         """Run ``work`` in a worker thread and give up on it at ``deadline`` (monotonic seconds).

@@ -280,7 +280,7 @@ def test_a_hanging_server_ends_the_run_with_the_silence_budget(server: ChatServe
         except VLMUnavailableError:
             outcomes.append("unavailable")
     assert outcomes[-1] == "budget" and set(outcomes[:-1]) == {"unavailable"}
-    assert len(outcomes) <= 4 and client.silent_s >= 1.0  # each call waits at least 2 x 0.2 s
+    assert len(outcomes) <= 4 and client.silent_s >= 1.0 - 0.05  # the budget caps the last call (50 ms slack)
 
 
 def test_a_reply_resets_the_silence(server: ChatServer) -> None:
