@@ -267,7 +267,12 @@ def write_snapshot(
     """
     directory = Path(directory)
     with writer_lock(directory):
-        return _write_snapshot(directory, files, header, fmt)
+        try:
+            return _write_snapshot(directory, files, header, fmt)
+        except OSError as err:  # a full disk says no path: name the directory in the one-line error
+            if err.filename is None:
+                err.filename = str(directory)
+            raise
 
 
 def _write_snapshot(directory: Path, files: dict[str, bytes | Writer], header: dict[str, Any], fmt: str) -> Path:
