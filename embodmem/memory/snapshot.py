@@ -317,8 +317,9 @@ def read_map_snapshot(
         rejected = RejectedPlaces.model_validate_json(files[REJECTED_FILE])
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "the file"
-        raise MemoryLoadError(rpath, f"not a list of rejected places (field {loc}: {err['msg']})") from None
+        loc = ".".join(str(p) for p in err["loc"])
+        where = f"field {loc}: " if loc else ""
+        raise MemoryLoadError(rpath, f"not a list of rejected places ({where}{err['msg']})") from None
     rows, cols = st.grid_shape or (0, 0)
     for mission, cells in rejected.places.items():
         for x, y in cells:
