@@ -12,7 +12,6 @@ agent uses what it remembers", explains each step.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +23,17 @@ from embodmem.agents.base import MemoryCarrier, Observation, RecognitionEmbedder
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.recognizer import KindLabeller
-from embodmem.atomic import atomic_write_json, atomic_write_with
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
-from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, QueryFilter
+from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, MemoryLoadError, QueryFilter
+from embodmem.memory.persistence import writer_lock
+from embodmem.memory.snapshot import (
+    GRID_FILE,
+    RejectedPlaces,
+    companion_digest_of_memory,
+    read_map_snapshot,
+    save_map_snapshot,
+)
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,13 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         if self.trail is None or self.trail.shape != self.grid.free.shape:
             self.trail = np.zeros_like(self.grid.free)
         if self._loaded_grid is not None:
+            shape = self._loaded_grid["trail"].shape
+            if shape != self.grid.free.shape:
+                self._loaded_grid = None
+                raise MemoryLoadError(
+                    self._loaded_grid_from / GRID_FILE,
+                    f"occupancy grid of shape {shape}, but this world's map is {self.grid.free.shape} (another world size)",
+                )
             loaded = dict(self._loaded_grid)
             self.trail[:] = loaded.pop("trail")
             for name, array in loaded.items():
@@ -123,48 +136,44 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
     _GRID_ARRAYS = ("free", "occupied", "evidence", "seen", "searched")
     _loaded_grid: dict[str, np.ndarray] | None = None
+    _loaded_grid_from: Path = Path()
 
     def save_state(self, directory: Path) -> None:
-        """Memory (through its own persistence), the occupancy grid and the rejected places."""
+        """Memory (through its own persistence), then the occupancy grid and the rejected places as a
+        map snapshot pinned to it; one writer at a time (a second process is refused)."""
         directory = Path(directory)
-        self.frame_memory.save(directory / "memory")
-        self._save_map(directory)
+        with writer_lock(directory):
+            self.frame_memory.save(directory / "memory")
+            self._save_map(directory, companion_digest_of_memory(directory / "memory"))
 
     def load_state(self, directory: Path) -> None:
         directory = Path(directory)
         self.memory = AgentMemory.load(directory / "memory", expect_dim=self.frame_memory.config.dim)
-        self._load_map(directory)
+        self._load_map(directory, companion_digest_of_memory(directory / "memory"))
 
-    def _save_map(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+    def _save_map(self, directory: Path, companion_digest: str | None) -> None:
+        grid = None
         if self.grid is not None:
-            arrays = {name: getattr(self.grid, name) for name in self._GRID_ARRAYS}
-            trail = self.trail
-            assert trail is not None  # set with the grid, at the first task
-            atomic_write_with(directory / "grid.npz", lambda fh: np.savez(fh, trail=trail, **arrays))
-        rejected = {
-            "places": {mission: sorted(cells) for mission, cells in self.rejected_places.items()},
-            "views": {mission: sorted(poses) for mission, poses in self.discredited_views.items()},
-        }
-        atomic_write_json(directory / "rejected_places.json", rejected)
+            assert self.trail is not None  # set with the grid, at the first task
+            grid = {"trail": self.trail, **{name: getattr(self.grid, name) for name in self._GRID_ARRAYS}}
+        rejected = RejectedPlaces(
+            places={mission: sorted(cells) for mission, cells in self.rejected_places.items()},
+            views={mission: sorted(poses) for mission, poses in self.discredited_views.items()},
+        )
+        save_map_snapshot(directory, grid, rejected, companion_digest)
 
-    def _load_map(self, directory: Path) -> None:
-        path = directory / "rejected_places.json"
-        rejected = json.loads(path.read_text())
-        if not isinstance(rejected, dict) or set(rejected) != {"places", "views"}:
-            raise ValueError(f"{path}: expected an object with keys 'places' and 'views'")
-        self.rejected_places = {m: {(int(x), int(y)) for x, y in cells} for m, cells in rejected["places"].items()}
-        self.discredited_views = {
-            m: {(int(x), int(y), int(h)) for x, y, h in poses} for m, poses in rejected["views"].items()
+    def _load_map(self, directory: Path, companion_digest: str | None) -> None:
+        """Read the map snapshot (every check in :func:`embodmem.memory.snapshot.read_map_snapshot`);
+        the grid's shape is checked against the world's at the next task."""
+        dtypes = {
+            "trail": np.dtype(bool),
+            **{n: np.dtype(np.int16 if n == "evidence" else bool) for n in self._GRID_ARRAYS},
         }
-        grid_file = directory / "grid.npz"
-        self._loaded_grid = None
-        if grid_file.exists():
-            with np.load(grid_file) as arrays:
-                missing = [name for name in (*self._GRID_ARRAYS, "trail") if name not in arrays.files]
-                if missing:
-                    raise ValueError(f"{grid_file}: missing arrays {missing}; expected {[*self._GRID_ARRAYS, 'trail']}")
-                self._loaded_grid = {name: arrays[name].copy() for name in (*self._GRID_ARRAYS, "trail")}
+        grid, rejected = read_map_snapshot(directory, dtypes, companion_digest)
+        self.rejected_places = {m: {(x, y) for x, y in cells} for m, cells in rejected.places.items()}
+        self.discredited_views = {m: {(x, y, h) for x, y, h in poses} for m, poses in rejected.views.items()}
+        self._loaded_grid = grid
+        self._loaded_grid_from = directory
 
     def reset_memory(self) -> None:
         """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""

@@ -10,6 +10,7 @@ evidence rules (viewpoints, rejected places) and map. No image is kept.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -23,6 +24,7 @@ from embodmem.agents.recognizer import KIND_PROMPT_NAMES
 from embodmem.atomic import atomic_write_json
 from embodmem.envs.objects import KINDS, TARGET_KINDS
 from embodmem.envs.spec import SensorSpec
+from embodmem.memory.persistence import writer_lock
 
 LOG_ENTRIES = 1000
 IMPORTANT_ENTRIES = 500
@@ -102,18 +104,20 @@ class TextLogAgent(MemoryAgent):
 
     def save_state(self, directory: Path) -> None:
         directory = Path(directory)
-        atomic_write_json(
-            directory / "textlog.json",
-            {"log": [asdict(e) for e in self.log], "important": [asdict(e) for e in self.important]},
-        )
-        self._save_map(directory)
+        with writer_lock(directory):
+            path = atomic_write_json(
+                directory / "textlog.json",
+                {"log": [asdict(e) for e in self.log], "important": [asdict(e) for e in self.important]},
+            )
+            self._save_map(directory, hashlib.sha256(path.read_bytes()).hexdigest())  # the map pinned to this log
 
     def load_state(self, directory: Path) -> None:
         directory = Path(directory)
-        data = json.loads((directory / "textlog.json").read_text())
+        raw = (directory / "textlog.json").read_bytes()
+        self._load_map(directory, hashlib.sha256(raw).hexdigest())
+        data = json.loads(raw)
         self.log = deque((LogEntry(**e) for e in data["log"]), maxlen=LOG_ENTRIES)
         self.important = deque((LogEntry(**e) for e in data["important"]), maxlen=IMPORTANT_ENTRIES)
-        self._load_map(directory)
 
     def goto_node_action(self, node: int) -> int | None:
         return None

@@ -9,6 +9,7 @@ so launchers pickle nothing but the config.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 
@@ -34,6 +35,7 @@ from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_sett
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import (
     AgentName,
+    ConfigError,
     EnvConfig,
     EQAConfig,
     MemoryConfig,
@@ -44,8 +46,11 @@ from embodmem.config import (
 )
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.fingerprint import check_resume, write_fingerprint
+from embodmem.metrics_record import EpisodeRecord
+from embodmem.preflight import check_feasible
 from embodmem.profiling import Profiler
-from embodmem.runner import EpisodeAborted, ExperimentPlan, RunWriter, run_experiment
+from embodmem.runner import ExperimentPlan, RunWriter, run_experiment
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -183,15 +188,19 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
 def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records."""
     validate(cfg)
+    check_feasible(cfg)  # before any work: world seeds, poison size, the snapshot at the load path
     out_dir = Path(out_dir)
     if cfg.experiment.eqa.enabled:  # tours + questions (embodmem.eqa): no navigation episodes
         from embodmem.eqa.experiment import run_eqa
 
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         eqa, vlm = part_config("experiment.eqa", EQAConfig, cfg), part_config("agent.vlm", VLMConfig, cfg)
-        records = run_eqa(eqa, vlm, out_dir, build_embedder(cfg), progress=cfg.logger.progress)
-        return [dataclasses.asdict(r) for r in records]
+        answers = run_eqa(eqa, vlm, out_dir, build_embedder(cfg), progress=cfg.logger.progress)
+        return [dataclasses.asdict(r) for r in answers]
     plan = experiment_plan(cfg, out_dir)
+    if cfg.experiment.resume:  # the run directory must hold this very experiment (one line naming what differs)
+        check_resume(out_dir, cfg)
+    write_fingerprint(out_dir, cfg)
     if cfg.agent.name == AgentName.vlm:  # the endpoint answers, the key and the model are accepted, before any work
         from embodmem.agents.vlm_agent import check_vlm_endpoint
 
@@ -220,7 +229,8 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     )
     bar.close()
 
-    steps = sum(r["steps"] for r in writer.records if r["condition"] != "eval")
+    records = [EpisodeRecord.model_validate(r) for r in writer.records]
+    steps = sum(r.steps or 0 for r in records if r.condition != "eval")
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})
     from embodmem.report import print_report, print_table, write_summary
@@ -239,18 +249,28 @@ register_configs()
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> None:
     from embodmem.agents.vlm.backend import VLMError
+    from embodmem.failures import classify, debug_requested, report
 
-    out_dir = HydraConfig.get().runtime.output_dir
+    hydra_cfg = HydraConfig.get()
+    out_dir = hydra_cfg.runtime.output_dir
     try:
         run(cfg, out_dir)
     except VLMError as err:  # the VLM endpoint refused or failed before any work: one line, exit 2
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    except EpisodeAborted as err:  # the completed episodes and the aborted record are in metrics.jsonl
-        if not isinstance(err.__cause__, VLMError):
-            raise  # a bug, not network weather: keep the traceback
-        print(f"embodmem-run: run aborted: {err}; records so far in {Path(out_dir) / 'metrics.jsonl'}", file=sys.stderr)
-        raise SystemExit(1) from None
+    except ConfigError as err:  # bad input found before any work (resume fingerprint, up-front checks)
+        print(f"embodmem-run: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except Exception as err:  # a failure inside the run: one line, its own exit code (embodmem.failures)
+        failure = classify(err)
+        if failure is None:
+            raise  # a bug: keep the traceback
+        metrics = Path(out_dir) / "metrics.jsonl"
+        kept = 0
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # the line must come out whatever the disk does
+            kept = len(metrics.read_text().splitlines()) if metrics.is_file() else 0
+        report(err, failure, f"{kept} record(s) so far in {metrics}", debug_requested(hydra_cfg.verbose))
+        raise SystemExit(failure.code) from None
 
 
 def main() -> None:

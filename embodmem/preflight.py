@@ -111,7 +111,96 @@ def check_job(hydra: Hydra, config_name: str, overrides: list[str], mode: RunMod
     with open_dict(job):
         del job["hydra"]
     validate(job)
+    check_feasible(job)
     return cfg
+
+
+WORLD_SEED_LIMIT = 2**32
+"""World seeds must lie in [0, 2**32): the world generator and the episode log hold them as uint32."""
+POISON_MEMORY_SHARE = 0.5
+"""The false memories of ``experiment.poison_k`` may need at most this share of the available memory."""
+
+
+def available_memory_bytes() -> int:
+    """Memory the run may use: ``MemAvailable`` (Linux), else the physical memory."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def poison_bytes(cfg: DictConfig) -> int:
+    """An estimate of the bytes ``experiment.poison_k`` false memories need: at implant time the k
+    chosen frames (and a copy), their embeddings; then, kept in memory for the rest of the sequence,
+    one record per frame (vector, thumbnail, metadata) for each task after the first."""
+    k = int(cfg.experiment.poison_k)
+    image = int(cfg.env.image_size) ** 2 * 3
+    vector = int(cfg.memory.dim) * 4
+    thumbnail = int(cfg.memory.thumbnail_size) ** 2 * 3
+    exp = cfg.experiment
+    from embodmem.envs.tasks import get_sequence
+
+    names = list(exp.sequences) or [exp.sequence]
+    longest = len(exp.tasks) if exp.tasks else max(len(get_sequence(n)) for n in names)
+    tasks = max(1, longest - 1)
+    per_frame = 2 * image + 3 * vector + 3 * 8 + tasks * (vector + thumbnail + 64)
+    return k * per_frame
+
+
+def check_feasible(cfg: DictConfig) -> None:
+    """Values the types and ranges allow but the run cannot carry out; raises ConfigError (one line)
+    before any work: world seeds beyond the generator's range, a poison size that cannot fit in memory."""
+    exp = cfg.experiment
+    beyond = [int(w) for w in exp.world_seeds if int(w) >= WORLD_SEED_LIMIT]
+    if beyond:
+        raise ConfigError.bad_value(
+            "experiment.world_seeds",
+            beyond[0],
+            f"integers in [0, 2**32 - 1 = {WORLD_SEED_LIMIT - 1}] (uint32 world seeds)",
+        )
+    if int(exp.poison_k):
+        need = poison_bytes(cfg)
+        have = available_memory_bytes()
+        if need > POISON_MEMORY_SHARE * have:
+            most = int(int(exp.poison_k) * POISON_MEMORY_SHARE * have / need)
+            raise ConfigError.bad_value(
+                "experiment.poison_k",
+                int(exp.poison_k),
+                f"at most about {most} on this machine (the false memories need about {need / 2**30:.1f} GiB; "
+                f"{have / 2**30:.1f} GiB available)",
+            )
+    if exp.load_memory is not None:
+        check_load_path(Path(exp.load_memory))
+
+
+def check_load_path(path: Path) -> None:
+    """``experiment.load_memory`` must hold a snapshot that ``experiment.save_memory`` wrote (its map
+    manifest, and a memory manifest or a text log beside it), checked before the model loads.
+
+    Raises:
+        ConfigError: one line naming the key, the path and what is missing or broken.
+    """
+    from embodmem.memory.persistence import MAP_FORMAT, MemoryLoadError, read_manifest
+
+    key = "experiment.load_memory"
+    if not (path / "manifest.json").is_file():
+        hint = ""
+        worlds = sorted(p.name for p in path.glob("*/manifest.json"))[:3] if path.is_dir() else []
+        if worlds:
+            hint = f" (it holds saved worlds: {', '.join(str(Path(w).parent) for w in worlds)}; name one)"
+        raise ConfigError.bad_value(
+            key, str(path), f"a directory saved by experiment.save_memory, with its manifest.json{hint}"
+        )
+    try:
+        read_manifest(path, MAP_FORMAT)
+        if (path / "memory").exists() or not (path / "textlog.json").is_file():
+            read_manifest(path / "memory")
+    except MemoryLoadError as err:
+        raise ConfigError(f"{key}: {err}") from None
 
 
 def check_output_dir(key: str, path: str) -> None:

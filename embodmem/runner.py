@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from pydantic import ValidationError
 
 from embodmem.agents.base import Agent, MemoryCarrier
 from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
@@ -149,15 +150,33 @@ class EpisodeAborted(RuntimeError):
     """An episode stopped by an error (e.g. a VLM server that no longer answers).
 
     ``record`` is the episode's metrics record marked ``aborted`` with the reason and the agent's
-    counts so far, so the caller can keep it beside the records of the episodes that completed.
+    counts so far, so the caller can keep it beside the records of the episodes that completed;
+    ``completed`` holds records finished but not yet written when it stopped (an evaluation row's
+    earlier episodes). A resume runs an aborted episode again and replaces its record.
     """
 
-    def __init__(self, record: dict[str, Any]) -> None:
+    def __init__(self, record: dict[str, Any], completed: list[dict[str, Any]] | None = None) -> None:
+        what = f"evaluation after task {record['eval_after']}: " if record.get("eval_after") is not None else ""
         super().__init__(
-            f"task {record['task_index']} ({record['task']}) aborted after "
+            f"{what}task {record['task_index']} ({record['task']}) aborted after "
             f"{record['steps_before_abort']} steps: {record['abort_reason']}"
         )
         self.record = record
+        self.completed = list(completed or [])
+
+
+def aborted_record(
+    err: BaseException, env: UnderwaterEnv, agent: Agent, identity: dict[str, Any], eval_after: int | None = None
+) -> dict[str, Any]:
+    """The record of an episode that ``err`` stopped: the reason, the steps taken, the agent's counts."""
+    return {
+        "aborted": True,
+        "abort_reason": " ".join(f"{type(err).__name__}: {err}".split()),
+        "steps_before_abort": env.step_count,
+        **agent.episode_stats(),
+        **identity,
+        "eval_after": eval_after,
+    }
 
 
 def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
@@ -260,16 +279,7 @@ def run_sequence(
                 env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step
             )
         except Exception as err:
-            reason = " ".join(f"{type(err).__name__}: {err}".split())
-            aborted = {
-                "aborted": True,
-                "abort_reason": reason,
-                "steps_before_abort": env.step_count,
-                **agent.episode_stats(),
-                **sequence_record(spec, run_id, agent, i),
-                "eval_after": None,
-            }
-            raise EpisodeAborted(aborted) from err
+            raise EpisodeAborted(aborted_record(err, env, agent, sequence_record(spec, run_id, agent, i))) from err
         mem_stats = agent.memory.stats() if agent.memory is not None else {}
         finish_record(
             result,
@@ -319,7 +329,7 @@ def evaluation_row(
     uses. Nothing of the evaluation reaches the agent being carried, so a run's warm and cold records
     are the same with and without evaluation rows.
     """
-    records = []
+    records: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="embodmem-eval-") as tmp:
         state = Path(tmp)
         agent.save_state(state)
@@ -334,7 +344,11 @@ def evaluation_row(
             options = reset_options(eval_spec, j)
             if options.get("start") == "continue":
                 options["start"] = "fixed0"  # no previous episode to continue from
-            result = run_episode(env, evaluator, options, episode_seed(spec.world_seed, spec.seed, j))
+            try:
+                result = run_episode(env, evaluator, options, episode_seed(spec.world_seed, spec.seed, j))
+            except Exception as err:
+                identity = sequence_record(eval_spec, run_id, evaluator, j)
+                raise EpisodeAborted(aborted_record(err, env, evaluator, identity, after), records) from err
             finish_record(result, sequence_record(eval_spec, run_id, evaluator, j), eval_after=after)
             records.append(result.record)
     return records
@@ -367,11 +381,31 @@ def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
+def read_records(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """:func:`read_metrics`, each record checked against the one record schema (what resume reads).
+
+    Raises:
+        ValueError: one line naming the file, the line and the field the schema refuses.
+    """
+    records = read_metrics(path, repair)
+    for i, record in enumerate(records):
+        try:
+            EpisodeRecord.model_validate(record)
+        except ValidationError as err:
+            first = err.errors(include_url=False)[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "record"
+            raise ValueError(
+                f"{path}: record {i + 1} field {loc}: {first['msg']}; fix or remove that line to resume"
+            ) from None
+    return records
+
+
 class RunWriter:
     """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs.
 
-    With ``resume``, the records already in metrics.jsonl are kept and episodes with their
-    :func:`episode_key` are not written again.
+    With ``resume``, the records already in metrics.jsonl (read through the record schema) are kept
+    and episodes with their :func:`episode_key` are not written again, except aborted ones: those are
+    run again, and the new record replaces the aborted one in the file.
     """
 
     def __init__(
@@ -384,7 +418,10 @@ class RunWriter:
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.episode_logs = episode_logs
         self.resume = resume
-        self.records: list[dict[str, Any]] = read_metrics(self.metrics_path, repair=True) if resume else []
+        saved = read_records(self.metrics_path, repair=True) if resume else []
+        self.aborted = {episode_key(r): r for r in saved if r.get("aborted")}
+        """Aborted records in the file, by episode key: replaced when their episode is written again."""
+        self.records: list[dict[str, Any]] = [r for r in saved if not r.get("aborted")]
         self.done = {episode_key(r) for r in self.records}
 
     def write(self, result: EpisodeResult) -> None:
@@ -397,15 +434,33 @@ class RunWriter:
             path = self.out_dir / "episodes" / f"{name}.json"
             write_log(path, {**result.log, "env": self.env_kwargs, "record": record})
             record["episode_log"] = str(path.relative_to(self.out_dir))
-        atomic_append_jsonl(self.metrics_path, [record])
-        self.records.append(record)
+        self._append([record])
 
     def write_records(self, records: list[dict[str, Any]]) -> None:
         records = [r for r in records if episode_key(r) not in self.done]
         for record in records:
             EpisodeRecord.model_validate(record)
-        atomic_append_jsonl(self.metrics_path, records)
-        self.records.extend(records)
+        self._append(records)
+
+    def _append(self, records: list[dict[str, Any]]) -> None:
+        """Append ``records``; when one replaces an aborted record, rewrite the file without that one."""
+        replaced = {episode_key(r) for r in records} & set(self.aborted)
+        if replaced:
+            kept = [r for r in read_metrics(self.metrics_path) if not (r.get("aborted") and episode_key(r) in replaced)]
+            atomic_write_bytes(
+                self.metrics_path,
+                b"".join((json.dumps(r) + "\n").encode() for r in [*kept, *records]),
+            )
+            for key in replaced:
+                del self.aborted[key]
+        elif records:
+            atomic_append_jsonl(self.metrics_path, records)
+        for record in records:
+            if record.get("aborted"):
+                self.aborted[episode_key(record)] = record
+            else:
+                self.records.append(record)
+                self.done.add(episode_key(record))
 
 
 @dataclass
@@ -529,11 +584,11 @@ def run_experiment(
                     if evaluate:
                         write_eval_row(result.record["task_index"])
 
-                if evaluate:
-                    write_eval_row(0)
                 if recorder is not None:
                     recorder.bind(env, agent)
                 try:
+                    if evaluate:
+                        write_eval_row(0)
                     run_sequence(
                         env,
                         agent,
@@ -545,7 +600,7 @@ def run_experiment(
                         recorder.step if recorder is not None else None,
                     )
                 except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
-                    writer.write_records([aborted.record])
+                    writer.write_records([*aborted.completed, aborted.record])
                     raise
                 if carrier is not None and condition == "warm" and plan.save_memory_dir is not None:
                     carrier.save_state(

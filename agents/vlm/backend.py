@@ -21,11 +21,13 @@ Messages = list[dict[str, Any]]
 """OpenAI chat messages; user content is a list of ``text`` / ``image_url`` parts."""
 
 
-ATTEMPT_OUTCOMES = ("ok", "5xx", "429", "timeout", "connection", "malformed")
+ATTEMPT_OUTCOMES = ("ok", "5xx", "429", "timeout", "connection", "malformed", "oversize", "redirect")
 """How one HTTP attempt ended; counted per episode as ``vlm_attempts_<outcome>``. ``ok``: a usable
 reply; ``5xx`` (and 408/409): a server error that was retried; ``429``: rate limited; ``timeout``: no
-answer within the attempt's time; ``connection``: refused or dropped; ``malformed``: a 200 whose body
-is not a completion."""
+answer within the attempt's wall-clock time (however slowly the server sent); ``connection``: refused
+or dropped; ``malformed``: a 200 whose body is not a completion (not UTF-8, not JSON, no choices);
+``oversize``: a body over ``max_reply_bytes`` (``malformed`` and ``oversize`` also count as format
+errors); ``redirect``: a 3xx, refused, not followed."""
 
 
 class VLMError(RuntimeError):

@@ -4,7 +4,9 @@ Why: a VLM call costs seconds and money, and a replay of a logged episode must s
 the original run saw. The key is the sha256 of the request serialised canonically (sorted keys, no
 whitespace): model identity, sampling settings, seed, the messages with their image data URLs (so the
 image bytes are in the key) and the output schema. Each entry is one small JSON file, written
-atomically, so parallel sweep jobs can share a cache directory without locks.
+atomically, so parallel sweep jobs can share a cache directory without locks. The cache holds at most
+``max_bytes`` on disk (counted once at start, then per entry written): past it, new entries are not
+stored and counted in ``skipped``, so a server sending huge replies cannot fill the disk.
 
 Example:
     >>> import tempfile
@@ -15,12 +17,16 @@ Example:
     >>> _ = cache.put(key, {"text": "hello"})
     >>> cache.get(key)["text"], cache.hits
     ('hello', 1)
+    >>> small = ResponseCache(tempfile.mkdtemp(), max_bytes=10)
+    >>> small.put(small.key({"n": 1}), {"text": "too long for ten bytes"}) is None, small.skipped
+    (True, 1)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -28,6 +34,8 @@ from typing import Any
 
 from embodmem.agents.vlm.backend import ChatBackend, Completion, Messages
 from embodmem.atomic import atomic_write_json
+
+log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 1
 """Bumped when the key recipe or the entry layout changes, so old entries are never misread."""
@@ -44,13 +52,18 @@ class ResponseCache:
     Attributes:
         hits: lookups answered from disk.
         misses: lookups that found nothing (or an unreadable entry).
+        skipped: entries not stored because the cache had reached ``max_bytes``.
+        bytes: bytes the cache's entries hold on disk.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], max_bytes: int | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
         self.hits = 0
         self.misses = 0
+        self.skipped = 0
+        self.bytes = sum(p.stat().st_size for p in self.root.glob("*/*.json")) if max_bytes is not None else 0
 
     @staticmethod
     def key(request: dict[str, Any]) -> str:
@@ -75,9 +88,15 @@ class ResponseCache:
         self.hits += 1
         return entry
 
-    def put(self, key: str, entry: dict[str, Any]) -> Path:
-        """Store ``entry`` (JSON-serialisable) for ``key``, atomically."""
-        return atomic_write_json(self.path(key), {**entry, "key": key}, indent=None)
+    def put(self, key: str, entry: dict[str, Any]) -> Path | None:
+        """Store ``entry`` (JSON-serialisable) for ``key``, atomically; ``None`` when over ``max_bytes``."""
+        data = {**entry, "key": key}
+        size = len(canonical_json(data).encode("utf-8")) + 1
+        if self.max_bytes is not None and self.bytes + size > self.max_bytes:
+            self.skipped += 1
+            return None
+        self.bytes += size
+        return atomic_write_json(self.path(key), data, indent=None)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*.json"))
@@ -95,7 +114,9 @@ def cached_complete(
     if entry is not None:
         return Completion(text=str(entry.get("text", "")), cached=True)
     completion = backend.complete(messages, schema)
-    cache.put(
+    # Only replies the client accepted get here (UTF-8, JSON, a completion, within max_reply_bytes):
+    # those are stored, unusable actions included, so a replay sees exactly what the run saw.
+    stored = cache.put(
         key,
         {
             "text": completion.text,
@@ -105,4 +126,10 @@ def cached_complete(
             "created": time.time(),
         },
     )
+    if stored is None and cache.skipped == 1:
+        log.warning(
+            "VLM: the reply cache %s reached its byte bound (agent.vlm.cache_max_bytes=%d); further replies are not cached",
+            cache.root,
+            cache.max_bytes,
+        )
     return completion

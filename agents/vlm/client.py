@@ -17,6 +17,15 @@ Every attempt is timed and counted by outcome (:data:`embodmem.agents.vlm.backen
 failed ones included, and the run stops with :class:`VLMBudgetError` once its calls waited
 ``max_silent_s`` in a row without a reply or spent ``max_total_s`` in all.
 
+Deadlines hold whatever the server does. ``httpx`` timeouts act per read, so a server that drips one
+byte a second would never time out; each attempt therefore runs in a worker thread that the call
+abandons (closing its connections) at the attempt's wall-clock deadline: ``timeout_s``, capped by the
+call deadline, which is itself capped by what is left of ``max_silent_s`` and ``max_total_s``. The
+body is read in chunks up to ``max_reply_bytes`` (more is an ``oversize`` attempt, a format error),
+decoded as strict UTF-8 and parsed as JSON (else ``malformed``). Redirects are never followed (a POST
+turned into a GET, possibly to another host): a 3xx is an ``redirect`` attempt and a one-line
+:class:`VLMRequestError` naming where it pointed.
+
 Example (needs a server):
     client = ChatClient(VLMConfig(base_url="http://localhost:8000/v1", model="Qwen/Qwen2.5-VL-7B-Instruct"))
     completion = client.complete([{"role": "user", "content": "Say hi"}])
@@ -24,18 +33,21 @@ Example (needs a server):
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import functools
 import json
 import logging
 import math
 import os
 import random
 import re
+import threading
 import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import openai
@@ -109,8 +121,19 @@ HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "openai")
 ENDPOINT_CHECK_TIMEOUT_S = 10.0
 
 
+T = TypeVar("T")
+
+
 class MalformedResponseError(ValueError):
-    """A 200 response that is not a usable completion (no choices); retried like a 5xx."""
+    """A 200 response that is not a usable completion (no choices, not UTF-8, not JSON); retried like a 5xx."""
+
+
+class ReplyTooLargeError(ValueError):
+    """A reply body longer than ``VLMConfig.max_reply_bytes``; counted as ``oversize`` (a format error)."""
+
+
+class AttemptDeadlineError(TimeoutError):
+    """An attempt that had no complete reply at its wall-clock deadline (the server was silent or slow)."""
 
 
 def resolve_api_key(api_key_env: str | None, base_url: str) -> str:
@@ -256,12 +279,8 @@ class ChatClient:
         self._sleep = sleep
         self._rng = random.Random(config.seed)
         quiet_http_logs()
-        self._client = openai.OpenAI(
-            base_url=config.base_url,
-            api_key=resolve_api_key(config.api_key_env, config.base_url),
-            timeout=config.timeout_s,
-            max_retries=0,
-        )
+        self._api_key = resolve_api_key(config.api_key_env, config.base_url)
+        self._client = self._new_client()
         self.calls = 0
         self.requests = 0
         self.retries = 0
@@ -272,6 +291,56 @@ class ChatClient:
         self.silent_s = 0.0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+
+    def _new_client(self) -> openai.OpenAI:
+        """An OpenAI client that neither retries nor follows redirects (both are decided here)."""
+        c = self.config
+        client = openai.OpenAI(
+            base_url=c.base_url,
+            api_key=self._api_key,
+            timeout=c.timeout_s,
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(timeout=c.timeout_s, follow_redirects=False),
+        )
+        # the resources import lazily (0.2 s the first time): do it now, not inside an attempt's deadline
+        _ = client.chat.completions.with_streaming_response, client.models.list
+        return client
+
+    def _bounded(self, work: Callable[[openai.OpenAI, threading.Event], T], deadline: float) -> T:
+        """Run ``work`` in a worker thread and give up on it at ``deadline`` (monotonic seconds).
+
+        Why a thread: socket timeouts act per read, so a server that keeps sending a byte now and then
+        is never cut by them. At the deadline the worker's client is closed (its connections drop, so
+        the worker ends at its next read) and replaced; ``cancel`` tells the worker to stop reading.
+
+        Raises:
+            AttemptDeadlineError: no result by ``deadline``; whatever ``work`` raised otherwise.
+        """
+        client = self._client
+        cancel = threading.Event()
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = work(client, cancel)
+            except BaseException as err:  # handed to the caller's thread
+                box["error"] = err
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=run, name="embodmem-vlm-attempt", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        if not done.wait(max(0.0, deadline - started)):
+            cancel.set()
+            self._client = self._new_client()
+            with contextlib.suppress(Exception):  # closing a client another thread uses may race; it is abandoned
+                client.close()
+            raise AttemptDeadlineError(f"no complete reply after {time.monotonic() - started:.1f} s (wall clock)")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     @property
     def structured_supported(self) -> bool:
@@ -314,10 +383,20 @@ class ChatClient:
             VLMAuthError / VLMModelError / VLMRequestError: refused key, unknown model, other refusal.
         """
         c = self.config
+        limit = min(timeout_s, c.timeout_s)
         try:
-            page = self._client.with_options(timeout=min(timeout_s, c.timeout_s)).models.list()
+            page = self._bounded(
+                lambda client, _cancel: client.with_options(timeout=limit).models.list(), time.monotonic() + limit
+            )
             ids = [m.id for m in page.data]
+        except AttemptDeadlineError as err:
+            raise VLMUnavailableError(
+                f"VLM server {c.base_url} did not answer GET /models within {limit:g} s ({err}); is it running? "
+                "(agent.vlm.base_url)"
+            ) from None
         except openai.APIStatusError as err:
+            if 300 <= err.status_code < 400:
+                raise self._redirect_error(err, "GET /models") from None
             if err.status_code in (404, 405, 501) and classify_refusal(0, _error_text(err)) is None:
                 return []
             if err.status_code >= 500 or err.status_code in _RETRYABLE_STATUS:
@@ -362,20 +441,29 @@ class ChatClient:
         self._check_budget()
         self.calls += 1
         start = time.monotonic()
-        deadline = start + c.resolved_call_deadline_s()
+        deadline, bound_by = self._call_deadline(start)
         attempts: Counter[str] = Counter()
         dropped: list[str] = []
         retries = 0
         while True:
             structured = schema is not None and self.structured_supported
             request = self._request(messages, schema if structured else None)
-            timeout = max(0.05, min(c.timeout_s, deadline - time.monotonic()))
+            attempt_deadline = min(deadline, time.monotonic() + c.timeout_s)
+            timeout = max(0.05, attempt_deadline - time.monotonic())
             wait: float | None = None
             try:
                 self.requests += 1
-                response = self._client.chat.completions.create(**request, timeout=timeout)
-                text, usage = self._read(response)
+                text, usage = self._bounded(
+                    functools.partial(self._send, request=request, timeout=timeout), attempt_deadline
+                )
             except openai.APIStatusError as err:
+                if 300 <= err.status_code < 400:
+                    attempts["redirect"] += 1
+                    self.attempts["redirect"] += 1
+                    self.failures += 1
+                    refusal = self._redirect_error(err, "the request")
+                    refusal.latency_s, refusal.attempts = self._spent(start, answered=False), dict(attempts)
+                    raise refusal from None
                 names = unsupported_params(err.status_code, _error_text(err), request)
                 if names:
                     self._drop(names, err)
@@ -390,10 +478,12 @@ class ChatClient:
                 outcome = "429" if err.status_code == 429 else "5xx"
                 wait = retry_after_s(err.response.headers) if err.response is not None else None
                 error: Exception = err
-            except openai.APITimeoutError as err:
+            except (openai.APITimeoutError, AttemptDeadlineError) as err:
                 outcome, error = "timeout", err
             except openai.APIConnectionError as err:
                 outcome, error = "connection", err
+            except ReplyTooLargeError as err:
+                outcome, error = "oversize", err
             except (openai.APIResponseValidationError, json.JSONDecodeError, MalformedResponseError) as err:
                 outcome, error = "malformed", err  # JSONDecodeError: a 200 with a non-JSON body
             else:
@@ -419,17 +509,15 @@ class ChatClient:
                 why = f"after {retries + 1} attempt(s)"
             elif time.monotonic() + delay >= deadline:
                 retry_after = f", Retry-After {wait:g} s" if wait is not None else ""
-                why = f"within the call deadline of {c.resolved_call_deadline_s():g} s ({retries + 1} attempt(s){retry_after})"
+                why = f"within the {bound_by} ({retries + 1} attempt(s){retry_after})"
             if why is not None:
                 self.failures += 1
                 latency = self._spent(start, answered=False)
                 last = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
-                if self.silent_s >= c.resolved_max_silent_s():
+                budget = self._budget_spent()
+                if budget is not None:
                     raise VLMBudgetError(
-                        f"VLM server {c.base_url} gave no reply for {self.silent_s:.0f} s of calls in a row "
-                        f"(agent.vlm.max_silent_s={c.resolved_max_silent_s():g}); last error: {last[:160]}",
-                        latency_s=latency,
-                        attempts=dict(attempts),
+                        f"{budget}; last error: {last[:160]}", latency_s=latency, attempts=dict(attempts)
                     ) from error
                 raise VLMUnavailableError(
                     f"{c.base_url} gave no usable reply {why}; last error: {last}",
@@ -453,7 +541,68 @@ class ChatClient:
             )
             self._sleep(delay)
 
+    def _call_deadline(self, start: float) -> tuple[float, str]:
+        """When a call starting at ``start`` must end, and which limit sets it: the call deadline, or what
+        is left of ``max_silent_s`` (seconds in a row without a reply) or ``max_total_s``."""
+        c = self.config
+        limits = [
+            (start + c.resolved_call_deadline_s(), f"call deadline of {c.resolved_call_deadline_s():g} s"),
+            (
+                start + c.resolved_max_silent_s() - self.silent_s,
+                f"agent.vlm.max_silent_s={c.resolved_max_silent_s():g}",
+            ),
+        ]
+        if c.max_total_s is not None:
+            limits.append((start + c.max_total_s - self.waited_s, f"agent.vlm.max_total_s={c.max_total_s:g}"))
+        return min(limits)
+
+    def _budget_spent(self) -> str | None:
+        """The one-line reason the run's waiting budget is spent, or ``None`` while it lasts."""
+        c = self.config
+        slack = 0.05  # a call cut at a budget's deadline ends a few ms past it
+        if self.silent_s + slack >= c.resolved_max_silent_s():
+            return (
+                f"VLM server {c.base_url} gave no reply for {self.silent_s:.1f} s of calls in a row "
+                f"(agent.vlm.max_silent_s={c.resolved_max_silent_s():g})"
+            )
+        if c.max_total_s is not None and self.waited_s + slack >= c.max_total_s:
+            return (
+                f"the run spent its VLM budget: {self.waited_s:.1f} s waited on {c.base_url} "
+                f"(agent.vlm.max_total_s={c.max_total_s:g}) after {self.calls} calls"
+            )
+        return None
+
+    def _send(
+        self, client: openai.OpenAI, cancel: threading.Event, *, request: dict[str, Any], timeout: float
+    ) -> tuple[str, tuple[int, int]]:
+        """One HTTP attempt (in the worker thread): the body read in chunks up to the size cap, then checked."""
+        cap = self.config.max_reply_bytes
+        with client.chat.completions.with_streaming_response.create(**request, timeout=timeout) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise ReplyTooLargeError(
+                    f"the server announced a {int(declared)}-byte reply, over agent.vlm.max_reply_bytes={cap}"
+                )
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                if cancel.is_set():
+                    raise AttemptDeadlineError("abandoned at the deadline")
+                size += len(chunk)
+                if size > cap:
+                    raise ReplyTooLargeError(f"the reply passed agent.vlm.max_reply_bytes={cap} bytes")
+                chunks.append(chunk)
+        return self._read_body(b"".join(chunks))
+
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _redirect_error(self, err: openai.APIStatusError, what: str) -> VLMRequestError:
+        where = err.response.headers.get("location", "?") if err.response is not None else "?"
+        return VLMRequestError(
+            f"VLM server {self.config.base_url} answered {what} with HTTP {err.status_code}, a redirect to "
+            f"{' '.join(where.split())[:200]}; redirects are not followed (a POST would become a GET, perhaps to "
+            "another host): set agent.vlm.base_url to the final URL"
+        )
 
     def _drop(self, names: list[str], err: openai.APIStatusError) -> None:
         for name in names:
@@ -492,12 +641,9 @@ class ChatClient:
         return latency
 
     def _check_budget(self) -> None:
-        limit = self.config.max_total_s
-        if limit is not None and self.waited_s >= limit:
-            raise VLMBudgetError(
-                f"the run spent its VLM budget: {self.waited_s:.0f} s waited on {self.config.base_url} "
-                f"(agent.vlm.max_total_s={limit:g}) after {self.calls} calls"
-            )
+        reason = self._budget_spent()
+        if reason is not None:
+            raise VLMBudgetError(reason)
 
     def _request(self, messages: Messages, schema: dict[str, Any] | None) -> dict[str, Any]:
         c = self.config
@@ -523,15 +669,29 @@ class ChatClient:
         return kwargs
 
     @staticmethod
-    def _read(response: Any) -> tuple[str, tuple[int, int]]:
-        """Content and (prompt, completion) tokens; a response without choices is malformed."""
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise MalformedResponseError(f"response has no choices: {str(response)[:200]}")
-        text = choices[0].message.content or ""
-        usage = getattr(response, "usage", None)
-        tokens = (int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
-        return text, tokens
+    def _read_body(raw: bytes) -> tuple[str, tuple[int, int]]:
+        """Content and (prompt, completion) tokens of a completion body; anything else is malformed."""
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            raise MalformedResponseError(f"the reply is not valid UTF-8 ({err})") from None
+        except json.JSONDecodeError as err:
+            raise MalformedResponseError(f"the reply is not JSON ({err}): {raw[:80]!r}") from None
+        choices = body.get("choices") if isinstance(body, dict) else None
+        message = (
+            choices[0].get("message")
+            if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            else None
+        )
+        if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
+            raise MalformedResponseError(f"response has no choices[0].message.content: {raw[:200]!r}")
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+
+        def tokens(name: str) -> int:
+            value = usage.get(name)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+        return message.get("content") or "", (tokens("prompt_tokens"), tokens("completion_tokens"))
 
     def close(self) -> None:
         """Close the underlying HTTP connection pool."""
@@ -541,6 +701,9 @@ class ChatClient:
 def _outcome_text(outcome: str, error: Exception) -> str:
     if isinstance(error, openai.APIStatusError):
         return f"HTTP {error.status_code}"
-    return {"timeout": "timed out", "connection": "connection failed", "malformed": "unreadable reply"}.get(
-        outcome, outcome
-    )
+    return {
+        "timeout": "timed out",
+        "connection": "connection failed",
+        "malformed": "unreadable reply",
+        "oversize": "reply over max_reply_bytes",
+    }.get(outcome, outcome)

@@ -66,6 +66,10 @@ class VLMConfig:
     """Budget of the whole run's waiting on the model (all calls, answered or not); the run stops
     with one line when it is spent. ``None``: no budget."""
 
+    max_reply_bytes: int = 4 * 2**20
+    """Largest reply body read (bytes); a longer one is cut off, counted as an ``oversize`` attempt and
+    a format error, and retried like an unreadable reply. A chat completion is a few kB."""
+
     check_endpoint: bool = True
     """Before any work, list the server's models (short timeout): an unreachable server, a refused
     key or a model the server does not list stops the run at once with one line."""
@@ -147,6 +151,11 @@ class VLMConfig:
     cache_dir: str | None = None
     """Directory of the reply cache (one JSON file per request hash); a re-run or replay then makes no
     request. ``None`` disables the cache."""
+
+    cache_max_bytes: int = 256 * 2**20
+    """Upper bound of the reply cache on disk (bytes); once reached, new replies are not stored (said
+    once). Only replies the client accepted are stored (UTF-8 JSON completions within
+``max_reply_bytes``), so no entry is larger than that."""
 
     system_prompt: str | None = None
     """Replace the built-in system prompt (the action list and JSON format are still appended)."""
@@ -239,6 +248,18 @@ class VLMConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, float) or not value > 0):
                 raise bad(name, "must be a number of seconds > 0, or null")
+        if (
+            not isinstance(self.max_reply_bytes, int)
+            or isinstance(self.max_reply_bytes, bool)
+            or self.max_reply_bytes < 1024
+        ):
+            raise bad("max_reply_bytes", "must be an integer >= 1024 (bytes)")
+        if (
+            not isinstance(self.cache_max_bytes, int)
+            or isinstance(self.cache_max_bytes, bool)
+            or self.cache_max_bytes < 0
+        ):
+            raise bad("cache_max_bytes", "must be an integer >= 0 (bytes)")
         if not isinstance(self.check_endpoint, bool):
             raise bad("check_endpoint", "must be true or false")
         if self.backoff_base_s < 0:

@@ -69,7 +69,8 @@ STAT_KEYS = (
 """Per-episode counters, reported as ``vlm_<key>``: ``calls`` = decisions asked of the model
 (cache hits included), ``invalid_replies`` = replies no action could be read from, ``format_errors``
 = replies from the server that were not one JSON object (counted even when the tolerant parser
-recovered an action), ``format_misses`` = those among them sent while JSON-schema structured output
+recovered an action), plus HTTP bodies that were no completion at all (not UTF-8, not JSON, over
+``max_reply_bytes``), ``format_misses`` = those among them sent while JSON-schema structured output
 was requested (the server or a gateway ignored it), ``failures`` = calls that got no reply after
 all retries, ``fallbacks`` = default actions taken (invalid reply or failure), ``params_dropped`` =
 request parameters dropped because the server rejected them, ``latency_s`` = seconds spent waiting,
@@ -134,7 +135,7 @@ class VLMPolicy(Agent):
         the runner reads; the harness's VLMAgent sets it to its navigator's)."""
         self.embedder = embedder
         self.memory_writer = memory_writer
-        self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
+        self.cache = ResponseCache(config.cache_dir, config.cache_max_bytes) if config.cache_dir else None
         self.prompts = PromptBuilder(config)
         self.default_choice = Choice(config.resolved_default_action())
         self.dropped_params: list[str] = []
@@ -300,6 +301,8 @@ class VLMPolicy(Agent):
         self._stats["latency_s"] += latency_s
         for outcome, n in attempts.items():
             self._stats[f"attempts_{outcome}"] += n
+        # bodies that were not a completion at all (not UTF-8, not JSON, over the size cap) are format errors too
+        self._stats["format_errors"] += attempts.get("malformed", 0) + attempts.get("oversize", 0)
 
     def _check_format(self, completion: Completion) -> None:
         """Count a server reply that is not one JSON object; say once if structured output was ignored."""

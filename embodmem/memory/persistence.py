@@ -8,6 +8,12 @@ deleted. A crash at any point therefore leaves a manifest that points at complet
 the old snapshot or the new one, never a mix or a partial file. Temporary files left by a crash are
 removed by the next save or load.
 
+One directory takes one writer: a save holds ``.lock`` (an exclusive ``flock``) and a second process
+saving into the same directory meanwhile is refused with a :class:`MemoryLockError` (one line), since
+each would delete the other's temporary and previous-generation files. A load removes stale
+temporary files only when it can take that lock (no save is under way). Data files and the
+manifest must be regular files: a symbolic link (a file of another snapshot) is refused.
+
 Reading checks the digest, then every manifest field's type and range (:func:`validated`); the
 memory then cross-checks the state against the arrays and the index. Any disagreement is a
 :class:`MemoryLoadError` naming the file and the field.
@@ -20,11 +26,12 @@ as a path rather than as bytes.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
@@ -33,8 +40,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from embodmem.atomic import atomic_write_bytes, atomic_write_with
 
 FORMAT = "embodmem.memory"
+MAP_FORMAT = "embodmem.map"
+"""The format of an agent's map snapshot (occupancy grid and rejected places, beside its memory)."""
 VERSION = 3
 MANIFEST = "manifest.json"
+LOCK = ".lock"
+"""The writer's lock file of a snapshot directory."""
 _DATA_RE = re.compile(r"^(?P<stem>[a-z_]+)\.(?P<gen>\d{6})\.(?P<ext>[a-z0-9]+)$")
 _TMP_RE = re.compile(r"^\.(manifest\.json|[a-z_]+\.\d{6}\.[a-z0-9]+)\..+\.tmp$")
 """Temporary files of :func:`embodmem.atomic.atomic_write_with` for the manifest or a data file."""
@@ -55,6 +66,74 @@ class MemoryLoadError(ValueError):
         super().__init__(f"{self.path}: {problem}")
 
 
+class MemoryLockError(RuntimeError):
+    """Another process is saving into the same snapshot directory; ``path`` is the directory."""
+
+    def __init__(self, path: str | os.PathLike[str], holder: str) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"{self.path}: another process{holder} is saving a snapshot into this directory; one directory "
+            "takes one writer (give each run its own experiment.save_memory directory)"
+        )
+
+
+_HELD: dict[Path, tuple[int, int]] = {}
+"""Lock files this process holds: directory -> (file descriptor, depth), so nested saves re-enter."""
+
+
+@contextlib.contextmanager
+def writer_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``directory``'s writer lock (re-entrant within this process).
+
+    Raises:
+        MemoryLockError: another process holds it.
+    """
+    key = Path(directory).resolve()
+    if key in _HELD:
+        fd, depth = _HELD[key]
+        _HELD[key] = (fd, depth + 1)
+        try:
+            yield
+        finally:
+            _HELD[key] = (fd, _HELD[key][1] - 1)
+        return
+    key.mkdir(parents=True, exist_ok=True)
+    fd = os.open(key / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        os.close(fd)
+        raise MemoryLockError(key, f" (pid {holder})" if holder.isdigit() else "") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    _HELD[key] = (fd, 1)
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        os.close(fd)  # releases the flock
+
+
+def _try_lock(directory: Path) -> contextlib.AbstractContextManager[bool]:
+    """``writer_lock`` when it can be had at once (yields True), else a no-op (yields False)."""
+
+    @contextlib.contextmanager
+    def attempt() -> Iterator[bool]:
+        try:
+            lock = writer_lock(directory)
+            lock.__enter__()
+        except (MemoryLockError, OSError):  # a writer is at work, or the directory is read-only
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.__exit__(None, None, None)
+
+    return attempt()
+
+
 class Strict(BaseModel):
     """Base of the saved-state schemas: exact JSON types, no unknown keys, no NaN or infinity."""
 
@@ -68,7 +147,7 @@ class FileEntry(Strict):
 
 
 class Manifest(Strict):
-    format: Literal["embodmem.memory"]
+    format: Literal["embodmem.memory", "embodmem.map"]
     version: Literal[3]
     generation: int = Field(ge=1, le=999_999)
     dim: int = Field(ge=1)
@@ -171,16 +250,32 @@ def _write_streamed(path: Path, write: Writer) -> tuple[int, str]:
     return seen[0].bytes, seen[0].sha.hexdigest()
 
 
-def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes | Writer], header: dict[str, Any]) -> Path:
+def write_snapshot(
+    directory: str | os.PathLike[str],
+    files: dict[str, bytes | Writer],
+    header: dict[str, Any],
+    fmt: str = FORMAT,
+) -> Path:
     """Write ``files`` (logical name like ``"index.faiss"`` -> bytes, or a :data:`Writer` that streams
-    them) and a manifest carrying ``header`` (must hold ``dim``, ``config`` and ``state``) into
-    ``directory``.
+    them) and a manifest of format ``fmt`` carrying ``header`` (must hold ``dim``, ``config`` and
+    ``state``) into ``directory``, holding its :func:`writer_lock`.
 
     Returns:
         The manifest path.
+    Raises:
+        MemoryLockError: another process is saving into ``directory``.
     """
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    with writer_lock(directory):
+        try:
+            return _write_snapshot(directory, files, header, fmt)
+        except OSError as err:  # a full disk says no path: name the directory in the one-line error
+            if err.filename is None:
+                err.filename = str(directory)
+            raise
+
+
+def _write_snapshot(directory: Path, files: dict[str, bytes | Writer], header: dict[str, Any], fmt: str) -> Path:
     remove_stale_temp_files(directory)
     gen = _current_generation(directory) + 1
     entries: dict[str, dict[str, Any]] = {}
@@ -194,7 +289,7 @@ def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes | W
             size, digest = _write_streamed(directory / name, data)
             entries[logical] = {"path": name, "bytes": size, "sha256": digest}
     _fsync_dir(directory)
-    manifest = {"format": FORMAT, "version": VERSION, "generation": gen, **header, "files": entries}
+    manifest = {"format": fmt, "version": VERSION, "generation": gen, **header, "files": entries}
     manifest["digest"] = manifest_digest(manifest)
     atomic_write_bytes(directory / MANIFEST, (json.dumps(manifest, indent=2, allow_nan=False) + "\n").encode())
     _fsync_dir(directory)
@@ -206,24 +301,29 @@ def write_snapshot(directory: str | os.PathLike[str], files: dict[str, bytes | W
     return directory / MANIFEST
 
 
-def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
-    """Read and verify a snapshot's manifest: its digest, then every field (not the data files).
+def read_manifest(directory: str | os.PathLike[str], fmt: str = FORMAT) -> Manifest:
+    """Read and verify a snapshot's manifest of format ``fmt``: its digest, then every field (not the
+    data files).
 
     Raises:
         MemoryLoadError: naming ``manifest.json`` and the field that is wrong.
     """
     directory = Path(directory)
     mpath = directory / MANIFEST
+    if mpath.is_symlink():
+        raise MemoryLoadError(mpath, "is a symbolic link; a snapshot holds only its own regular files")
     if not mpath.is_file():
         raise MemoryLoadError(mpath, "missing: no saved memory here")
-    remove_stale_temp_files(directory)
+    with _try_lock(directory) as locked:
+        if locked:
+            remove_stale_temp_files(directory)
     try:
         raw = json.loads(mpath.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MemoryLoadError(mpath, f"unreadable or truncated manifest ({e})") from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        fmt = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
-        raise MemoryLoadError(mpath, f"foreign file: field format is {fmt!r}, expected {FORMAT!r}")
+    if not isinstance(raw, dict) or raw.get("format") != fmt:
+        found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+        raise MemoryLoadError(mpath, f"foreign file: field format is {found!r}, expected {fmt!r}")
     if raw.get("version") != VERSION:
         raise MemoryLoadError(
             mpath, f"field version: unsupported format version {raw.get('version')!r} (this code reads {VERSION})"
@@ -264,6 +364,8 @@ def read_files(
                 f"field files.{logical}.path: {entry.path!r} is not the generation-{manifest.generation} {logical}",
             )
         path = directory / entry.path
+        if path.is_symlink():
+            raise MemoryLoadError(path, "is a symbolic link; a snapshot holds only its own regular files")
         if not path.is_file():
             raise MemoryLoadError(path, "missing")
         if logical in streamed:

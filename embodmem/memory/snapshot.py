@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import io
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
 import numpy as np
+from pydantic import Field, ValidationError
 
 from embodmem.memory.config import MemoryConfig
 from embodmem.memory.parts import MemoryCounters, MemoryParts
 from embodmem.memory.persistence import (
+    MAP_FORMAT,
     Manifest,
     MemoryLoadError,
     Strict,
@@ -219,3 +222,124 @@ def restore_memory(saved: SavedMemory) -> MemoryParts:
     memory.fifo.restore(fifo_vecs, fifo_metas, [int(i) for i in fifo_ids])
     memory.counters = st.counters()
     return memory
+    memory.restore_counters(
+        frames_written=st.frames_written,
+        next_id=st.next_id,
+        consolidations=st.consolidations,
+        sleeps=st.sleeps,
+        queries=st.queries,
+        segment=st.segment,
+    )
+
+
+# -- an agent's map snapshot: occupancy grid and rejected places, pinned to its memory ------------
+
+GRID_FILE = "grid.npz"
+REJECTED_FILE = "rejected_places.json"
+HEADINGS = 4
+
+
+class MapState(Strict):
+    """The JSON state of a map snapshot (its manifest's ``state``)."""
+
+    companion_digest: str | None = Field(pattern=r"^[0-9a-f]{64}$")
+    """Digest of the state saved beside the map (the memory manifest's digest, or the sha256 of a
+    text log): a map of one snapshot beside the memory of another is refused."""
+    grid_shape: tuple[int, int] | None
+    """(rows, columns) of the occupancy grid; ``None`` when none was built (no grid.npz)."""
+
+
+class RejectedPlaces(Strict):
+    """``rejected_places.json``: per mission, the cells and the views the agent found wrong."""
+
+    places: dict[str, list[tuple[int, int]]]
+    views: dict[str, list[tuple[int, int, int]]]
+
+
+def save_map_snapshot(
+    directory: str | os.PathLike[str],
+    grid: dict[str, np.ndarray] | None,
+    rejected: RejectedPlaces,
+    companion_digest: str | None,
+) -> Path:
+    """Write the grid arrays (``None``: no grid yet) and the rejected places as a checked snapshot
+    (format :data:`~embodmem.memory.persistence.MAP_FORMAT`) into ``directory``; returns the manifest."""
+    files: dict[str, bytes | Writer] = {REJECTED_FILE: rejected.model_dump_json().encode()}
+    shape = None
+    if grid is not None:
+        buf = io.BytesIO()
+        np.savez(buf, allow_pickle=False, **grid)
+        files[GRID_FILE] = buf.getvalue()
+        shape = list(next(iter(grid.values())).shape)
+    state = {"companion_digest": companion_digest, "grid_shape": shape}
+    return write_snapshot(directory, files, {"dim": 1, "config": {}, "state": state}, fmt=MAP_FORMAT)
+
+
+def read_map_snapshot(
+    directory: str | os.PathLike[str], grid_dtypes: dict[str, np.dtype], companion_digest: str | None
+) -> tuple[dict[str, np.ndarray] | None, RejectedPlaces]:
+    """Read a map snapshot, trusting nothing: the manifest, checksums, the pin to its companion
+    state, the grid's arrays (exactly ``grid_dtypes``' names and dtypes, one 2-D shape, the shape the
+    manifest states) and every rejected cell (integers inside that grid, headings 0-3).
+
+    Raises:
+        MemoryLoadError: one line naming the file and what is wrong.
+    """
+    directory = Path(directory)
+    mpath = directory / "manifest.json"
+    manifest = read_manifest(directory, MAP_FORMAT)
+    st = validated(MapState, manifest.state, mpath, "state")
+    required = (REJECTED_FILE,) if st.grid_shape is None else (GRID_FILE, REJECTED_FILE)
+    files, _ = read_files(directory, manifest, required)
+    if st.companion_digest != companion_digest:
+        raise MemoryLoadError(
+            mpath,
+            f"field state.companion_digest: {st.companion_digest} is not the state saved beside it "
+            f"({companion_digest}); the map belongs to another snapshot",
+        )
+    grid = None
+    if st.grid_shape is not None:
+        grid = _grid_arrays(files[GRID_FILE], grid_dtypes, st.grid_shape, directory / manifest.files[GRID_FILE].path)
+    rpath = directory / manifest.files[REJECTED_FILE].path
+    try:
+        rejected = RejectedPlaces.model_validate_json(files[REJECTED_FILE])
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        where = f"field {loc}: " if loc else ""
+        raise MemoryLoadError(rpath, f"not a list of rejected places ({where}{err['msg']})") from None
+    rows, cols = st.grid_shape or (0, 0)
+    for mission, cells in rejected.places.items():
+        for x, y in cells:
+            if not (0 <= x < cols and 0 <= y < rows):
+                raise MemoryLoadError(rpath, f"places[{mission!r}]: cell ({x}, {y}) is outside the {rows}x{cols} grid")
+    for mission, poses in rejected.views.items():
+        for x, y, h in poses:
+            if not (0 <= x < cols and 0 <= y < rows and 0 <= h < HEADINGS):
+                raise MemoryLoadError(
+                    rpath, f"views[{mission!r}]: pose ({x}, {y}, {h}) is outside the {rows}x{cols} grid"
+                )
+    return grid, rejected
+
+
+def _grid_arrays(data: bytes, dtypes: dict[str, np.dtype], shape: tuple[int, int], path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            if sorted(npz.files) != sorted(dtypes):
+                raise ValueError(f"holds arrays {sorted(npz.files)}, expected {sorted(dtypes)}")
+            arrays = {name: np.asarray(npz[name]) for name in dtypes}
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise MemoryLoadError(path, f"not an occupancy grid ({' '.join(str(e).split())[:200]})") from None
+    for name, array in arrays.items():
+        if array.dtype != dtypes[name] or array.shape != tuple(shape):
+            raise MemoryLoadError(
+                path, f"array {name}: {array.shape} {array.dtype}, expected {tuple(shape)} {np.dtype(dtypes[name])}"
+            )
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            raise MemoryLoadError(path, f"array {name}: holds NaN or infinity")
+    return arrays
+
+
+def companion_digest_of_memory(directory: str | os.PathLike[str]) -> str:
+    """The digest of the memory snapshot in ``directory`` (what a map saved beside it is pinned to)."""
+    return read_manifest(directory).digest

@@ -32,7 +32,11 @@ class Reply:
 
     Attributes:
         kind: ``text`` (a normal completion whose content is ``text``), ``error`` (HTTP ``status``
-            with an OpenAI-style error body), ``broken`` (HTTP 200 whose body is not JSON).
+            with an OpenAI-style error body), ``broken`` (HTTP 200 whose body is not JSON),
+            ``drip`` (a normal completion sent one byte every ``drip_s`` seconds, status line
+            included), ``huge`` (a completion whose body is ``size`` bytes, its length announced or
+            not), ``bad_utf8`` (a completion whose content holds bytes that are not UTF-8),
+            ``redirect`` (HTTP ``status`` 3xx to ``text``, the ``Location``).
         text: the assistant message content for ``text``; the error message for ``error``.
         status: HTTP status for ``error``.
         delay_s: sleep before answering (slow replies, or longer than the client's timeout).
@@ -46,6 +50,30 @@ class Reply:
     delay_s: float = 0.0
     usage: dict[str, int] | None = None
     headers: dict[str, str] | None = None
+    drip_s: float = 1.0
+    size: int = 0
+    announce_length: bool = True
+
+    @classmethod
+    def drip(cls, text: str = '{"action": "stop"}', drip_s: float = 1.0) -> Reply:
+        """A slow server: the whole response, one byte every ``drip_s`` seconds (never idle long enough
+        for a per-read timeout)."""
+        return cls("drip", text, 200, drip_s=drip_s)
+
+    @classmethod
+    def huge(cls, size: int, announce_length: bool = True) -> Reply:
+        """A completion whose JSON body is ``size`` bytes (the content padded with spaces)."""
+        return cls("huge", "", 200, size=size, announce_length=announce_length)
+
+    @classmethod
+    def bad_utf8(cls) -> Reply:
+        """A completion whose content carries bytes that are not UTF-8 (0xff 0xfe)."""
+        return cls("bad_utf8", "", 200)
+
+    @classmethod
+    def redirect(cls, location: str, status: int = 301) -> Reply:
+        """A redirect to ``location`` (e.g. another server's URL)."""
+        return cls("redirect", location, status)
 
     @classmethod
     def ok(cls, text: str, delay_s: float = 0.0, usage: dict[str, int] | None = None) -> Reply:
@@ -239,21 +267,60 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif reply.kind == "broken":
             self._send_raw(200, b'{"id": "chatcmpl-broken", "choices": [', "application/json")
+        elif reply.kind == "redirect":
+            self._send_raw(reply.status, b"", "text/plain", {"Location": reply.text})
+        elif reply.kind == "drip":
+            data = json.dumps(self._completion(body, Reply.ok(reply.text))).encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+            try:
+                for i, byte in enumerate(head.encode() + data):
+                    if i and self.owner._stopping.wait(reply.drip_s):
+                        return
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                pass  # the client gave up
+            self.close_connection = True
+        elif reply.kind == "huge":
+            payload = self._completion(body, Reply.ok(""))
+            empty = len(json.dumps(payload).encode())
+            payload["choices"][0]["message"]["content"] = " " * max(0, reply.size - empty)
+            data = json.dumps(payload).encode()
+            if reply.announce_length:
+                self._send_raw(200, data, "application/json")
+            else:  # no Content-Length: the body ends when the connection closes
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+        elif reply.kind == "bad_utf8":
+            data = (
+                json.dumps(self._completion(body, Reply.ok("@@")))
+                .encode()
+                .replace(b"@@", b'{\\"action\\": \\"st\xff\xfeop\\"}')
+            )
+            self._send_raw(200, data, "application/json")
         else:
-            payload: dict[str, Any] = {
-                "id": f"chatcmpl-{len(self.owner.requests)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", ""),
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}
-                ],
-            }
-            if reply.usage is not None:
-                usage = dict(reply.usage)
-                usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-                payload["usage"] = usage
-            self._send(200, payload)
+            self._send(200, self._completion(body, reply))
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "id": f"chatcmpl-{len(self.owner.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}],
+        }
+        if reply.usage is not None:
+            usage = dict(reply.usage)
+            usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+            payload["usage"] = usage
+        return payload
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)

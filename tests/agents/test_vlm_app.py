@@ -122,3 +122,21 @@ def test_the_cli_stops_with_one_line_for_an_unknown_model_and_no_server(tmp_path
     gone = _cli(tmp_path, f"agent.vlm.base_url={server.url}", "agent.vlm.model=test-vlm")  # server stopped
     assert gone.returncode == 2, gone.stderr
     assert gone.stderr.strip().count("\n") == 0 and "cannot be reached" in gone.stderr
+
+
+def test_an_aborted_evaluation_episode_gets_a_record_and_a_resume_replaces_it(tmp_path: Path) -> None:
+    """GEM rows run first (row 0, before the first task): a dead server aborts an evaluation episode,
+    which gets its record; a resume with a server that answers runs it again and replaces it."""
+    extra = ["experiment.gem_eval=true", "experiment.tasks=[wreck,barrel]", "env.max_steps=12"]
+    with ChatServer(max_requests=300, lifetime_s=120) as server:
+        server.respond = lambda body: Reply.http_error(500)
+        cfg = vlm_config(server.url, *extra, "agent.vlm.max_retries=0", "agent.vlm.max_consecutive_failures=1")
+        with pytest.raises(EpisodeAborted, match=r"evaluation after task 0: task 1 \(wreck\) aborted"):
+            run(cfg, tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert len(lines) == 1 and lines[0]["aborted"] and lines[0]["condition"] == "eval" and lines[0]["eval_after"] == 0
+    with ChatServer(max_requests=600, lifetime_s=300) as server:
+        server.respond = _explore_then_stop
+        records = run(vlm_config(server.url, *extra, "experiment.resume=true"), tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert not any(r.get("aborted") for r in lines) and len(lines) == len(records) == 2 + 3 * 2

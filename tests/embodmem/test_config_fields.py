@@ -85,6 +85,8 @@ VALUES: dict[str, Any] = {
     "agent.vlm.call_deadline_s": 30.0,
     "agent.vlm.max_silent_s": 60.0,
     "agent.vlm.max_total_s": 600.0,
+    "agent.vlm.max_reply_bytes": 2**20,
+    "agent.vlm.cache_max_bytes": 2**20,
     "agent.vlm.check_endpoint": False,
     "agent.vlm.backoff_base_s": 0.5,
     "agent.vlm.backoff_max_s": 10.0,
