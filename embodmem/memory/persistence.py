@@ -270,7 +270,7 @@ def write_snapshot(
         try:
             return _write_snapshot(directory, files, header, fmt)
         except OSError as err:  # a full disk says no path: name the directory in the one-line error
-            if err.filename is None:
+            if err.filename is None and err.errno is not None:  # an OSError without errno prints its text alone
                 err.filename = str(directory)
             raise
 
