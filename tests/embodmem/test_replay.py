@@ -475,7 +475,9 @@ def test_missing_or_mismatched_run_config_is_refused(tmp_path: Path, run_dir: Pa
         (
             "memory_k: 48",
             "memory_k: 2",
-            r"step 1: field retrievals\.0\.hits\.\d+\.score: the log has 0\.\d+, the agent retrieves 0\.\d+",
+            # which hit differs first (its score, or a hit the agent no longer retrieves) depends on
+            # the agent's numbers: match the field and both sides, not their formatting
+            r"step \d+: field retrievals\.\d+\.hits\.\d+(\.\w+)?: the log has .+, the agent retrieves .+",
         ),
         ("max_steps: 25", "max_steps: [", r"not a usable run config"),
         ("max_steps: 25", "max_steps: -5", r"not a usable run config: env\.max_steps: -5 is not allowed"),

@@ -421,6 +421,7 @@ def test_rgb_array_render_is_a_steady_video_frame() -> None:
 
 
 def test_record_video_wrapper_writes_a_decodable_video(tmp_path: Path) -> None:
+    pytest.importorskip("moviepy", reason="Gymnasium's RecordVideo needs moviepy: pip install -e '.[gym-video]'")
     env = UnderwaterEnv(task="wreck", render_mode="rgb_array", render_size=64, **ENV_KW)
     folder = tmp_path / "videos"  # RecordVideo warns when its folder already exists
     env = gym.wrappers.RecordVideo(env, str(folder), episode_trigger=lambda _: True, disable_logger=True)
