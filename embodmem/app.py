@@ -208,12 +208,14 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})
     from embodmem.report import print_report, print_table, write_summary
+    from embodmem.report.tables import READING_GUIDE
 
     result = write_summary(writer.records, out_dir, plots=cfg.logger.plots)
     print_report(result)
     print()
     print_table(profile, title=f"Where the time went ({steps} agent steps)")
     print(f"\noutputs: {out_dir}")
+    print(READING_GUIDE)
     return writer.records
 
 
