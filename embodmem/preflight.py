@@ -15,12 +15,15 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.hydra import Hydra
 from hydra._internal.utils import create_config_search_path, get_args_parser
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -51,8 +54,11 @@ def describe(err: BaseException) -> str:
         )
     if isinstance(err, MissingConfigException) and err.missing_cfg_file and err.options is not None:
         group, _, option = err.missing_cfg_file.rpartition("/")
-        return f"{group}: {option!r} is not allowed; allowed: {', '.join(err.options)}"
+        return f"{group}: {option!r} is not allowed; allowed: {', '.join(user_options(err.options))}"
     cause = err.__cause__ if isinstance(err.__cause__, OmegaConfBaseException) else err
+    if isinstance(cause, OmegaConfBaseException) and cause.full_key and "is not a ListConfig" in str(cause.msg):
+        value = getattr(cause, "value", None)
+        return f"{cause.full_key}: {value!r} is not allowed; allowed: a list, e.g. {cause.full_key}=[{value}]"
     if isinstance(cause, ConfigKeyError | ConfigAttributeError) and cause.full_key:
         section, _, _ = str(cause.full_key).rpartition(".")
         keys = keys_of(section)
@@ -74,6 +80,74 @@ def keys_of(section: str) -> list[str]:
 
 class PreflightError(Exception):
     """The command line cannot run; ``str()`` is the one line to print."""
+
+
+SCHEMA_PREFIX = "base_"
+"""Config-group entries that are schemas (``base_agent``, ...; :func:`embodmem.config.register_configs`),
+which the configs extend: not options a user picks."""
+
+
+def user_options(options: list[str]) -> list[str]:
+    """A group's options as a user picks them: without the ``base_*`` schema entries.
+
+    >>> user_options(["base_agent", "explorer", "memory"])
+    ['explorer', 'memory']
+    """
+    return [o for o in options if not o.startswith(SCHEMA_PREFIX)]
+
+
+def check_group_choices(hydra: Hydra, overrides: list[Override]) -> None:
+    """Refuse a config-group choice that names a schema (``agent=base_agent``) or a file
+    (``experiment=wreck_then_barrel.yaml``): Hydra accepts both and runs something unintended."""
+    for override in overrides:
+        group = override.key_or_group
+        if not hydra.config_loader.repository.group_exists(group):
+            continue
+        options = user_options(hydra.config_loader.get_group_options(group, results_filter=ObjectType.CONFIG))
+        values = (
+            list(override.sweep_string_iterator())
+            if override.is_sweep_override()
+            else [override.get_value_element_as_str()]
+        )
+        for value in values:
+            if value.endswith(".yaml"):
+                raise PreflightError(
+                    f"{group}: {value!r} is not allowed; allowed: {', '.join(options)} "
+                    f"(option names, without .yaml: {group}={value.removesuffix('.yaml')})"
+                )
+            if value.startswith(SCHEMA_PREFIX):
+                raise PreflightError(
+                    f"{group}: {value!r} is not allowed (a schema the configs extend); allowed: {', '.join(options)}"
+                )
+
+
+class _ArgumentParserError(Exception):
+    """Hydra's argument parser refused the command line (instead of printing its usage and exiting)."""
+
+
+def _raise(message: str) -> NoReturn:
+    raise _ArgumentParserError(message)
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """Hydra's own argument parser, whose errors become one :class:`PreflightError` line; an unknown
+    ``--key value`` option gets the hint ``key=value`` (config values are set as overrides)."""
+    parser = get_args_parser()
+    parser.error = _raise  # type: ignore[method-assign]  # argparse's error() prints the usage and exits
+    try:
+        return parser.parse_args(argv)
+    except _ArgumentParserError as err:
+        for i, token in enumerate(argv):
+            if not token.startswith("--") or token == "--" or f"{token.partition('=')[0]}" not in str(err):
+                continue
+            name, eq, value = token[2:].partition("=")
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else "VALUE"
+            raise PreflightError(
+                f"{token.partition('=')[0]}: not an option of embodmem-run; config values are set as "
+                f"key=value, e.g. {name}={value} (embodmem-run --help lists the options)"
+            ) from None
+        raise PreflightError(f"{err}; embodmem-run --help lists the options") from None
 
 
 @contextmanager
@@ -138,7 +212,7 @@ def check_command_line(argv: list[str], config_dir: Path, config_name: str = "co
 
     Commands that write nothing (``--help``, ``--cfg``, ``--info``, shell completion) pass through.
     """
-    args: argparse.Namespace = get_args_parser().parse_args(argv)
+    args = parse_arguments(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         return
     if args.config_path is not None:
@@ -148,6 +222,7 @@ def check_command_line(argv: list[str], config_dir: Path, config_name: str = "co
     try:
         with _hydra(config_dir, args.config_dir) as hydra:
             parsed = OverridesParser.create().parse_overrides(list(args.overrides))  # syntax first, cheapest
+            check_group_choices(hydra, parsed)
             multirun = bool(args.multirun)
             if not multirun and any(o.is_sweep_override() for o in parsed):  # as Hydra decides
                 multirun = hydra.get_mode(config_name, list(args.overrides)) == RunMode.MULTIRUN
