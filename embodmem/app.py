@@ -239,12 +239,33 @@ def hydra_main(cfg: DictConfig) -> None:
         raise SystemExit(1) from None
 
 
+def check_vlm_endpoints(jobs: list[DictConfig]) -> None:
+    """Before Hydra creates an output directory: every distinct VLM endpoint the jobs use answers
+    (:func:`~embodmem.agents.vlm_agent.check_vlm_endpoint`); a failure is a PreflightError line."""
+    from embodmem.preflight import PreflightError
+
+    configs = {
+        repr(c): c for c in (part_config("agent.vlm", VLMConfig, j) for j in jobs if j.agent.name == AgentName.vlm)
+    }
+    if not configs:
+        return
+    from embodmem.agents.vlm.backend import VLMError
+    from embodmem.agents.vlm_agent import check_vlm_endpoint
+
+    for config in configs.values():
+        try:
+            check_vlm_endpoint(config)
+        except VLMError as err:
+            raise PreflightError(str(err)) from None
+
+
 def main() -> None:
     """Console entry point (``embodmem-run``): check the whole command line first, then hand over to Hydra."""
     from embodmem.preflight import PreflightError, check_command_line
 
     try:
-        check_command_line(sys.argv[1:], CONFIG_DIR)
+        jobs = check_command_line(sys.argv[1:], CONFIG_DIR)
+        check_vlm_endpoints(jobs)
     except PreflightError as err:  # one line, exit 2, before Hydra creates the output directory
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -29,7 +29,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from embodmem.config import Config, ConfigError, hide_secrets, validate
+from embodmem.config import Config, ConfigError, hide_secrets, register_configs, validate
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
@@ -181,11 +181,15 @@ def sweep_jobs(hydra: Hydra, config_name: str, overrides: list[str]) -> list[lis
 def check_job(hydra: Hydra, config_name: str, overrides: list[str], mode: RunMode) -> DictConfig:
     """Compose one job as Hydra will and validate it; returns the config with its ``hydra`` node."""
     cfg = hydra.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
+    validate(_without_hydra(cfg))
+    return cfg
+
+
+def _without_hydra(cfg: DictConfig) -> DictConfig:
     job = cfg.copy()
     with open_dict(job):
         del job["hydra"]
-    validate(job)
-    return cfg
+    return job
 
 
 def check_output_dir(key: str, path: str) -> None:
@@ -207,14 +211,18 @@ def check_output_dir(key: str, path: str) -> None:
         ) from None
 
 
-def check_command_line(argv: list[str], config_dir: Path, config_name: str = "config") -> None:
+def check_command_line(argv: list[str], config_dir: Path, config_name: str = "config") -> list[DictConfig]:
     """Compose and validate every job ``argv`` describes; raise :class:`PreflightError` with one line.
 
-    Commands that write nothing (``--help``, ``--cfg``, ``--info``, shell completion) pass through.
+    Commands that write nothing (``--help``, ``--cfg``, ``--info``, shell completion) pass through
+    (and return no job).
+
+    Returns:
+        each job's composed config (its ``hydra`` node removed), for checks that need a service.
     """
     args = parse_arguments(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
-        return
+        return []
     if args.config_path is not None:
         config_dir = Path(__file__).parent / args.config_path  # as Hydra: relative to the app module
 
@@ -229,11 +237,50 @@ def check_command_line(argv: list[str], config_dir: Path, config_name: str = "co
             if not multirun:  # one job (unless the config itself sets hydra.mode=MULTIRUN)
                 cfg = check_job(hydra, config_name, list(args.overrides), RunMode.RUN)
                 multirun = cfg.hydra.mode == RunMode.MULTIRUN
+                jobs = [cfg]
             if multirun:
-                for overrides in sweep_jobs(hydra, config_name, list(args.overrides)):
-                    cfg = check_job(hydra, config_name, overrides, RunMode.MULTIRUN)
+                jobs = [
+                    check_job(hydra, config_name, overrides, RunMode.MULTIRUN)
+                    for overrides in sweep_jobs(hydra, config_name, list(args.overrides))
+                ]
+                cfg = jobs[-1]
             out_key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             check_output_dir(out_key, str(OmegaConf.select(cfg, out_key)))
+            return [_without_hydra(job) for job in jobs]
+    except PreflightError:
+        raise
+    except (HydraException, OmegaConfBaseException, ValueError) as err:
+        raise PreflightError(hide_secrets(describe(err))) from None
+
+
+def compose(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
+    """The job config ``embodmem-run OVERRIDES`` would run, with the same checks, from Python
+    (``embodmem.compose``): Hydra's composer on the shipped configs (version_base 1.3, no warning),
+    then the group choices and every value checked, so a bad value fails here, not mid-run.
+
+    >>> import embodmem
+    >>> embodmem.compose(["agent=explorer", "env.max_steps=50"]).env.max_steps
+    50
+    >>> embodmem.compose(["env.max_steps=-5"])
+    Traceback (most recent call last):
+    ...
+    embodmem.preflight.PreflightError: env.max_steps: -5 is not allowed; allowed: an integer >= 1
+
+    Raises:
+        PreflightError: one line naming the key, the value and what is allowed (as ``embodmem-run``).
+    """
+    import embodmem.configs
+
+    register_configs()
+    overrides = list(overrides)
+    try:
+        with _hydra(Path(embodmem.configs.__file__).resolve().parent, None) as hydra:
+            parsed = OverridesParser.create().parse_overrides(overrides)
+            sweeps = [o.input_line for o in parsed if o.is_sweep_override()]
+            if sweeps:
+                raise PreflightError(f"{sweeps[0]}: a sweep; compose() makes one job (run sweeps with embodmem-run -m)")
+            check_group_choices(hydra, parsed)
+            return _without_hydra(check_job(hydra, config_name, overrides, RunMode.RUN))
     except PreflightError:
         raise
     except (HydraException, OmegaConfBaseException, ValueError) as err:

@@ -314,6 +314,7 @@ class ChatClient:
             VLMAuthError / VLMModelError / VLMRequestError: refused key, unknown model, other refusal.
         """
         c = self.config
+        started = time.monotonic()
         try:
             page = self._client.with_options(timeout=min(timeout_s, c.timeout_s)).models.list()
             ids = [m.id for m in page.data]
@@ -326,12 +327,14 @@ class ChatClient:
                 ) from err
             raise self._refusal(err, "GET /models") from err
         except openai.APIConnectionError as err:
+            waited = time.monotonic() - started  # what was really spent, retries included
             what = (
-                "did not answer within" if isinstance(err, openai.APITimeoutError) else "cannot be reached (checked for"
+                f"did not answer within {min(timeout_s, c.timeout_s):g} s (gave up after {waited:.1f} s)"
+                if isinstance(err, openai.APITimeoutError)
+                else f"cannot be reached (gave up after {waited:.1f} s)"
             )
             raise VLMUnavailableError(
-                f"VLM server {c.base_url} {what} {min(timeout_s, c.timeout_s):g} s"
-                f"{'' if isinstance(err, openai.APITimeoutError) else ')'}: {err}; is it running? (agent.vlm.base_url)"
+                f"VLM server {c.base_url} {what}: {err}; is it running? (agent.vlm.base_url)"
             ) from err
         except (openai.APIResponseValidationError, json.JSONDecodeError, AttributeError, TypeError) as err:
             raise VLMUnavailableError(

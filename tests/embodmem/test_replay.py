@@ -274,7 +274,7 @@ def test_cli_fails_loudly(tmp_path: Path, logged, capsys) -> None:
     assert main([str(path), "--check"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("embodmem-replay: error: ") and "diverges at step 1" in err and str(path) in err
-    assert main([str(tmp_path / "missing.json")]) == 1
+    assert main([str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main([str(logged[0]), "--out", str(tmp_path / "v.gif")]) == 1
     assert ".mp4, .webm" in capsys.readouterr().err
