@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -56,6 +57,11 @@ def describe(err: BaseException) -> str:
         group, _, option = err.missing_cfg_file.rpartition("/")
         return f"{group}: {option!r} is not allowed; allowed: {', '.join(user_options(err.options))}"
     cause = err.__cause__ if isinstance(err.__cause__, OmegaConfBaseException) else err
+    converted = re.match(r"Value '(.*)' of type '\w+' could not be converted to (\w+)", str(getattr(cause, "msg", "")))
+    if isinstance(cause, OmegaConfBaseException) and cause.full_key and converted:
+        kind = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false"}
+        allowed = kind.get(converted.group(2), converted.group(2))
+        return f"{cause.full_key}: {converted.group(1)!r} is not allowed; allowed: {allowed}"
     if isinstance(cause, OmegaConfBaseException) and cause.full_key and "is not a ListConfig" in str(cause.msg):
         value = getattr(cause, "value", None)
         return f"{cause.full_key}: {value!r} is not allowed; allowed: a list, e.g. {cause.full_key}=[{value}]"
