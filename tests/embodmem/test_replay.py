@@ -18,7 +18,7 @@ from embodmem.episode_log import LOG_FORMAT, seal
 from embodmem.replay import ReplayError, ReplayMismatch, load_log, main, replay, simulate
 from embodmem.runner import RunWriter, run_episode
 from embodmem.video import EpisodeRecorder
-from tests.embodmem.video_helpers import decode
+from tests.embodmem.video_helpers import assert_faststart, decode
 
 ENV_KW: dict[str, Any] = {"size": 24, "max_steps": 20, "image_size": 32, "odometry_noise": 0.1}
 """Odometry noise draws from the episode RNG: a replay must reproduce it too."""
@@ -88,6 +88,7 @@ def test_replay_renders_a_video(tmp_path: Path, logged) -> None:
     assert res.frames == len(images) + FPS
     frames = decode(out)
     assert len(frames) == res.frames and frames[0].shape == (92, 96, 3)
+    assert_faststart(out)
 
 
 def test_replay_draws_logged_retrievals(tmp_path: Path, logged) -> None:
