@@ -33,7 +33,9 @@ MISSION_ENCODINGS: tuple[str, ...] = ("text", "index", "none")
 def make_underwater(mission_encoding: str = "text", **kwargs: Any) -> gym.Env:
     """Build :class:`UnderwaterEnv` from ``kwargs``, with the ``mission`` encoded as asked."""
     if mission_encoding not in MISSION_ENCODINGS:
-        raise ValueError(f"mission_encoding={mission_encoding!r} is not allowed; allowed: {', '.join(MISSION_ENCODINGS)}")
+        raise ValueError(
+            f"mission_encoding={mission_encoding!r} is not allowed; allowed: {', '.join(MISSION_ENCODINGS)}"
+        )
     env: gym.Env = UnderwaterEnv(**kwargs)
     if mission_encoding == "index":
         env = MissionToIndex(env)

@@ -15,6 +15,7 @@ from hydra import compose, initialize_config_dir
 from embodmem.app import CONFIG_DIR
 from embodmem.config import ConfigError, validate
 from embodmem.preflight import PreflightError, check_command_line
+from embodmem.report.tables import READING_GUIDE
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bad_inputs", ROOT / "benchmarks" / "bad_inputs.py")
@@ -107,6 +108,7 @@ def test_library_chatter_stays_off_the_terminal_and_in_the_log(tmp_path: Path) -
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "[INFO]" not in proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().splitlines()[-1] == READING_GUIDE, "the run ends by pointing at the reading guide"
     assert "Loading full pretrained weights" in (tmp_path / "app.log").read_text()
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["agent"] == "explorer"
