@@ -93,7 +93,7 @@ SCHEMA_PREFIX = "base_"
 which the configs extend: not options a user picks."""
 
 
-def user_options(options: list[str]) -> list[str]:
+def user_options(options: Sequence[str]) -> list[str]:
     """A group's options as a user picks them: without the ``base_*`` schema entries.
 
     >>> user_options(["base_agent", "explorer", "memory"])
@@ -107,9 +107,10 @@ def check_group_choices(hydra: Hydra, overrides: list[Override]) -> None:
     (``experiment=wreck_then_barrel.yaml``): Hydra accepts both and runs something unintended."""
     for override in overrides:
         group = override.key_or_group
-        if not hydra.config_loader.repository.group_exists(group):
+        found = hydra.config_loader.get_group_options(group, results_filter=ObjectType.CONFIG)
+        if not found:  # not a config group (a value such as seed=1)
             continue
-        options = user_options(hydra.config_loader.get_group_options(group, results_filter=ObjectType.CONFIG))
+        options = user_options(found)
         values = (
             list(override.sweep_string_iterator())
             if override.is_sweep_override()

@@ -39,7 +39,7 @@ def _task_positions(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, Any]]:
 def _interval(row: Mapping[str, Any], value: str, lo: str, hi: str) -> tuple[float, float] | None:
     """Distances below and above the value of ``row``'s CI, or None: no CI, or n too small."""
     v, a, b = row.get(value), row.get(lo), row.get(hi)
-    if not has_ci(row.get("n_seeds")) or any(x is None or is_missing(x) for x in (v, a, b)):
+    if v is None or a is None or b is None or not has_ci(row.get("n_seeds")) or any(map(is_missing, (v, a, b))):
         return None
     return max(0.0, float(v) - float(a)), max(0.0, float(b) - float(v))
 
