@@ -241,11 +241,14 @@ def hydra_main(cfg: DictConfig) -> None:
 
 def check_vlm_endpoints(jobs: list[DictConfig]) -> None:
     """Before Hydra creates an output directory: every distinct VLM endpoint the jobs use answers
-    (:func:`~embodmem.agents.vlm_agent.check_vlm_endpoint`); a failure is a PreflightError line."""
+    (:func:`~embodmem.agents.vlm_agent.check_vlm_endpoint`); a failure is a PreflightError line.
+    Jobs sent to a Slurm cluster are left to check where they run (:func:`run`): the server may be
+    reachable from the compute nodes only."""
     from embodmem.preflight import PreflightError
 
+    local = [j for j in jobs if "slurm" not in str(OmegaConf.select(j, "hydra.launcher._target_", default="")).lower()]
     configs = {
-        repr(c): c for c in (part_config("agent.vlm", VLMConfig, j) for j in jobs if j.agent.name == AgentName.vlm)
+        repr(c): c for c in (part_config("agent.vlm", VLMConfig, j) for j in local if j.agent.name == AgentName.vlm)
     }
     if not configs:
         return

@@ -225,7 +225,8 @@ def check_command_line(argv: list[str], config_dir: Path, config_name: str = "co
     (and return no job).
 
     Returns:
-        each job's composed config (its ``hydra`` node removed), for checks that need a service.
+        each job's composed config (with its ``hydra`` node: the launcher says where it will run),
+        for checks that need a service.
     """
     args = parse_arguments(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
@@ -253,7 +254,7 @@ def check_command_line(argv: list[str], config_dir: Path, config_name: str = "co
                 cfg = jobs[-1]
             out_key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             check_output_dir(out_key, str(OmegaConf.select(cfg, out_key)))
-            return [_without_hydra(job) for job in jobs]
+            return jobs
     except PreflightError:
         raise
     except (HydraException, OmegaConfBaseException, ValueError) as err:
