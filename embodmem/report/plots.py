@@ -15,8 +15,14 @@ from embodmem.transfer import ALL, CONDITION_ORDER, order_key, per_seed_steps_ra
 
 Record = Mapping[str, Any]
 
-CI_NOTE = f"error bars: bootstrap 95% CI, paired for warm - cold; none where n < {MIN_CI_N} ({N_TOO_SMALL})"
-"""The line under every plot's title that says what its error bars are."""
+CI_NOTE = "n at each bar: (world, seed) pairs; error bars: {kind} 95% CI, none where n < {min_n} ({too_small})"
+"""The line under every plot's title that says what n and the error bars are (``kind``: bootstrap or
+paired bootstrap)."""
+
+
+def _suptitle(fig: Any, title: str, kind: str) -> None:
+    note = CI_NOTE.format(kind=kind, min_n=MIN_CI_N, too_small=N_TOO_SMALL)
+    fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=9)
 
 
 def safe_name(value: Any) -> str:
@@ -46,7 +52,7 @@ def _interval(row: Mapping[str, Any], value: str, lo: str, hi: str) -> tuple[flo
 
 def _bars(ax: Any, xs: Sequence[float], shown: Sequence[Mapping[str, Any]], value: str, stem: str, **bar: Any) -> None:
     """Bars of ``shown[value]`` at ``xs``, error bars only where there is a CI over at least
-    MIN_CI_N pairs (no zero-length cap that reads as a tight interval), and n over each bar."""
+    MIN_CI_N pairs (no zero-length cap that reads as a tight interval), and n at each bar's foot."""
     ys = [float(r[value]) for r in shown]
     ax.bar(xs, ys, **bar)
     with_ci = [(x, y, i) for x, y, r in zip(xs, ys, shown) if (i := _interval(r, value, f"{stem}_lo", f"{stem}_hi"))]
@@ -60,10 +66,11 @@ def _bars(ax: Any, xs: Sequence[float], shown: Sequence[Mapping[str, Any]], valu
             capsize=3,
             linewidth=1,
         )
-    for x, y, r in zip(xs, ys, shown):
+    for x, r in zip(xs, shown):
         n = r.get("n_seeds")
         note = f"n={n}" if has_ci(n) else f"n={n}\n{N_TOO_SMALL}"
-        ax.annotate(note, (x, y), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=6)
+        # at the bar's foot, where no error bar or dot of the steps-ratio plot can cover it
+        ax.annotate(note, (x, 0), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7)
 
 
 def _say_if_empty(ax: Any, values: Sequence[float], what: str) -> None:
@@ -75,7 +82,17 @@ def _say_if_empty(ax: Any, values: Sequence[float], what: str) -> None:
         text = f"every bar is 0 ({what} = 0 for all {len(finite)})"
     else:
         return
-    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="dimgrey")
+    ax.text(
+        0.5,
+        0.75,
+        text,
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=9,
+        color="dimgrey",
+        bbox={"facecolor": "white", "edgecolor": "lightgrey"},
+    )
 
 
 def plot_success_spl(summary_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "") -> Path | None:
@@ -116,12 +133,11 @@ def plot_success_spl(summary_rows: Sequence[Mapping[str, Any]], path: str | Path
         ax.set_xticks(range(len(tasks)), [f"T{idx}\n{task}" for idx, task in tasks])
         ax.set_ylim(0, 1.15)
         ax.set_ylabel(name)
-        ax.set_title(f"{name}, mean over n (world, seed) pairs\n{CI_NOTE}", fontsize=8)
+        ax.set_title(f"{name}, mean over n pairs", fontsize=8)
     handles, names = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 4), fontsize=8)
-    if title:
-        fig.suptitle(title)
+    _suptitle(fig, title, "bootstrap")
     return _save_png(fig, Path(path))
 
 
@@ -173,10 +189,9 @@ def plot_transfer(transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, 
         _bars_by_agent(ax, rows, stem)
         ax.axhline(0.0, color="grey", linewidth=1)
         ax.set_ylabel(f"warm - cold {name}")
-        ax.set_title(f"ft {name}: warm - cold over n (world, seed) pairs\n{CI_NOTE}", fontsize=8)
+        ax.set_title(f"ft {name}: warm - cold, mean over n pairs", fontsize=8)
     axes[0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
+    _suptitle(fig, title, "paired bootstrap")
     return _save_png(fig, Path(path))
 
 
@@ -214,8 +229,7 @@ def plot_steps_ratio(
         ax.scatter([x] * len(ratios), list(ratios.values()), color="black", s=8, zorder=3)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="no change")
     ax.set_ylabel("steps cold / steps warm")
-    ax.set_title(f"steps ratio (bar: ratio of means over n (world, seed) pairs; dots: per pair)\n{CI_NOTE}", fontsize=8)
+    ax.set_title("steps ratio (bar: ratio of the means over n pairs; dots: one pair each)", fontsize=8)
     ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
+    _suptitle(fig, title, "paired bootstrap")
     return _save_png(fig, Path(path))
