@@ -5,7 +5,10 @@ where Hydra would create ``outputs/`` or ``multirun/``); the table shows the exi
 went to stderr, the wall time, and whether anything was left in that directory. A secret put where a
 variable NAME belongs must not appear in the output.
 
-    python benchmarks/bad_inputs.py                 # markdown table, then each value's message
+Then the same for 25 mistakes a newcomer makes (:data:`NEWCOMER_MISTAKES`) across embodmem-run,
+embodmem-report and embodmem-replay.
+
+    python benchmarks/bad_inputs.py                 # markdown tables, then each value's message
     python benchmarks/bad_inputs.py --out benchmarks/results/bad_inputs.md
 """
 
@@ -60,6 +63,42 @@ BAD_VALUES: list[tuple[str, list[str]]] = [
 ]
 """(what is wrong, the arguments): each one must be refused before any work."""
 
+NEWCOMER_MISTAKES: list[tuple[str, str, list[str]]] = [
+    # met by a new user following the README (issue 25)
+    ("an option instead of an override", "embodmem-run", ["--seed", "1"]),
+    ("a number where a list goes", "embodmem-run", ["experiment.world_seeds=1001"]),
+    ("a schema entry as an agent", "embodmem-run", ["agent=base_agent"]),
+    ("a file name as an experiment", "embodmem-run", ["experiment=wreck_then_barrel.yaml"]),
+    ("the VLM agent with no server running", "embodmem-run", ["agent=vlm", "agent.vlm.base_url=http://127.0.0.1:9/v1"]),
+    ("report on a path that does not exist", "embodmem-report", ["outputs/2026-12-01/12-00-00"]),
+    ("replay a log that does not exist", "embodmem-replay", ["outputs/2026-12-01/12-00-00/episodes/memory-warm.json"]),
+    ("a negative step budget", "embodmem-run", ["env.max_steps=-5"]),
+    ("load a memory that was never saved", "embodmem-run", ["experiment.load_memory=outputs/old/memory/world1001"]),
+    ("an agent that does not exist", "embodmem-run", ["agent=octopus"]),
+    ("a condition that does not exist", "embodmem-run", ["experiment.conditions=[lukewarm]"]),
+    ("a word where a number goes", "embodmem-run", ["seed=abc"]),
+    ("a task that does not exist", "embodmem-run", ["experiment.tasks=[wreck,kraken]"]),
+    ("a schema entry inside a sweep", "embodmem-run", ["-m", "agent=memory,base_agent"]),
+    ("a key spelt as in the prose (singular)", "embodmem-run", ["+experiment.world_seed=3"]),
+    ("an output directory that cannot be written", "embodmem-run", ["hydra.run.dir=/proc/embodmem/out"]),
+    (
+        "the API key itself where its variable name goes",
+        "embodmem-run",
+        ["agent=vlm_openai", f"agent.vlm.api_key_env={SECRET}"],
+    ),
+    ("an unclosed bracket", "embodmem-run", ["experiment.tasks=[wreck,barrel"]),
+    ("a group chosen with an option", "embodmem-run", ["--agent", "memory"]),
+    # six more of the same kinds
+    ("an option with = instead of an override", "embodmem-run", ["--seed=1"]),
+    ("one task where a list goes", "embodmem-run", ["experiment.tasks=wreck"]),
+    ("a file name as a video setting", "embodmem-run", ["video=on.yaml"]),
+    ("a schema entry as an env", "embodmem-run", ["env=base_env"]),
+    ("a misspelt launcher", "embodmem-run", ["-m", "hydra/launcher=slurmm", "seed=0,1"]),
+    ("report on a directory with no runs", "embodmem-report", ["."]),
+]
+"""(the mistake, the command, its arguments): what a newcomer types wrong, in the three commands.
+Each must be one line on stderr, exit code 2, nothing on stdout and nothing left in the directory."""
+
 
 @dataclass
 class Outcome:
@@ -86,16 +125,16 @@ class Outcome:
         )
 
 
-def command() -> list[str]:
+def command(name: str = "embodmem-run") -> list[str]:
     """The installed console script beside this interpreter (what users run)."""
-    script = Path(sys.executable).with_name("embodmem-run")
-    return [str(script)] if script.is_file() else [shutil.which("embodmem-run") or "embodmem-run"]
+    script = Path(sys.executable).with_name(name)
+    return [str(script)] if script.is_file() else [shutil.which(name) or name]
 
 
-def run_one(args: list[str], timeout_s: float = 120.0) -> Outcome:
+def run_one(args: list[str], timeout_s: float = 120.0, name: str = "embodmem-run") -> Outcome:
     with tempfile.TemporaryDirectory(prefix="embodmem-bad-") as tmp:
         start = time.perf_counter()
-        proc = subprocess.run(command() + args, cwd=tmp, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(command(name) + args, cwd=tmp, capture_output=True, text=True, timeout=timeout_s)
         seconds = time.perf_counter() - start
         left = sorted(p.name for p in Path(tmp).iterdir())
     return Outcome(args, proc.returncode, proc.stderr, proc.stdout, seconds, left)
@@ -115,22 +154,47 @@ def table(rows: list[tuple[str, Outcome]]) -> str:
     return "\n".join(lines)
 
 
+def newcomer_table(rows: list[tuple[str, str, Outcome]]) -> str:
+    """The newcomer mistakes as the README shows them: the mistake, the command line, the outcome."""
+    lines = [
+        "| # | mistake | command line | exit | stderr lines | output left | ok |",
+        "|---:|---|---|---:|---:|---|---|",
+    ]
+    for k, (what, name, o) in enumerate(rows, start=1):
+        value = " ".join([name, *o.args]).replace(SECRET, "sk-proj-...").replace("|", "\\|")
+        left = ", ".join(o.left) or "none"
+        lines.append(
+            f"| {k} | {what} | `{value}` | {o.exit_code} | {o.stderr_lines} | {left} | {'yes' if o.ok else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="also write the table and messages to this markdown file")
     opts = parser.parse_args()
     rows = [(what, run_one(args)) for what, args in BAD_VALUES]
+    newcomer = [(what, name, run_one(args, name=name)) for what, name, args in NEWCOMER_MISTAKES]
     messages = "\n".join(f"- {what}: `{o.stderr.strip()}`" for what, o in rows)
-    slowest = max(o.seconds for _, o in rows)
-    over = sum(o.seconds >= TIME_BAR_S for _, o in rows)
+    newcomer_messages = "\n".join(
+        f"{k}. {what}: `{o.stderr.strip().replace(SECRET, 'sk-proj-...')}`"
+        for k, (what, _, o) in enumerate(newcomer, start=1)
+    )
+    outcomes = [o for _, o in rows] + [o for _, _, o in newcomer]
+    slowest = max(o.seconds for o in outcomes)
+    over = sum(o.seconds >= TIME_BAR_S for o in outcomes)
     text = (
-        f"{table(rows)}\n\nslowest: {slowest:.2f} s; {over} of {len(rows)} at or over {TIME_BAR_S:g} s; "
-        f"all ok apart from time: {all(o.ok for _, o in rows)}\n\n{messages}\n"
+        f"## Bad values\n\n{table(rows)}\n\n{messages}\n\n"
+        f"## Newcomer mistakes, in the three commands\n\n{newcomer_table(newcomer)}\n\n"
+        f"{sum(o.ok for _, _, o in newcomer)} of {len(newcomer)} ok (exit 2, one line, nothing left)\n\n"
+        f"{newcomer_messages}\n\n"
+        f"slowest: {slowest:.2f} s; {over} of {len(outcomes)} at or over {TIME_BAR_S:g} s; "
+        f"all ok apart from time: {all(o.ok for o in outcomes)}\n"
     )
     print(text)
     if opts.out is not None:
         atomic_write_text(opts.out, text)
-    if not all(o.ok for _, o in rows):
+    if not all(o.ok for o in outcomes):
         raise SystemExit(1)
 
 

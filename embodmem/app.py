@@ -234,12 +234,14 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})
     from embodmem.report import print_report, print_table, write_summary
+    from embodmem.report.tables import READING_GUIDE
 
     result = write_summary(writer.records, out_dir, plots=cfg.logger.plots)
     print_report(result)
     print()
     print_table(profile, title=f"Where the time went ({steps} agent steps)")
     print(f"\noutputs: {out_dir}")
+    print(READING_GUIDE)
     return writer.records
 
 
@@ -273,12 +275,36 @@ def hydra_main(cfg: DictConfig) -> None:
         raise SystemExit(failure.code) from None
 
 
+def check_vlm_endpoints(jobs: list[DictConfig]) -> None:
+    """Before Hydra creates an output directory: every distinct VLM endpoint the jobs use answers
+    (:func:`~embodmem.agents.vlm_agent.check_vlm_endpoint`); a failure is a PreflightError line.
+    Jobs sent to a Slurm cluster are left to check where they run (:func:`run`): the server may be
+    reachable from the compute nodes only."""
+    from embodmem.preflight import PreflightError
+
+    local = [j for j in jobs if "slurm" not in str(OmegaConf.select(j, "hydra.launcher._target_", default="")).lower()]
+    configs = {
+        repr(c): c for c in (part_config("agent.vlm", VLMConfig, j) for j in local if j.agent.name == AgentName.vlm)
+    }
+    if not configs:
+        return
+    from embodmem.agents.vlm.backend import VLMError
+    from embodmem.agents.vlm_agent import check_vlm_endpoint
+
+    for config in configs.values():
+        try:
+            check_vlm_endpoint(config)
+        except VLMError as err:
+            raise PreflightError(str(err)) from None
+
+
 def main() -> None:
     """Console entry point (``embodmem-run``): check the whole command line first, then hand over to Hydra."""
     from embodmem.preflight import PreflightError, check_command_line
 
     try:
-        check_command_line(sys.argv[1:], CONFIG_DIR)
+        jobs = check_command_line(sys.argv[1:], CONFIG_DIR)
+        check_vlm_endpoints(jobs)
     except PreflightError as err:  # one line, exit 2, before Hydra creates the output directory
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -26,7 +26,8 @@ def atomic_write_with(path: str | os.PathLike[str], write: Callable[[BinaryIO], 
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
-        with os.fdopen(fd, "wb") as fh:
+        os.close(fd)  # reopened by name, so fh.name is its path: FFmpeg's mp4 faststart re-reads the file by name
+        with open(tmp_name, "wb") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())

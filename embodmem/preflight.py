@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.hydra import Hydra
 from hydra._internal.utils import create_config_search_path, get_args_parser
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from embodmem.config import Config, ConfigError, hide_secrets, validate
+from embodmem.config import Config, ConfigError, hide_secrets, register_configs, validate
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
@@ -51,8 +55,16 @@ def describe(err: BaseException) -> str:
         )
     if isinstance(err, MissingConfigException) and err.missing_cfg_file and err.options is not None:
         group, _, option = err.missing_cfg_file.rpartition("/")
-        return f"{group}: {option!r} is not allowed; allowed: {', '.join(err.options)}"
+        return f"{group}: {option!r} is not allowed; allowed: {', '.join(user_options(err.options))}"
     cause = err.__cause__ if isinstance(err.__cause__, OmegaConfBaseException) else err
+    converted = re.match(r"Value '(.*)' of type '\w+' could not be converted to (\w+)", str(getattr(cause, "msg", "")))
+    if isinstance(cause, OmegaConfBaseException) and cause.full_key and converted:
+        kind = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false"}
+        allowed = kind.get(converted.group(2), converted.group(2))
+        return f"{cause.full_key}: {converted.group(1)!r} is not allowed; allowed: {allowed}"
+    if isinstance(cause, OmegaConfBaseException) and cause.full_key and "is not a ListConfig" in str(cause.msg):
+        value = getattr(cause, "value", None)
+        return f"{cause.full_key}: {value!r} is not allowed; allowed: a list, e.g. {cause.full_key}=[{value}]"
     if isinstance(cause, ConfigKeyError | ConfigAttributeError) and cause.full_key:
         section, _, _ = str(cause.full_key).rpartition(".")
         keys = keys_of(section)
@@ -74,6 +86,75 @@ def keys_of(section: str) -> list[str]:
 
 class PreflightError(Exception):
     """The command line cannot run; ``str()`` is the one line to print."""
+
+
+SCHEMA_PREFIX = "base_"
+"""Config-group entries that are schemas (``base_agent``, ...; :func:`embodmem.config.register_configs`),
+which the configs extend: not options a user picks."""
+
+
+def user_options(options: Sequence[str]) -> list[str]:
+    """A group's options as a user picks them: without the ``base_*`` schema entries.
+
+    >>> user_options(["base_agent", "explorer", "memory"])
+    ['explorer', 'memory']
+    """
+    return [o for o in options if not o.startswith(SCHEMA_PREFIX)]
+
+
+def check_group_choices(hydra: Hydra, overrides: list[Override]) -> None:
+    """Refuse a config-group choice that names a schema (``agent=base_agent``) or a file
+    (``experiment=wreck_then_barrel.yaml``): Hydra accepts both and runs something unintended."""
+    for override in overrides:
+        group = override.key_or_group
+        found = hydra.config_loader.get_group_options(group, results_filter=ObjectType.CONFIG)
+        if not found:  # not a config group (a value such as seed=1)
+            continue
+        options = user_options(found)
+        values = (
+            list(override.sweep_string_iterator())
+            if override.is_sweep_override()
+            else [override.get_value_element_as_str()]
+        )
+        for value in values:
+            if value.endswith(".yaml"):
+                raise PreflightError(
+                    f"{group}: {value!r} is not allowed; allowed: {', '.join(options)} "
+                    f"(option names, without .yaml: {group}={value.removesuffix('.yaml')})"
+                )
+            if value.startswith(SCHEMA_PREFIX):
+                raise PreflightError(
+                    f"{group}: {value!r} is not allowed (a schema the configs extend); allowed: {', '.join(options)}"
+                )
+
+
+class _ArgumentParserError(Exception):
+    """Hydra's argument parser refused the command line (instead of printing its usage and exiting)."""
+
+
+def _raise(message: str) -> NoReturn:
+    raise _ArgumentParserError(message)
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """Hydra's own argument parser, whose errors become one :class:`PreflightError` line; an unknown
+    ``--key value`` option gets the hint ``key=value`` (config values are set as overrides)."""
+    parser = get_args_parser()
+    parser.error = _raise  # type: ignore[method-assign]  # argparse's error() prints the usage and exits
+    try:
+        return parser.parse_args(argv)
+    except _ArgumentParserError as err:
+        for i, token in enumerate(argv):
+            if not token.startswith("--") or token == "--" or f"{token.partition('=')[0]}" not in str(err):
+                continue
+            name, eq, value = token[2:].partition("=")
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else "VALUE"
+            raise PreflightError(
+                f"{token.partition('=')[0]}: not an option of embodmem-run; config values are set as "
+                f"key=value, e.g. {name}={value} (embodmem-run --help lists the options)"
+            ) from None
+        raise PreflightError(f"{err}; embodmem-run --help lists the options") from None
 
 
 @contextmanager
@@ -107,12 +188,17 @@ def sweep_jobs(hydra: Hydra, config_name: str, overrides: list[str]) -> list[lis
 def check_job(hydra: Hydra, config_name: str, overrides: list[str], mode: RunMode) -> DictConfig:
     """Compose one job as Hydra will and validate it; returns the config with its ``hydra`` node."""
     cfg = hydra.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
-    job = cfg.copy()
-    with open_dict(job):
-        del job["hydra"]
+    job = _without_hydra(cfg)
     validate(job)
     check_feasible(job)
     return cfg
+
+
+def _without_hydra(cfg: DictConfig) -> DictConfig:
+    job = cfg.copy()
+    with open_dict(job):
+        del job["hydra"]
+    return job
 
 
 WORLD_SEED_LIMIT = 2**32
@@ -222,14 +308,19 @@ def check_output_dir(key: str, path: str) -> None:
         ) from None
 
 
-def check_command_line(argv: list[str], config_dir: Path, config_name: str = "config") -> None:
+def check_command_line(argv: list[str], config_dir: Path, config_name: str = "config") -> list[DictConfig]:
     """Compose and validate every job ``argv`` describes; raise :class:`PreflightError` with one line.
 
-    Commands that write nothing (``--help``, ``--cfg``, ``--info``, shell completion) pass through.
+    Commands that write nothing (``--help``, ``--cfg``, ``--info``, shell completion) pass through
+    (and return no job).
+
+    Returns:
+        each job's composed config (with its ``hydra`` node: the launcher says where it will run),
+        for checks that need a service.
     """
-    args: argparse.Namespace = get_args_parser().parse_args(argv)
+    args = parse_arguments(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
-        return
+        return []
     if args.config_path is not None:
         config_dir = Path(__file__).parent / args.config_path  # as Hydra: relative to the app module
 
@@ -237,17 +328,57 @@ def check_command_line(argv: list[str], config_dir: Path, config_name: str = "co
     try:
         with _hydra(config_dir, args.config_dir) as hydra:
             parsed = OverridesParser.create().parse_overrides(list(args.overrides))  # syntax first, cheapest
+            check_group_choices(hydra, parsed)
             multirun = bool(args.multirun)
             if not multirun and any(o.is_sweep_override() for o in parsed):  # as Hydra decides
                 multirun = hydra.get_mode(config_name, list(args.overrides)) == RunMode.MULTIRUN
             if not multirun:  # one job (unless the config itself sets hydra.mode=MULTIRUN)
                 cfg = check_job(hydra, config_name, list(args.overrides), RunMode.RUN)
                 multirun = cfg.hydra.mode == RunMode.MULTIRUN
+                jobs = [cfg]
             if multirun:
-                for overrides in sweep_jobs(hydra, config_name, list(args.overrides)):
-                    cfg = check_job(hydra, config_name, overrides, RunMode.MULTIRUN)
+                jobs = [
+                    check_job(hydra, config_name, overrides, RunMode.MULTIRUN)
+                    for overrides in sweep_jobs(hydra, config_name, list(args.overrides))
+                ]
+                cfg = jobs[-1]
             out_key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             check_output_dir(out_key, str(OmegaConf.select(cfg, out_key)))
+            return jobs
+    except PreflightError:
+        raise
+    except (HydraException, OmegaConfBaseException, ValueError) as err:
+        raise PreflightError(hide_secrets(describe(err))) from None
+
+
+def compose(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
+    """The job config ``embodmem-run OVERRIDES`` would run, with the same checks, from Python
+    (``embodmem.compose``): Hydra's composer on the shipped configs (version_base 1.3, no warning),
+    then the group choices and every value checked, so a bad value fails here, not mid-run.
+
+    >>> import embodmem
+    >>> embodmem.compose(["agent=explorer", "env.max_steps=50"]).env.max_steps
+    50
+    >>> embodmem.compose(["env.max_steps=-5"])
+    Traceback (most recent call last):
+    ...
+    embodmem.preflight.PreflightError: env.max_steps: -5 is not allowed; allowed: an integer >= 1
+
+    Raises:
+        PreflightError: one line naming the key, the value and what is allowed (as ``embodmem-run``).
+    """
+    import embodmem.configs
+
+    register_configs()
+    overrides = list(overrides)
+    try:
+        with _hydra(Path(embodmem.configs.__file__).resolve().parent, None) as hydra:
+            parsed = OverridesParser.create().parse_overrides(overrides)
+            sweeps = [o.input_line for o in parsed if o.is_sweep_override()]
+            if sweeps:
+                raise PreflightError(f"{sweeps[0]}: a sweep; compose() makes one job (run sweeps with embodmem-run -m)")
+            check_group_choices(hydra, parsed)
+            return _without_hydra(check_job(hydra, config_name, overrides, RunMode.RUN))
     except PreflightError:
         raise
     except (HydraException, OmegaConfBaseException, ValueError) as err:

@@ -333,7 +333,8 @@ def _agent_config(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point (``embodmem-replay``): 0 on success, 1 when the log is refused."""
+    """Console entry point (``embodmem-replay``): 0 on success, 1 when the log is refused, 2 for a bad
+    command line (a missing LOG or --config file included, as in embodmem-run and embodmem-report)."""
     parser = argparse.ArgumentParser(
         prog="embodmem-replay",
         description="Re-simulate a logged episode and re-run its agent, check both against the log, render its video.",
@@ -376,6 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--fps={args.fps} must be >= 1")
     if args.config is not None and args.agent is False:
         parser.error("--config re-runs the agent; it cannot go with --no-agent")
+    for what, path in (("LOG", args.log), ("--config", args.config)):
+        if path is not None and not path.is_file():  # a bad command line, as in embodmem-run and -report
+            print(f"embodmem-replay: error: {what}: {str(path)!r}: no such file", file=sys.stderr)
+            return 2
     try:
         result = replay(
             args.log, args.out, args.size, args.fps, video=not args.check, agent=args.agent, config=args.config

@@ -1,6 +1,8 @@
 """Gymnasium ids of the project's environments (Gymnasium 1.x has no entry-point group).
 
-Entry points are strings, so registering imports no environment code.
+Entry points are strings, so registering imports no environment code. Every id takes
+``mission_encoding="text"|"index"|"none"`` (:mod:`embodmem.envs.entry`): with ``"index"`` the raw id
+plugs into Stable-Baselines3, sb3-contrib and shared-memory vector envs.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import gymnasium
 
 from embodmem.envs.tasks import SEQUENCES, TASKS
 
-ENTRY_POINT = "embodmem.envs.underwater:UnderwaterEnv"
+ENTRY_POINT = "embodmem.envs.entry:make_underwater"
 
 
 def register_envs() -> None:

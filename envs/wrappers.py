@@ -1,16 +1,15 @@
 """Wrappers that make the underwater envs fit RL libraries, and what fits from MiniGrid's own.
 
 The env's ``mission`` is text (MiniGrid's ``MissionSpace``), which Stable-Baselines3 and Gymnasium's
-shared-memory vector envs cannot batch. :class:`MissionToIndex` turns it into the mission's index in
+shared-memory vector envs cannot batch (given it, they raise :class:`TextMissionError`, which names
+the fix). :class:`MissionToIndex` turns it into the mission's index in
 :data:`~embodmem.envs.tasks.MISSIONS` (a ``Discrete``), so a multi-task policy still knows what to
-find; :class:`DropMission` removes it::
+find; :class:`DropMission` removes it. The registered ids do the same with a keyword
+(:mod:`embodmem.envs.entry`)::
 
     import gymnasium as gym
-    from stable_baselines3 import PPO
-    from embodmem.envs.wrappers import MissionToIndex
-
     envs = gym.make_vec("embodmem:EmbodMem/Wreck-v0", num_envs=4, vectorization_mode="async",
-                        wrappers=[MissionToIndex])
+                        mission_encoding="index")
 
 MiniGrid wrappers that work on the env as it is: ``ImgObsWrapper``, ``RGBImgObsWrapper``,
 ``RGBImgPartialObsWrapper``, ``FullyObsWrapper``, ``ViewSizeWrapper``, ``SymbolicObsWrapper``,
@@ -29,6 +28,7 @@ instead of MiniGrid's own error at the first observation::
 
 from __future__ import annotations
 
+import os
 import sys
 from types import CodeType
 from typing import Any
@@ -38,6 +38,7 @@ import minigrid.wrappers
 import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import FilterObservation
+from minigrid.core.mission import MissionSpace
 
 from embodmem.envs.tasks import MISSIONS
 
@@ -69,8 +70,27 @@ _REFUSED: dict[CodeType, str] = {getattr(minigrid.wrappers, name).__init__.__cod
 """The constructors of the unsupported wrappers (MiniGrid's own functions, read, not changed) -> name."""
 
 
+_TEXT_BATCHERS: dict[str, str] = {
+    f"{os.sep}stable_baselines3{os.sep}": "Stable-Baselines3",
+    f"{os.sep}sb3_contrib{os.sep}": "sb3-contrib",
+    f"{os.sep}gymnasium{os.sep}vector{os.sep}utils{os.sep}shared_memory.py": "Gymnasium's shared-memory vector env",
+}
+"""Code (a path fragment of its file) that reads the observation space to batch it in arrays, which a
+text ``mission`` cannot be -> the library's name, for the error that names the fix."""
+
+TEXT_MISSION_FIX = (
+    "make the env with mission_encoding='index' "
+    "(gymnasium.make('embodmem:EmbodMem/Wreck-v0', mission_encoding='index')), "
+    "or wrap it in embodmem.envs.wrappers.MissionToIndex"
+)
+
+
 class UnsupportedWrapperError(TypeError):
     """A MiniGrid wrapper that cannot fit the underwater env was put around it."""
+
+
+class TextMissionError(TypeError):
+    """A library that batches observations in arrays was given the env's text ``mission``."""
 
 
 class ObservationSpace(spaces.Dict):
@@ -93,9 +113,15 @@ class ObservationSpace(spaces.Dict):
 
     @property
     def spaces(self) -> dict[str, gym.Space[Any]]:
-        """The sub-spaces (``Dict.spaces``), refused to an unsupported wrapper's constructor."""
-        _refuse(sys._getframe(1).f_code)
-        return self.__dict__["spaces"]
+        """The sub-spaces (``Dict.spaces``), refused to an unsupported wrapper's constructor, and to a
+        library that batches them in arrays while ``mission`` is text (:class:`TextMissionError`,
+        instead of the library's own ``'NoneType' object is not iterable``)."""
+        reader = sys._getframe(1).f_code
+        _refuse(reader)
+        subspaces: dict[str, gym.Space[Any]] = self.__dict__["spaces"]
+        if isinstance(subspaces.get("mission"), MissionSpace):
+            _refuse_text_batching(reader)
+        return subspaces
 
     @spaces.setter
     def spaces(self, value: dict[str, gym.Space[Any]]) -> None:
@@ -106,6 +132,12 @@ def _refuse(reader: CodeType) -> None:
     name = _REFUSED.get(reader)
     if name is not None:
         raise UnsupportedWrapperError(f"{name} does not fit the underwater env: it {UNSUPPORTED[name]}")
+
+
+def _refuse_text_batching(reader: CodeType) -> None:
+    for fragment, library in _TEXT_BATCHERS.items():
+        if fragment in reader.co_filename:
+            raise TextMissionError(f"{library} cannot batch the env's text observation 'mission': {TEXT_MISSION_FIX}")
 
 
 def _mission_space_check(env: gym.Env, wrapper: str) -> dict[str, spaces.Space]:

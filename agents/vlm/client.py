@@ -384,6 +384,7 @@ class ChatClient:
         """
         c = self.config
         limit = min(timeout_s, c.timeout_s)
+        started = time.monotonic()
         try:
             page = self._bounded(
                 lambda client, _cancel: client.with_options(timeout=limit).models.list(), time.monotonic() + limit
@@ -405,12 +406,14 @@ class ChatClient:
                 ) from err
             raise self._refusal(err, "GET /models") from err
         except openai.APIConnectionError as err:
+            waited = time.monotonic() - started  # what was really spent, retries included
             what = (
-                "did not answer within" if isinstance(err, openai.APITimeoutError) else "cannot be reached (checked for"
+                f"did not answer within {min(timeout_s, c.timeout_s):g} s (gave up after {waited:.1f} s)"
+                if isinstance(err, openai.APITimeoutError)
+                else f"cannot be reached (gave up after {waited:.1f} s)"
             )
             raise VLMUnavailableError(
-                f"VLM server {c.base_url} {what} {min(timeout_s, c.timeout_s):g} s"
-                f"{'' if isinstance(err, openai.APITimeoutError) else ')'}: {err}; is it running? (agent.vlm.base_url)"
+                f"VLM server {c.base_url} {what}: {err}; is it running? (agent.vlm.base_url)"
             ) from err
         except (openai.APIResponseValidationError, json.JSONDecodeError, AttributeError, TypeError) as err:
             raise VLMUnavailableError(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from embodmem.report.load import MetricsFormatError, find_metrics_files, load_records
 from embodmem.report.summary import write_summary
-from embodmem.report.tables import print_report
+from embodmem.report.tables import READING_GUIDE, print_report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,4 +51,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nwrote:")
         for f in result.files:
             print(f"  {f}")
+        print(f"\n{READING_GUIDE}")
     return 0

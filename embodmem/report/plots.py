@@ -10,10 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from embodmem.atomic import atomic_write_bytes
-from embodmem.report.tables import is_missing
+from embodmem.report.tables import MIN_CI_N, N_TOO_SMALL, has_ci, is_missing, withhold_small_n_intervals
 from embodmem.transfer import ALL, CONDITION_ORDER, order_key, per_seed_steps_ratios, seen_groups, transfer_table
 
 Record = Mapping[str, Any]
+
+CI_NOTE = "n at each bar: (world, seed) pairs; error bars: {kind} 95% CI, none where n < {min_n} ({too_small})"
+"""The line under every plot's title that says what n and the error bars are (``kind``: bootstrap or
+paired bootstrap)."""
+
+
+def _suptitle(fig: Any, title: str, kind: str) -> None:
+    note = CI_NOTE.format(kind=kind, min_n=MIN_CI_N, too_small=N_TOO_SMALL)
+    fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=9)
 
 
 def safe_name(value: Any) -> str:
@@ -33,23 +42,62 @@ def _task_positions(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, Any]]:
     return sorted({(int(r["task_index"]), r.get("task")) for r in rows}, key=lambda t: (t[0], order_key(t[1])))
 
 
-def _error_bars(rows: Sequence[Mapping[str, Any]], value: str, lo: str, hi: str) -> list[list[float]]:
-    """Matplotlib ``yerr`` from CI columns: distances below and above the value (0 without a CI)."""
-    below, above = [], []
-    for r in rows:
-        v, a, b = r.get(value), r.get(lo), r.get(hi)
-        if v is None or a is None or b is None or any(is_missing(x) for x in (v, a, b)):
-            below.append(0.0)
-            above.append(0.0)
-        else:
-            below.append(max(0.0, float(v) - float(a)))
-            above.append(max(0.0, float(b) - float(v)))
-    return [below, above]
+def _interval(row: Mapping[str, Any], value: str, lo: str, hi: str) -> tuple[float, float] | None:
+    """Distances below and above the value of ``row``'s CI, or None: no CI, or n too small."""
+    v, a, b = row.get(value), row.get(lo), row.get(hi)
+    if v is None or a is None or b is None or not has_ci(row.get("n_seeds")) or any(map(is_missing, (v, a, b))):
+        return None
+    return max(0.0, float(v) - float(a)), max(0.0, float(b) - float(v))
+
+
+def _bars(ax: Any, xs: Sequence[float], shown: Sequence[Mapping[str, Any]], value: str, stem: str, **bar: Any) -> None:
+    """Bars of ``shown[value]`` at ``xs``, error bars only where there is a CI over at least
+    MIN_CI_N pairs (no zero-length cap that reads as a tight interval), and n at each bar's foot."""
+    ys = [float(r[value]) for r in shown]
+    ax.bar(xs, ys, **bar)
+    with_ci = [(x, y, i) for x, y, r in zip(xs, ys, shown) if (i := _interval(r, value, f"{stem}_lo", f"{stem}_hi"))]
+    if with_ci:
+        ax.errorbar(
+            [x for x, _, _ in with_ci],
+            [y for _, y, _ in with_ci],
+            yerr=[[i[0] for _, _, i in with_ci], [i[1] for _, _, i in with_ci]],
+            fmt="none",
+            ecolor="black",
+            capsize=3,
+            linewidth=1,
+        )
+    for x, r in zip(xs, shown):
+        n = r.get("n_seeds")
+        note = f"n={n}" if has_ci(n) else f"n={n}\n{N_TOO_SMALL}"
+        # at the bar's foot, where no error bar or dot of the steps-ratio plot can cover it
+        ax.annotate(note, (x, 0), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7)
+
+
+def _say_if_empty(ax: Any, values: Sequence[float], what: str) -> None:
+    """A panel whose bars are all missing or all 0 looks empty: say which it is."""
+    finite = [v for v in values if not is_missing(v)]
+    if not finite:
+        text = f"no {what} to show"
+    elif all(v == 0 for v in finite):
+        text = f"every bar is 0 ({what} = 0 for all {len(finite)})"
+    else:
+        return
+    ax.text(
+        0.5,
+        0.75,
+        text,
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=9,
+        color="dimgrey",
+        bbox={"facecolor": "white", "edgecolor": "lightgrey"},
+    )
 
 
 def plot_success_spl(summary_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "") -> Path | None:
-    """Success and SPL per task, one bar per agent/condition, error bars = bootstrap 95% CI of the
-    mean over seeds (none with one seed).
+    """Success and SPL per task, one bar per agent/condition, n over each bar, error bars = bootstrap
+    95% CI of the mean over (world, seed) pairs (none for n < MIN_CI_N: "n too small").
 
     Returns None (and writes nothing) when there are no warm / cold / single rows.
     """
@@ -70,6 +118,7 @@ def plot_success_spl(summary_rows: Sequence[Mapping[str, Any]], path: str | Path
     fig = Figure(figsize=(max(7.0, 3.2 * len(tasks)), 4.0), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, metric, name in zip(axes, ("success", "spl"), ("success rate", "SPL")):
+        values: list[float] = []
         for k, (agent, cond) in enumerate(labels):
             xs, shown = [], []
             for t, (idx, task) in enumerate(tasks):
@@ -78,18 +127,17 @@ def plot_success_spl(summary_rows: Sequence[Mapping[str, Any]], path: str | Path
                     continue
                 xs.append(t - 0.4 + width * (k + 0.5))
                 shown.append(r)
-            ys = [r[f"{metric}_mean"] for r in shown]
-            yerr = _error_bars(shown, f"{metric}_mean", f"{metric}_lo", f"{metric}_hi")
-            ax.bar(xs, ys, width=width, yerr=yerr, capsize=3, label=f"{agent} / {cond}")
+            _bars(ax, xs, shown, f"{metric}_mean", metric, width=width, label=f"{agent} / {cond}")
+            values += [r[f"{metric}_mean"] for r in shown]
+        _say_if_empty(ax, values, name)
         ax.set_xticks(range(len(tasks)), [f"T{idx}\n{task}" for idx, task in tasks])
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(0, 1.15)
         ax.set_ylabel(name)
-        ax.set_title(f"{name} (error bars: bootstrap 95% CI over seeds)", fontsize=8)
+        ax.set_title(f"{name}, mean over n pairs", fontsize=8)
     handles, names = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 4), fontsize=8)
-    if title:
-        fig.suptitle(title)
+    _suptitle(fig, title, "bootstrap")
     return _save_png(fig, Path(path))
 
 
@@ -99,7 +147,7 @@ def _transfer_positions(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, An
 
 
 def _bars_by_agent(ax: Any, rows: Sequence[Mapping[str, Any]], stem: str) -> list[tuple[float, Mapping[str, Any]]]:
-    """One bar per agent at each (task, seen) position, with the ``stem`` CI as error bars."""
+    """One bar per agent at each (task, seen) position, n over each, the ``stem`` CI as error bars."""
     positions = _transfer_positions(rows)
     agents = sorted({r["agent"] for r in rows}, key=order_key)
     width = 0.8 / max(1, len(agents))
@@ -115,16 +163,17 @@ def _bars_by_agent(ax: Any, rows: Sequence[Mapping[str, Any]], stem: str) -> lis
                 continue
             xs.append(t - 0.4 + width * (k + 0.5))
             shown.append(r)
-        yerr = _error_bars(shown, stem, f"{stem}_lo", f"{stem}_hi")
-        ax.bar(xs, [r[stem] for r in shown], width=width, yerr=yerr, capsize=3, label=agent)
+        _bars(ax, xs, shown, stem, stem, width=width, label=agent)
         placed += list(zip(xs, shown))
+    _say_if_empty(ax, [float(r[stem]) for _, r in placed], stem.replace("_", " "))
     labels = [f"T{idx} {task}\n{seen}" for idx, task, seen in positions]
     ax.set_xticks(range(len(positions)), labels, fontsize=8)
     return placed
 
 
 def plot_transfer(transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "") -> Path | None:
-    """Warm-minus-cold success and SPL (ft) per task and seen group, error bars = paired 95% CI.
+    """Warm-minus-cold success and SPL (ft) per task and seen group, n over each bar, error bars =
+    paired 95% CI (none for n < MIN_CI_N); a panel of all-0 bars says so.
 
     Returns None (and writes nothing) when no agent ran both warm and cold.
     """
@@ -140,10 +189,9 @@ def plot_transfer(transfer_rows: Sequence[Mapping[str, Any]], path: str | Path, 
         _bars_by_agent(ax, rows, stem)
         ax.axhline(0.0, color="grey", linewidth=1)
         ax.set_ylabel(f"warm - cold {name}")
-        ax.set_title(f"ft {name} (error bars: paired bootstrap 95% CI)", fontsize=8)
+        ax.set_title(f"ft {name}: warm - cold, mean over n pairs", fontsize=8)
     axes[0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
+    _suptitle(fig, title, "paired bootstrap")
     return _save_png(fig, Path(path))
 
 
@@ -154,13 +202,13 @@ def plot_steps_ratio(
     transfer_rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path | None:
     """Steps ratio cold/warm per task, seen group and agent: bar = ratio of the means with its
-    paired 95% CI, dots = per-seed ratios.
+    paired 95% CI (none for n < MIN_CI_N), n over each bar, dots = per-(world, seed) ratios.
 
     Returns None (and writes nothing) when no agent ran both conditions.
     """
     from matplotlib.figure import Figure
 
-    table = transfer_table(records) if transfer_rows is None else transfer_rows
+    table = withhold_small_n_intervals(transfer_table(records)) if transfer_rows is None else transfer_rows
     rows = [r for r in table if not is_missing(r.get("steps_ratio"))]
     if not rows:
         return None
@@ -181,8 +229,7 @@ def plot_steps_ratio(
         ax.scatter([x] * len(ratios), list(ratios.values()), color="black", s=8, zorder=3)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="no change")
     ax.set_ylabel("steps cold / steps warm")
-    ax.set_title("steps ratio (bar: ratio of means, paired 95% CI; dots: per seed)", fontsize=9)
+    ax.set_title("steps ratio (bar: ratio of the means over n pairs; dots: one pair each)", fontsize=8)
     ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
+    _suptitle(fig, title, "paired bootstrap")
     return _save_png(fig, Path(path))

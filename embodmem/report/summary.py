@@ -17,6 +17,7 @@ from embodmem.report.tables import (
     gem_csv_rows,
     gem_rows,
     summary_table,
+    withhold_small_n_intervals,
     write_csv,
 )
 from embodmem.transfer import TRANSFER_KEYS, order_key, transfer_row, transfer_table
@@ -24,6 +25,9 @@ from embodmem.transfer import TRANSFER_KEYS, order_key, transfer_row, transfer_t
 
 def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool = True) -> ReportOutput:
     """Write ``summary.csv``, ``transfer.csv``, ``gem.csv`` (if eval records) and the plots into ``out_dir``.
+
+    Every 95% CI over fewer than :data:`~embodmem.report.tables.MIN_CI_N` (world, seed) pairs is
+    withheld (empty ``_lo`` / ``_hi`` cells, ``n too small`` in print, no error bar).
 
     Records are checked first (:func:`validate_record`), so the runner's in-memory records meet the
     same schema as files read back.
@@ -33,8 +37,9 @@ def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool
     """
     records = [validate_record(r, f"record {i}") for i, r in enumerate(records, start=1)]
     out = Path(out_dir)
-    summary = summary_table(records)
-    transfer = transfer_table(records, TRANSFER_METRICS)
+    # Intervals over fewer than MIN_CI_N (world, seed) pairs are withheld everywhere: CSV, print, plots.
+    summary = withhold_small_n_intervals(summary_table(records))
+    transfer = withhold_small_n_intervals(transfer_table(records, TRANSFER_METRICS))
     gems = gem_rows(records, TRANSFER_METRICS)
     result = ReportOutput(summary=summary, transfer=transfer, gem=gems)
 

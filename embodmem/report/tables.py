@@ -1,4 +1,4 @@
-"""The report's tables: the summary over seeds, the transfer and GEM tables, as CSV and as printed text.
+"""The report's tables: the summary over (world, seed) pairs, the transfer and GEM tables, as CSV and as printed text.
 
 docs/reading-output.md explains every column and word of the printed tables.
 """
@@ -31,7 +31,7 @@ from embodmem.transfer import (
 
 Record = Mapping[str, Any]
 
-#: Metrics summarised per group (mean, std and 95% CI over seeds).
+#: Metrics summarised per group (mean, std and 95% CI over (world, seed) pairs).
 SUMMARY_METRICS = (
     "success",
     "spl",
@@ -50,13 +50,46 @@ SUMMARY_KEYS = ("agent", "condition", "sequence", "task_index", "task", "eval_af
 #: Metrics in the transfer table and the GEM matrices.
 TRANSFER_METRICS = ("success", "spl")
 
+MIN_CI_N = 3
+"""Fewest (world, seed) pairs for which the report gives a 95% CI. A bootstrap over one or two pairs
+has one or three distinct resamples: its "interval" (e.g. ``+0.25 [+0.02,+0.48]`` from n = 2) would
+look like evidence and is none. Below it the CSVs leave ``_lo`` / ``_hi`` empty, the printed tables
+say :data:`N_TOO_SMALL` and the plots draw no error bar."""
+
+N_TOO_SMALL = "n too small"
+"""What the printed tables and plots say where :data:`MIN_CI_N` withholds an interval."""
+
+READING_GUIDE = "What each column and word means (ISR, CSR, SoftSPL, ft vs FT, seen, n): docs/reading-output.md"
+"""The last line of the main job and of ``embodmem-report``: where every word of the tables is explained."""
+
+
+def has_ci(n: Any) -> bool:
+    """Whether ``n`` (world, seed) pairs are enough for the report to give an interval.
+
+    >>> has_ci(2), has_ci(3), has_ci(None)
+    (False, True, False)
+    """
+    return n is not None and not is_missing(n) and int(n) >= MIN_CI_N
+
+
+def withhold_small_n_intervals(rows: Iterable[Mapping[str, Any]], n_key: str = "n_seeds") -> list[dict[str, Any]]:
+    """Copies of ``rows`` with every ``*_lo`` / ``*_hi`` set to None where ``n_key`` is below
+    :data:`MIN_CI_N` (see there why)."""
+    out = []
+    for r in rows:
+        row = dict(r)
+        if not has_ci(row.get(n_key)):
+            row.update({k: None for k in row if k.endswith(("_lo", "_hi"))})
+        out.append(row)
+    return out
+
 
 def summary_table(records: Iterable[Record], metrics: Sequence[str] = SUMMARY_METRICS) -> list[dict[str, Any]]:
     """Per agent x condition x task: ``<m>_mean``, ``<m>_std``, ``<m>_lo`` / ``<m>_hi`` over seeds,
     ``csr`` / ``n_csr`` (chain success, :func:`embodmem.transfer.chain_table`), ``n_seeds`` and
     ``n_episodes``.
 
-    Each seed's episodes are averaged first, so the standard deviation is the spread between seeds
+    A "seed" here is one (world, seed) pair (``n_seeds`` counts them). Each seed's episodes are averaged first, so the standard deviation is the spread between seeds
     (sample std, NaN for a single seed) and ``lo`` / ``hi`` is the bootstrap 95% CI of the mean over
     seeds (:func:`embodmem.stats.mean_ci`, NaN for a single seed). ``success_mean`` is the chain's
     independent success rate (ISR).
@@ -131,14 +164,19 @@ def fmt_number(value: Any, decimals: int = 2, signed: bool = False) -> str:
     return f"{number:{'+' if signed else ''}.{decimals}f}"
 
 
-def fmt_ci(value: Any, lo: Any, hi: Any, decimals: int = 2, signed: bool = True) -> str:
-    """``value [lo,hi]`` with one format for all three; the value alone when there is no interval.
+def fmt_ci(value: Any, lo: Any, hi: Any, decimals: int = 2, signed: bool = True, n: Any = None) -> str:
+    """``value [lo,hi]`` with one format for all three; the value alone when there is no interval,
+    and ``value (n too small)`` when ``n`` is given and below :data:`MIN_CI_N`.
 
     Example:
         >>> fmt_ci(0.33, 0.1, 0.55), fmt_ci(1.74, 1.11, 2.68, signed=False), fmt_ci(0.5, None, None)
         ('+0.33 [+0.10,+0.55]', '1.74 [1.11,2.68]', '+0.50')
+        >>> fmt_ci(0.25, 0.02, 0.48, n=2)
+        '+0.25 (n too small)'
     """
     text = fmt_number(value, decimals, signed)
+    if n is not None and not is_missing(value) and not has_ci(n):
+        return f"{text} ({N_TOO_SMALL})"
     if is_missing(value) or is_missing(lo) or is_missing(hi):
         return text
     return f"{text} [{fmt_number(lo, decimals, signed)},{fmt_number(hi, decimals, signed)}]"
@@ -225,7 +263,7 @@ def _task_label(row: Mapping[str, Any]) -> str:
 
 
 def summary_print_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """Summary rows (not ``eval``) as printed: means over seeds with one format per column."""
+    """Summary rows (not ``eval``) as printed: means over (world, seed) pairs, one format per column."""
     out = []
     for r in rows:
         if r.get("condition") == "eval":
@@ -246,23 +284,18 @@ TRANSFER_PRINT = (
 
 NORMALISED_PRINT = (("FT success", "ft_norm_success", True), ("FT SPL", "ft_norm_spl", True))
 
-#: Printed words for the seen groups (short, so the transfer table fits 100 columns).
-_SEEN_WORDS = {"seen": "yes", "not seen": "no", ALL: "all"}
-
 
 def transfer_print_rows(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, bool]] = TRANSFER_PRINT
 ) -> list[dict[str, str]]:
-    """Transfer rows as printed: each figure with its paired 95% CI."""
+    """Transfer rows as printed: each figure with its paired 95% CI (``n too small`` below
+    :data:`MIN_CI_N` pairs); ``seen`` in transfer.csv's words (seen, not seen, all)."""
     out = []
     for r in rows:
-        d = {
-            "task": _task_label(r),
-            "seen": _SEEN_WORDS.get(str(r.get("seen")), "all"),
-            "n": str(r.get("n_seeds")),
-        }
+        n = r.get("n_seeds")
+        d = {"task": _task_label(r), "seen": str(r.get("seen", ALL)), "n": str(n)}
         for header, stem, signed in columns:
-            d[header] = fmt_ci(r.get(stem), r.get(f"{stem}_lo"), r.get(f"{stem}_hi"), signed=signed)
+            d[header] = fmt_ci(r.get(stem), r.get(f"{stem}_lo"), r.get(f"{stem}_hi"), signed=signed, n=n)
         out.append(d)
     return out
 
@@ -384,10 +417,11 @@ def format_report(result: ReportOutput) -> str:
             headers = [h for h, _, _ in TRANSFER_PRINT]
             text += [
                 "",
-                "Warm minus cold, [paired bootstrap 95% CI]; seen: target seen in an earlier task",
+                "Warm minus cold over n (world, seed) pairs, [paired bootstrap 95% CI; none for n < 3];",
+                "seen: target seen in an earlier task of the warm run, not seen: it was not, all: both",
                 format_table(transfer_print_rows(transfer), right=["n"] + headers),
                 "",
-                "Continual World forward transfer, (warm - cold) / (1 - cold), [95% CI]",
+                "Continual World forward transfer, (warm - cold) / (1 - cold), [paired 95% CI]",
                 format_table(
                     transfer_print_rows(transfer, NORMALISED_PRINT),
                     right=["n"] + [h for h, _, _ in NORMALISED_PRINT],

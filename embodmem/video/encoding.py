@@ -2,8 +2,8 @@
 
 Two formats, chosen by the file's extension:
 
-- ``.mp4``: H.264 (libx264), yuv420p: plays in every browser, in slides and in video players.
-  The default.
+- ``.mp4``: H.264 (libx264), yuv420p, faststart (index first): plays in every browser, in slides
+  and in video players, and starts while it downloads. The default.
 - ``.webm``: VP9 (libvpx-vp9) with its realtime settings (``deadline=realtime``, ``cpu-used=8``,
   ``row-mt``): smaller files at the same speed class, for pages that prefer WebM.
 
@@ -53,10 +53,12 @@ class Codec:
     """FFmpeg encoder name."""
     options: dict[str, str] = field(default_factory=dict)
     """Encoder options (FFmpeg's names)."""
+    container_options: dict[str, str] = field(default_factory=dict)
+    """Muxer options (FFmpeg's names)."""
 
 
 CODECS: dict[str, Codec] = {
-    "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "qp": "18"}),
+    "mp4": Codec("mp4", "libx264", {"preset": "ultrafast", "qp": "18"}, {"movflags": "+faststart"}),
     "webm": Codec(
         "webm", "libvpx-vp9", {"deadline": "realtime", "cpu-used": "8", "row-mt": "1", "crf": "32", "b": "0"}
     ),
@@ -64,7 +66,9 @@ CODECS: dict[str, Codec] = {
 """Extension -> encoder settings. H.264 runs at a constant quantiser: with ``crf``, x264 also rates
 each frame's complexity on a half-size copy, a fifth to a third of the encoding's CPU at
 ``ultrafast``, and on these frames ``qp=18`` keeps about the error of ``crf=23`` in smaller files (``benchmarks/
-bench_video.py --codecs``). VP9 keeps ``crf`` (``b=0``: pure constant quality)."""
+bench_video.py --codecs``). VP9 keeps ``crf`` (``b=0``: pure constant quality). MP4 is written
+``+faststart``: the index (``moov``) before the frames (``mdat``), so a browser starts playing before
+the whole file has arrived (the muxer moves the index in a second pass over the file, at the end)."""
 PIPELINE_DEPTH = 8
 """Frames converted and waiting for the encoder thread at most."""
 PIXEL_FORMAT = "yuv420p"
@@ -133,7 +137,7 @@ def _encode(fh: BinaryIO, codec: Codec, frames: Iterable[np.ndarray], fps: int) 
     if first.ndim != 3 or shape[2] != 3 or h % 2 or w % 2:
         raise ValueError(f"frames must be (H, W, 3) RGB with even H and W, got {shape}")
     n = 0
-    with av.open(fh, mode="w", format=codec.container) as container:
+    with av.open(fh, mode="w", format=codec.container, container_options=dict(codec.container_options)) as container:
         stream = container.add_stream(codec.encoder, rate=fps, options=dict(codec.options))
         assert isinstance(stream, av.VideoStream)
         stream.width, stream.height, stream.pix_fmt = w, h, PIXEL_FORMAT

@@ -77,6 +77,13 @@ LEGEND: tuple[tuple[str, str, tuple[int, int, int]], ...] = (
     ("fish", "dot", _FISH),
 )
 """The map's legend: label, glyph, colour (the glyphs are those the map draws)."""
+LEGEND_MEANINGS: tuple[str, ...] = (
+    "target: every object of the kind the mission names (outlined; the agent never sees this map)",
+    "goal: the cell the agent is heading for now (its plan, right or wrong)",
+)
+"""The legend's last line(s): what the two words a viewer cannot guess mean."""
+CAMERA_LABEL = "camera: what the robot sees"
+"""Written on the camera panel (from ``DETAIL_MIN_SIZE`` up), so it is not mistaken for a map."""
 _DIM_30 = (np.arange(256) * 3 // 10).astype(np.uint8)
 """Each channel value dimmed to 30 % (rounded down), as a lookup table: ten times faster than the
 float product it replaces, and the same pixels."""
@@ -342,8 +349,16 @@ def _write_lines(img: np.ndarray, lines: Sequence[str | None], size: int) -> Non
             _text(img, t, (8, line_h * (i + 1) - 2), scale)
 
 
+def _wrap_meanings(width: int, scale: float) -> list[str]:
+    """:data:`LEGEND_MEANINGS` on one line when it fits ``width`` pixels, else one line each."""
+    joined = "   ".join(LEGEND_MEANINGS)
+    (w, _), _ = cv2.getTextSize(joined, _FONT, scale, 1)
+    return [joined] if w <= width else list(LEGEND_MEANINGS)
+
+
 def legend_strip(width: int, size: int) -> np.ndarray:
-    """The map's legend, one glyph and label per item, wrapped to ``width`` (drawn once per video)."""
+    """The map's legend, one glyph and label per item, wrapped to ``width``, then what "target" and
+    "goal" mean (drawn once per video)."""
     scale = _font_scale(size) * 0.9
     line_h = _line_height(size)
     glyph = max(6, line_h // 2)
@@ -358,10 +373,13 @@ def legend_strip(width: int, size: int) -> np.ndarray:
             x, row = 8 + head_w + 8, row + 1
         placed.append((x, row, label, kind, color))
         x += item
-    h = line_h * (row + 1) + 4
+    meanings = _wrap_meanings(width - 16, scale)
+    h = line_h * (row + 1 + len(meanings)) + 4
     h += h % 2
     img = _blank(h, width)
     _text(img, "map:", (8, line_h - 4), scale, _GREY)
+    for k, text in enumerate(meanings, start=row + 2):
+        _text(img, text, (8, k * line_h - 4), scale, _GREY)
     for x, row, label, kind, color in placed:
         cy = row * line_h + line_h // 2
         c = (x + glyph // 2, cy)
@@ -410,6 +428,8 @@ def compose_frame(
     # Everything is drawn into one preallocated frame: concatenating the parts cost as much as drawing them.
     frame = np.empty((size + strip_h + legend_h, width, 3), dtype=np.uint8)
     camera_panel(camera, size, frame[:size, :size])
+    if size >= DETAIL_MIN_SIZE:
+        _paste(frame[:size, :size], _boxed_label(CAMERA_LABEL, _font_scale(size) * 0.9, _GREY), (6, _line_height(size)))
     for i, p in enumerate((top_down, memory), start=1):
         frame[:size, i * size : (i + 1) * size] = (
             p if p.shape[:2] == (size, size) else cv2.resize(p, (size, size), interpolation=cv2.INTER_AREA)

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -119,9 +120,15 @@ def test_the_cli_stops_with_one_line_for_an_unknown_model_and_no_server(tmp_path
         assert server.count == 0  # stopped before any chat request
     assert unknown.returncode == 2, unknown.stderr
     assert unknown.stderr.strip().count("\n") == 0 and "does not serve model 'nope'" in unknown.stderr
+    assert not (tmp_path / "out").exists()  # checked before Hydra creates the output directory
+    started = time.monotonic()
     gone = _cli(tmp_path, f"agent.vlm.base_url={server.url}", "agent.vlm.model=test-vlm")  # server stopped
+    wall = time.monotonic() - started
     assert gone.returncode == 2, gone.stderr
     assert gone.stderr.strip().count("\n") == 0 and "cannot be reached" in gone.stderr
+    waited = re.search(r"gave up after (\d+\.\d) s", gone.stderr)
+    assert waited and float(waited.group(1)) <= wall, gone.stderr  # the time it really spent, not the limit
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_aborted_evaluation_episode_gets_a_record_and_a_resume_replaces_it(tmp_path: Path) -> None:

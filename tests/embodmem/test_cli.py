@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from hydra import compose, initialize_config_dir
 from embodmem.app import CONFIG_DIR
 from embodmem.config import ConfigError, validate
 from embodmem.preflight import PreflightError, check_command_line
+from embodmem.report.tables import READING_GUIDE
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bad_inputs", ROOT / "benchmarks" / "bad_inputs.py")
@@ -106,6 +108,7 @@ def test_library_chatter_stays_off_the_terminal_and_in_the_log(tmp_path: Path) -
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "[INFO]" not in proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().splitlines()[-1] == READING_GUIDE, "the run ends by pointing at the reading guide"
     assert "Loading full pretrained weights" in (tmp_path / "app.log").read_text()
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["agent"] == "explorer"
@@ -123,3 +126,70 @@ def test_user_config_dirs_are_composed_as_hydra_will(tmp_path: Path) -> None:
             check_command_line(argv, CONFIG_DIR)
     with pytest.raises(PreflightError, match=r"^experiment: 'mine' is not allowed; allowed: .*wreck_then_barrel"):
         check_command_line(["experiment=mine"], CONFIG_DIR)
+
+
+@pytest.mark.parametrize(
+    ("what", "name", "args"), bad_inputs.NEWCOMER_MISTAKES, ids=[w for w, _, _ in bad_inputs.NEWCOMER_MISTAKES]
+)
+def test_newcomer_mistake_is_one_line_exit_2_and_leaves_nothing(what: str, name: str, args: list[str]) -> None:
+    """The 25 mistakes of benchmarks/bad_inputs.py, through the real console scripts in an empty directory."""
+    outcome = bad_inputs.run_one(args, name=name)
+    assert outcome.exit_code == 2, (what, outcome.stderr[-2000:])
+    assert outcome.stderr_lines == 1 and outcome.stderr.startswith(f"{name}: error: "), outcome.stderr
+    assert outcome.stdout == "" and outcome.left == [], (what, outcome.stdout, outcome.left)
+    assert bad_inputs.SECRET not in outcome.stderr
+
+
+def test_the_newcomer_list_has_25_mistakes_in_three_commands() -> None:
+    assert len(bad_inputs.NEWCOMER_MISTAKES) == 25
+    assert {name for _, name, _ in bad_inputs.NEWCOMER_MISTAKES} == {
+        "embodmem-run",
+        "embodmem-report",
+        "embodmem-replay",
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seed", "1"], "--seed: not an option of embodmem-run; config values are set as key=value, e.g. seed=1 "),
+        (["--agent=memory"], "e.g. agent=memory "),
+        (
+            ["experiment.world_seeds=1001"],
+            "experiment.world_seeds: 1001 is not allowed; allowed: a list, e.g. experiment.world_seeds=[1001]",
+        ),
+        (
+            ["agent=base_agent"],
+            "agent: 'base_agent' is not allowed (a schema the configs extend); allowed: explorer, memory,",
+        ),
+        (["experiment=wreck_then_barrel.yaml"], "(option names, without .yaml: experiment=wreck_then_barrel)"),
+        (["-m", "agent=memory,base_agent"], "agent: 'base_agent' is not allowed"),
+        (["seed=abc"], "seed: 'abc' is not allowed; allowed: an integer"),
+    ],
+)
+def test_hints_name_the_fix(argv: list[str], message: str) -> None:
+    with pytest.raises(PreflightError) as err:
+        check_command_line(argv, CONFIG_DIR)
+    assert message in str(err.value)
+
+
+def test_allowed_lists_leave_out_the_schema_entries() -> None:
+    with pytest.raises(PreflightError) as err:
+        check_command_line(["agent=octopus"], CONFIG_DIR)
+    assert "allowed: explorer, memory" in str(err.value) and "base_" not in str(err.value)
+
+
+def test_compose_is_the_cli_config_with_the_cli_checks(recwarn: pytest.WarningsRecorder) -> None:
+    """The README's snippet: embodmem.compose applies embodmem-run's checks, and Hydra does not warn."""
+    import embodmem
+
+    cfg = embodmem.compose(["agent=explorer", "env.max_steps=50"])
+    assert cfg.agent.name == "explorer" and cfg.env.max_steps == 50 and "hydra" not in cfg
+    assert not [w for w in recwarn if "version_base" in str(w.message)]
+    for overrides, message in [
+        (["env.max_steps=-5"], "env.max_steps: -5 is not allowed; allowed: an integer >= 1"),
+        (["agent=base_agent"], "agent: 'base_agent' is not allowed"),
+        (["seed=0,1"], "seed=0,1: a sweep; compose() makes one job"),
+    ]:
+        with pytest.raises(PreflightError, match=re.escape(message)):
+            embodmem.compose(overrides)

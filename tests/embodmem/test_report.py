@@ -27,6 +27,7 @@ from embodmem.report import (
     summary_table,
     write_summary,
 )
+from embodmem.report.tables import READING_GUIDE
 from embodmem.transfer import transfer_table
 
 SEQ = "wreck_then_barrel"
@@ -124,7 +125,8 @@ def test_report_end_to_end_on_multirun(multirun: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert "18 episodes from 6 metrics file(s)" in out  # memory 3 seeds x 4 + explorer 3 seeds x 2
     assert "== sequence wreck_then_barrel | agent memory ==" in out and "Warm minus cold" in out
-    assert "2 barrel  yes   3  +0.67 [+0.00,+1.00]  +0.60 [+0.30,+0.80]  3.00 [2.00,4.00]" in out
+    assert "2 barrel  seen      3  +0.67 [+0.00,+1.00]  +0.60 [+0.30,+0.80]  3.00 [2.00,4.00]" in out
+    assert out.rstrip().splitlines()[-1] == READING_GUIDE
     assert max(len(line) for line in out.splitlines() if not line.startswith(("  /", "18 episodes"))) <= 100
 
     summary = read_csv(multirun / "summary.csv")
@@ -155,7 +157,9 @@ def test_report_end_to_end_on_multirun(multirun: Path, capsys: pytest.CaptureFix
     assert float(mem2["seen_before"]) == pytest.approx(1.0)
     assert mem2["n_seeds"] == "3"
     explorer = [r for r in transfer if r["agent"] == "explorer"]
-    assert len(explorer) == 2 and explorer[0]["steps_ratio"] == "nan" and explorer[0]["ft_success_lo"] == "nan"
+    assert (
+        len(explorer) == 2 and explorer[0]["steps_ratio"] == "nan" and explorer[0]["ft_success_lo"] == ""
+    )  # n = 0: withheld
 
     assert not (multirun / "gem.csv").exists()  # no eval records
     assert_png(multirun / f"success_spl_{SEQ}.png")
@@ -310,3 +314,44 @@ def test_number_formats() -> None:
     assert fmt_number(math.nan) == "-" and fmt_number(None) == "-"
     assert fmt_ci(-0.05, -0.2, 0.1) == "-0.05 [-0.20,+0.10]"
     assert fmt_ci(1.5, math.nan, 2.0, signed=False) == "1.50"
+
+
+# --------------------------------------------------------------------------- small samples, n, words
+
+
+def test_two_pairs_give_no_interval_in_csv_print_or_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """n = 2 (world, seed) pairs: a bootstrap 'CI' would look like evidence; the report says n too small."""
+    records = [r for seed in (0, 1) for r in job_records("memory", seed)]
+    write_jsonl(tmp_path / "metrics.jsonl", records)
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 barrel  seen      2  +0.50 (n too small)  +0.55 (n too small)  3.00 (n too small)" in out
+    transfer = read_csv(tmp_path / "transfer.csv")
+    assert {r["seen"] for r in transfer} <= {"seen", "not seen", "all"}  # the printed words, too
+    barrel = next(r for r in transfer if r["task_index"] == "2")
+    assert barrel["n_seeds"] == "2" and barrel["ft_success"] != "" and barrel["ft_success_lo"] == ""
+    warm = next(r for r in read_csv(tmp_path / "summary.csv") if r["condition"] == "warm" and r["task_index"] == "2")
+    assert warm["spl_mean"] != "" and warm["spl_lo"] == warm["spl_hi"] == ""
+
+
+def test_plot_bars_carry_n_and_draw_no_interval_below_three_pairs() -> None:
+    from matplotlib.figure import Figure
+
+    from embodmem.report.plots import _bars, _say_if_empty
+
+    ax = Figure().subplots()
+    rows = [
+        {"v": 0.5, "v_lo": 0.2, "v_hi": 0.8, "n_seeds": 2},  # an interval the report must not draw
+        {"v": 0.4, "v_lo": 0.3, "v_hi": 0.6, "n_seeds": 5},
+    ]
+    _bars(ax, [0.0, 1.0], rows, "v", "v", width=0.4)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["n=2\nn too small", "n=5"]
+    (bars,) = [c for c in ax.containers if c.__class__.__name__ == "ErrorbarContainer"]
+    segments = bars.lines[2][0].get_segments()
+    assert len(segments) == 1 and segments[0][0][0] == 1.0  # only the n = 5 bar has an error bar
+    empty = Figure().subplots()
+    _say_if_empty(empty, [0.0, 0.0], "ft success")
+    assert [t.get_text() for t in empty.texts] == ["every bar is 0 (ft success = 0 for all 2)"]
+    _say_if_empty(ax, [0.5, 0.4], "v")
+    assert len(ax.texts) == 2  # a panel with bars gets no such note

@@ -30,7 +30,7 @@ from embodmem.video import (
     write_video,
 )
 from embodmem.video.panels import DETAIL_MIN_SIZE
-from tests.embodmem.video_helpers import decode, probe
+from tests.embodmem.video_helpers import assert_faststart, decode, mp4_boxes, probe
 
 ENV_KW = {"size": 24, "max_steps": 8, "image_size": 32}
 SIZE = 64
@@ -132,6 +132,22 @@ def test_topological_map_is_drawn_from_a_snapshot() -> None:
 # --------------------------------------------------------------------------- encoding
 
 
+def test_the_faststart_check_can_fail(tmp_path: Path) -> None:
+    """Without +faststart FFmpeg writes moov after mdat, and the box check sees it (the check is live)."""
+    from embodmem.video.encoding import CODECS
+
+    frames = [np.full((32, 32, 3), 40 * i, np.uint8) for i in range(4)]
+    plain = tmp_path / "plain.mp4"
+    write_video(plain, frames, fps=4, codec=dataclasses.replace(CODECS["mp4"], container_options={}))
+    assert mp4_boxes(plain)[-2:] == ["mdat", "moov"]
+    with pytest.raises(AssertionError, match="not faststart"):
+        assert_faststart(plain)
+    fast = tmp_path / "fast.mp4"
+    write_video(fast, frames, fps=4)
+    assert_faststart(fast)
+    assert decode(fast)[3].mean() == pytest.approx(decode(plain)[3].mean())
+
+
 @pytest.mark.parametrize(
     ("fmt", "container", "codec"), [("mp4", "mov,mp4,m4a,3gp,3g2,mj2", "h264"), ("webm", "matroska,webm", "vp9")]
 )
@@ -144,6 +160,8 @@ def test_video_decodes_with_codec_frame_count_and_size(tmp_path: Path, fmt: str,
     assert (info.container, info.codec, info.pix_fmt) == (container, codec, "yuv420p"), "browser-ready"
     assert (info.frames, info.height, info.width, info.fps) == (n, FRAME_SHAPE[0], FRAME_SHAPE[1], 4.0)
     assert list(tmp_path.iterdir()) == [path], "no temporary files left behind"
+    if fmt == "mp4":
+        assert_faststart(path)
 
 
 def test_decoded_video_looks_like_the_rendered_frames(tmp_path: Path) -> None:
@@ -322,6 +340,7 @@ def test_default_video_config_writes_h264_mp4(tmp_path: Path) -> None:
     assert rec.paths[0].suffix == ".mp4"
     info = probe(rec.paths[0])
     assert (info.codec, info.pix_fmt, info.frames) == ("h264", "yuv420p", ENV_KW["max_steps"] + cfg.fps)
+    assert_faststart(rec.paths[0])
 
 
 def test_same_seed_same_video_bytes_other_seed_other_video(tmp_path: Path) -> None:
@@ -407,6 +426,38 @@ def test_legend_under_the_map_from_the_default_size() -> None:
     assert small.shape == FRAME_SHAPE, "small videos (tests, thumbnails) have no legend"
 
 
+def test_the_camera_panel_is_labelled_and_the_legend_says_what_target_and_goal_mean() -> None:
+    from embodmem.video.panels import LEGEND_MEANINGS, camera_panel
+
+    assert LEGEND_MEANINGS[0].startswith("target: ") and LEGEND_MEANINGS[1].startswith("goal: ")
+    scene, steps = short_episode(1)
+    for size in (DETAIL_MIN_SIZE, 256):
+        frame = list(render_frames(scene, steps, size, None))[0]
+        plain = camera_panel(steps[0].image, size)
+        differs = np.any(frame[:size, :size] != plain, axis=2)
+        band = _line_height_of(size) + 4
+        assert differs[:band].sum() > 100 and not differs[band:].any(), "a label at the top, the view untouched below"
+        legend = legend_strip(3 * size, size)
+        rows_with_text = np.flatnonzero(np.any(legend != legend[0, -1], axis=(1, 2)))
+        glyph_rows = legend_strip_rows(legend)
+        assert glyph_rows >= 2, "the meanings add at least one line under the glyphs"
+        assert rows_with_text.max() > legend.shape[0] - _line_height_of(size), "text down to the last line"
+    small = list(render_frames(scene, steps, SIZE, None))[0]
+    assert np.array_equal(small[:SIZE, :SIZE], camera_panel(steps[0].image, SIZE)), "no label on thumbnails"
+
+
+def _line_height_of(size: int) -> int:
+    from embodmem.video.panels import _line_height
+
+    return _line_height(size)
+
+
+def legend_strip_rows(legend: np.ndarray) -> int:
+    """Bands of text rows in a legend strip (runs of rows with any non-background pixel)."""
+    busy = np.any(legend != legend[0, -1], axis=(1, 2))
+    return int(np.sum(busy[1:] & ~busy[:-1]) + busy[0])
+
+
 # --------------------------------------------------------------------------- Gymnasium's RecordVideo
 
 
@@ -421,6 +472,7 @@ def test_rgb_array_render_is_a_steady_video_frame() -> None:
 
 
 def test_record_video_wrapper_writes_a_decodable_video(tmp_path: Path) -> None:
+    pytest.importorskip("moviepy", reason="Gymnasium's RecordVideo needs moviepy: pip install -e '.[gym-video]'")
     env = UnderwaterEnv(task="wreck", render_mode="rgb_array", render_size=64, **ENV_KW)
     folder = tmp_path / "videos"  # RecordVideo warns when its folder already exists
     env = gym.wrappers.RecordVideo(env, str(folder), episode_trigger=lambda _: True, disable_logger=True)
@@ -454,4 +506,5 @@ def test_video_on_through_the_app_writes_h264_videos_with_live_memory(tmp_path: 
     for r in records:
         info = probe(tmp_path / r["video"])
         assert r["video"].endswith(".mp4") and (info.codec, info.pix_fmt) == ("h264", "yuv420p")
+        assert_faststart(tmp_path / r["video"])
         assert info.frames == r["steps"] + cfg.video.fps, "one frame per step, then one second of summary"

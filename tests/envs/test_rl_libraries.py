@@ -2,12 +2,16 @@
 
 Stable-Baselines3's ``check_env`` and PPO (``DummyVecEnv`` and ``SubprocVecEnv``) and Gymnasium's
 ``AsyncVectorEnv(shared_memory=True)`` all need numeric observations: ``MissionToIndex`` encodes the
-mission, ``DropMission`` removes it. Small cameras and few steps keep this light.
+mission, ``DropMission`` removes it; the registered ids do the same with ``mission_encoding=``. Small cameras and few steps keep this light.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +22,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from embodmem.envs.tasks import MISSIONS
-from embodmem.envs.wrappers import DropMission, MissionToIndex
+from embodmem.envs.wrappers import DropMission, MissionToIndex, TextMissionError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SMALL = {"image_size": 36, "size": 24, "world_seed": 1, "max_steps": 48}
 """36 px is the smallest image SB3's NatureCNN takes."""
@@ -80,3 +86,57 @@ def test_async_vector_env_with_shared_memory() -> None:
         assert envs.observation_space.contains(obs)
     finally:
         envs.close()
+
+
+# --------------------------------------------------------------------------- raw ids: mission_encoding
+
+
+def test_raw_id_with_mission_encoding_index_plugs_into_sb3_and_shared_memory() -> None:
+    env = gym.make("embodmem:EmbodMem/Sequence-v0", mission_encoding="index", **SMALL)
+    obs, _ = env.reset(seed=0)
+    assert MISSIONS[int(obs["mission"])] == "find a sunken ship" and env.observation_space.contains(obs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env)
+    envs = gym.make_vec(
+        "embodmem:EmbodMem/Wreck-v0",
+        num_envs=2,
+        vectorization_mode="async",
+        vector_kwargs={"shared_memory": True},
+        mission_encoding="index",
+        **SMALL,
+    )
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert obs["mission"].tolist() == [MISSIONS.index("find a sunken ship")] * 2
+    finally:
+        envs.close()
+    assert "mission" not in gym.make("embodmem:EmbodMem/Wreck-v0", mission_encoding="none", **SMALL).reset(seed=0)[0]
+    assert isinstance(gym.make("embodmem:EmbodMem/Wreck-v0", **SMALL).reset(seed=0)[0]["mission"], str)
+
+
+def test_a_text_mission_given_to_a_batching_library_names_the_fix() -> None:
+    """Without the keyword, SB3 and shared-memory vector envs fail with one error that says what to do
+    (instead of SB3's ``'NoneType' object is not iterable`` or Gymnasium's missing shared-memory function)."""
+    fix = r"cannot batch the env's text observation 'mission': make the env with mission_encoding='index'"
+    with pytest.raises(TextMissionError, match="Stable-Baselines3 " + fix):
+        PPO("MultiInputPolicy", gym.make("embodmem:EmbodMem/Wreck-v0", **SMALL), device="cpu")
+    with pytest.raises(TextMissionError, match="shared-memory vector env " + fix):
+        gym.make_vec("embodmem:EmbodMem/Wreck-v0", num_envs=2, vectorization_mode="async", **SMALL)
+    with pytest.raises(ValueError, match=r"mission_encoding='onehot' is not allowed; allowed: text, index, none"):
+        gym.make("embodmem:EmbodMem/Wreck-v0", mission_encoding="onehot")
+
+
+def test_the_example_trains_ppo_and_recurrent_ppo_for_2048_steps() -> None:
+    """examples/train_sb3.py as a user runs it (36 px camera so it fits CI; the default is 64 px)."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_sb3.py"), "--image-size", "36"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["PPO", "RecurrentPPO"], proc.stdout
+    assert all(" 2048 steps in " in line for line in lines), proc.stdout
