@@ -33,7 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from embodmem.atomic import atomic_write_bytes, atomic_write_with
 
 FORMAT = "embodmem.memory"
-VERSION = 3
+VERSION = 4
+"""4: frames embedded by the CLIP that tells instance variants apart (issue 28); 3 and older are refused."""
+PRE_VARIANT_VERSIONS = (3,)
+"""Versions saved before instance variants: their vectors come from the embedder that cannot tell a
+capsized ship from an upright one, and a query with today's embedder would compare across models."""
 MANIFEST = "manifest.json"
 _DATA_RE = re.compile(r"^(?P<stem>[a-z_]+)\.(?P<gen>\d{6})\.(?P<ext>[a-z0-9]+)$")
 _TMP_RE = re.compile(r"^\.(manifest\.json|[a-z_]+\.\d{6}\.[a-z0-9]+)\..+\.tmp$")
@@ -69,7 +73,7 @@ class FileEntry(Strict):
 
 class Manifest(Strict):
     format: Literal["embodmem.memory"]
-    version: Literal[3]
+    version: Literal[4]
     generation: int = Field(ge=1, le=999_999)
     dim: int = Field(ge=1)
     config: dict[str, Any]
@@ -224,6 +228,12 @@ def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         fmt = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise MemoryLoadError(mpath, f"foreign file: field format is {fmt!r}, expected {FORMAT!r}")
+    if raw.get("version") in PRE_VARIANT_VERSIONS:
+        raise MemoryLoadError(
+            mpath,
+            f"field version: format {raw.get('version')} was saved before instance variants (its frames were "
+            f"embedded by the previous CLIP, which cannot tell variants apart); this code reads {VERSION}: rebuild the memory",
+        )
     if raw.get("version") != VERSION:
         raise MemoryLoadError(
             mpath, f"field version: unsupported format version {raw.get('version')!r} (this code reads {VERSION})"
