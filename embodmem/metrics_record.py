@@ -64,6 +64,9 @@ class EpisodeRecord(BaseModel):
     """Metres from the final position to the nearest target instance."""
     target_seen: bool | None = None
     """Whether the target was in view at any step."""
+    wrong_instance: int | None = Field(default=None, ge=0, le=1)
+    """1 if the robot stopped within range of another instance of the goal's kind than the one a
+    description or image goal named (always 0 for category goals)."""
     wall_time_s: float | None = Field(default=None, ge=0)
     """Seconds the episode took (a timing: differs between runs, see :data:`TIMING_FIELDS`)."""
     # -- the memory agent's statistics (MemoryAgent.episode_stats) --------------------------------
