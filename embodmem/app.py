@@ -124,8 +124,10 @@ def build_agent(
 
             return TextLogAgent(embedder, settings)
         from embodmem.agents.memory_agent import MemoryAgent
+        from embodmem.agents.naive_agent import NaiveRetrievalAgent
 
-        agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim, variant), settings)
+        kind = NaiveRetrievalAgent if variant.naive else MemoryAgent
+        agent = kind(embedder, build_memory(cfg, embedder.dim, variant), settings)
         agent.name = name
         return agent
     raise ValueError(

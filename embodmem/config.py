@@ -33,7 +33,7 @@ from embodmem.agents.variants import VARIANTS
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
 from embodmem.envs.config import EnvConfig
-from embodmem.envs.tasks import SEQUENCES, TASKS
+from embodmem.envs.tasks import INSTANCE_GOALS, SEQUENCES, TASKS
 from embodmem.memory.config import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
@@ -307,7 +307,7 @@ not checked); ``env``, ``agent`` and ``memory`` check their own fields (:data:`P
 
 CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequence": lambda: SEQUENCES,
-    "experiment.tasks": lambda: TASKS,
+    "experiment.tasks": lambda: {**TASKS, **INSTANCE_GOALS},
     "experiment.conditions": lambda: ("warm", "cold"),
     "experiment.baselines": lambda: ("explorer", "oracle", "random"),
     "experiment.sequences": lambda: SEQUENCES,

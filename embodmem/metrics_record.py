@@ -96,7 +96,8 @@ class EpisodeRecord(BaseModel):
     start_pose: list[int] | None = Field(default=None, min_length=3, max_length=3)
     """[x, y, heading] in cells."""
     target_seen_before: bool | None = None
-    """Whether the task's target was in view during an earlier task of the sequence (None: eval rows)."""
+    """Whether the task's target was in view during an earlier task of the sequence (None: eval rows);
+    for a description or image goal, the goal instance itself (a sibling of its kind does not count)."""
     seen_place_spl_bound: float | None = None
     """SPL of an oracle told only the target cells seen in earlier tasks (None: none seen)."""
     eval_after: int | None = Field(default=None, ge=0)

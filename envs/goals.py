@@ -91,3 +91,13 @@ def instance_distance_maps(world: World, kind: str, cell_size_m: float) -> np.nd
         for c in world.instance_cells(kind)
     ]
     return np.stack(maps)
+
+
+def goal_cells_seen(world: World, task: Task, seen_cells: set[tuple[str, int, int]]) -> set[tuple[int, int]]:
+    """The (x, y) among ``seen_cells`` ((kind, x, y) of target cells seen) that belong to the goal:
+    any instance of the kind for a category goal, the goal instance only for an instance goal."""
+    cells = {(x, y) for kind, x, y in seen_cells if kind == task.target}
+    if not task.instance_goal:
+        return cells
+    goal = goal_instance(world, task)
+    return {(x, y) for x, y in cells if int(world.instances[y, x]) == goal}

@@ -148,8 +148,42 @@ SEQUENCES: dict[str, tuple[str, ...]] = {
     "wreck_barrel_mining_robot": ("wreck", "barrel", "mining_robot"),
     "shallow_tour6": ("wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"),
     "lifelong50": tour(50),
+    # GOAT-style (GO to Any Thing): 5-10 goals in one world with appearance variants, each given as
+    # a category, a description of one instance, or a picture of it; later goals often ask for an
+    # instance the robot passed while looking for an earlier one (``target_seen_before``).
+    "goat_wreck_barrel": (
+        "wreck",
+        "description.barrel.yellow_band",
+        "image.wreck.capsized",
+        "barrel",
+        "description.wreck.white_hull",
+        "image.barrel.toppled",
+    ),
+    "goat_shallow8": (
+        "aircraft",
+        "description.pipeline.white",
+        "image.aircraft.yellow",
+        "mining_robot",
+        "description.aircraft.dark_green",
+        "image.pipeline.yellow_bands",
+        "description.mining_robot.toppled",
+        "image.mining_robot.white_band",
+    ),
+    "goat_mixed10": (
+        "electrical_box",
+        "image.landing_platform.blue",
+        "description.electrical_box.white",
+        "wind_station",
+        "image.electrical_box.broken",
+        "description.landing_platform.tilted",
+        "image.wind_station.black_bands",
+        "description.deep_wreck.upright",
+        "image.deep_barrel.red",
+        "description.wind_station.broken",
+    ),
 }
-"""Named task sequences, run in one persistent world."""
+"""Named task sequences, run in one persistent world (``goat_*``: in the world with variants)."""
+GOAT_SEQUENCES: tuple[str, ...] = tuple(name for name in SEQUENCES if name.startswith("goat_"))
 
 
 def get_task(name: str) -> Task:
