@@ -391,6 +391,21 @@ def _check_stop_range(cfg: DictConfig) -> None:
         )
 
 
+def _check_instance_goals(cfg: DictConfig) -> None:
+    """Description and image goals need the world with variants, set in ``env`` so that episode logs
+    (which record the env settings) replay the same world for every task of the sequence."""
+    exp = cfg.experiment
+    names = list(items(exp.tasks)) if exp.tasks is not None else []
+    for seq in [exp.sequence, *items(exp.sequences)]:
+        if seq in SEQUENCES:
+            names += SEQUENCES[seq]
+    goals = [n for n in names if n in INSTANCE_GOALS]
+    if goals and not cfg.env.instance_goals:
+        raise ConfigError.bad_value(
+            "env.instance_goals", False, f"true: the run holds instance goals (first: {goals[0]})"
+        )
+
+
 def validate(cfg: DictConfig) -> None:
     """Every check types cannot express; raises :class:`ConfigError` (one line) at the first bad value."""
     check_known_keys(cfg, Config)
@@ -410,6 +425,7 @@ def validate(cfg: DictConfig) -> None:
     _check_key_env(cfg)
     _check_memory_dim(cfg)
     _check_stop_range(cfg)
+    _check_instance_goals(cfg)
     for key, schema in PART_CONFIGS:
         part_config(key, schema, cfg)
     load = cfg.experiment.load_memory
