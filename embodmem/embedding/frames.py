@@ -8,6 +8,7 @@ and light alternates between shallow (10 lux) and deep (1.5 lux) water.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +51,13 @@ class FrameSet:
 
     def __len__(self) -> int:
         return len(self.label)
+
+    @staticmethod
+    def concat(parts: list[FrameSet]) -> FrameSet:
+        """The frames of ``parts`` one after another."""
+        return FrameSet(
+            **{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(FrameSet)}
+        )
 
 
 RELEVANT_FRACTION = 0.0025
