@@ -108,6 +108,13 @@ def _mean(values: Sequence[float]) -> float:
 def tables(episodes: list[Episode]) -> str:
     """Markdown: one table per modality and group (later tasks, all sequences pooled)."""
     by_key = {(*e.key, e.agent, e.condition): e for e in episodes}
+    # Frames seen so far in the run (one per step): a warm memory has seen every earlier task's.
+    seen_frames = {
+        k: sum(by_key[(*k[:3], i, *k[4:])].steps for i in range(1, k[3] + 1) if (*k[:3], i, *k[4:]) in by_key)
+        if k[5] == "warm"
+        else by_key[k].steps
+        for k in by_key
+    }
     seen = {e.key: e.target_seen_before for e in episodes if e.agent == FRAME_MEMORY and e.condition == "warm"}
     rows = sorted(
         {(e.agent, e.condition) for e in episodes},
@@ -127,21 +134,24 @@ def tables(episodes: list[Episode]) -> str:
                 f"\n### {modality} goals, goal {'seen' if group else 'not seen'} earlier ({len(keys)} episodes)\n"
             )
             out.append(
-                "| row | n | success | SPL | wrong_instance | steps | bytes/frame | query ms (median) | "
+                "| row | n | success | SPL | wrong_instance | steps | B/frame kept | B/frame seen | query ms (median) | "
                 "frame memory warm SPL minus this row [95% CI] |"
             )
-            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
             for agent, condition in rows:
                 eps = [by_key[(*k, agent, condition)] for k in keys if (*k, agent, condition) in by_key]
                 if not eps:
                     continue
                 frames = sum(e.memory_frames for e in eps)
-                bpf = f"{sum(e.memory_bytes for e in eps) / frames:.0f}" if frames else ""
+                memory_bytes = sum(e.memory_bytes for e in eps)
+                bpf = f"{memory_bytes / frames:.0f}" if frames else ""
+                seen_n = sum(seen_frames[(*k, agent, condition)] for k in keys if (*k, agent, condition) in by_key)
+                bps = f"{memory_bytes / seen_n:.0f}" if frames and seen_n else ""
                 q = [e.memory_query_ms for e in eps if e.memory_query_ms is not None]
                 line = (
                     f"| {agent} ({condition}) | {len(eps)} | {_mean([e.success for e in eps]):.2f} | "
                     f"{_mean([e.spl for e in eps]):.2f} | {_mean([e.wrong_instance for e in eps]):.2f} | "
-                    f"{_mean([e.steps for e in eps]):.1f} | {bpf} | {f'{np.median(q):.2f}' if q else ''} |"
+                    f"{_mean([e.steps for e in eps]):.1f} | {bpf} | {bps} | {f'{np.median(q):.2f}' if q else ''} |"
                 )
                 if condition in ("warm", "single") and agent != FRAME_MEMORY:
                     pairs = [
