@@ -252,6 +252,7 @@ class UnderwaterEnv(MiniGridEnv):
         self._padded = pad_kinds(self.world.look_map, self._pad)
         self._task_cache.clear()
         self._goal_images.clear()
+        self._check_goals_exist()
         self._last_end_pose = None
         self._gen_grid(self.width, self.height)
 
@@ -575,6 +576,15 @@ class UnderwaterEnv(MiniGridEnv):
                 f"task={task.name!r}: an instance goal needs a world with variants; "
                 "set instance_goals=True (EnvConfig) or list it among the env's tasks"
             )
+
+    def _check_goals_exist(self) -> None:
+        """Every instance goal among the tasks names a variant some instance of this world wears
+        (refused in one line, before any episode, otherwise)."""
+        for name in self.tasks:
+            task = get_task(name)
+            if task.instance_goal and self.instance_goals:
+                assert task.variant is not None and self.world is not None
+                self.world.instance_of(task.target, task.variant)
 
     def goal_image(self, task: Task) -> np.ndarray:
         """The goal image of an image goal (rendered once per world and goal); zeros for other goals."""

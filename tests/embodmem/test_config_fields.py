@@ -127,6 +127,7 @@ VALUES: dict[str, Any] = {
     "env.n_fish": 5,
     "env.obstacle_density": 0.05,
     "env.start_min_distance_m": 40.0,
+    "env.instance_goals": True,
     # memory (embodmem/memory/config.py); dim is the embedder's, see test_memory_dim_is_the_embedders
     "memory.short_term_capacity": 16,
     "memory.consolidate_to": 8,
