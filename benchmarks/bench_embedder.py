@@ -10,7 +10,7 @@ frame goes through the network.
 
     python benchmarks/bench_embedder.py            # 60 test worlds x 200 frames
     python benchmarks/bench_embedder.py --quick
-    python benchmarks/bench_embedder.py --checkpoint /tmp/candidate.pt --no-speed   # a candidate's quality
+    python benchmarks/bench_embedder.py --checkpoint variants --no-speed   # the variants CLIP's quality
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.frames import TEST_WORLDS, render_frames
-from embodmem.embedding.model import DEFAULT_CHECKPOINT
+from embodmem.embedding.model import NAMED_CHECKPOINTS
 from embodmem.embedding.quality import evaluate, evaluate_variants, table, variant_table
 
 
@@ -42,14 +42,16 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=len(TEST_WORLDS))
     parser.add_argument("--frames-per-world", type=int, default=200)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="the model to judge (default: shipped)")
+    parser.add_argument(
+        "--checkpoint", default="default", help="the model to judge: default, variants (both shipped) or a path"
+    )
     parser.add_argument("--no-speed", action="store_true", help="quality only")
     args = parser.parse_args()
     if args.quick:
         args.worlds, args.frames_per_world = 10, 100
     worlds = TEST_WORLDS[: args.worlds]
     span = f"test worlds {TEST_WORLDS.start}-{TEST_WORLDS.start + args.worlds - 1}"
-    emb = ClipEmbedder(pretrained=args.checkpoint, threads=2, runtime="torch")
+    emb = ClipEmbedder(pretrained=NAMED_CHECKPOINTS.get(args.checkpoint, args.checkpoint), threads=2)
     frames = render_frames(worlds, args.frames_per_world, seed=2024)
     res = evaluate(emb.embed_images(frames.images), frames, emb.embed_texts)
     print(f"\nQuality on {len(frames)} frames from {span} (category worlds)\n")

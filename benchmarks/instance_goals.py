@@ -3,8 +3,8 @@ by picture, and same-kind distractors are everywhere?
 
 Runs ``experiment=instance_goals`` (sequences ``goat_*``: 6-10 goals in one world with appearance
 variants, each a category, a description or an image; frame memory, keep-everything, naive
-retrieval and the text log warm and cold, the explorer and the oracle) as a Hydra multirun over a
-split's worlds, then prints per goal modality and per group (goal instance seen in an earlier task
+retrieval and the text log warm and cold, the explorer and the oracle; every agent with the variants
+CLIP, ``embedder.pretrained=variants``) as a Hydra multirun over a split's worlds, then prints per goal modality and per group (goal instance seen in an earlier task
 of the same world and seed, judged by frame memory's warm run, or not): each row's success, SPL,
 ``wrong_instance`` rate, bytes per frame and query time; frame memory's warm SPL minus each other
 row's warm SPL with a paired bootstrap 95% CI over (world, seed) pairs; and keep-everything against
@@ -196,6 +196,7 @@ def main() -> None:
             "-m",
             "experiment=instance_goals",
             "env.instance_goals=true",
+            "embedder.pretrained=variants",
             f"experiment.split={args.split}",
             f"experiment.world_seeds={sweep}",
             "hydra/launcher=joblib",

@@ -64,10 +64,10 @@ def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
 
 def build_embedder(cfg: DictConfig) -> ClipEmbedder:
     from embodmem.embedding.embedder import ClipEmbedder
-    from embodmem.embedding.model import DEFAULT_CHECKPOINT
+    from embodmem.embedding.model import NAMED_CHECKPOINTS
 
     e = cfg.embedder
-    pretrained = DEFAULT_CHECKPOINT if e.pretrained == "default" else e.pretrained
+    pretrained = NAMED_CHECKPOINTS.get(e.pretrained, e.pretrained)
     return ClipEmbedder(
         e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads, runtime=str(e.runtime)
     )

@@ -118,7 +118,8 @@ class EmbedderConfig:
     model: str = "embodmem-tiny-clip"
     """Any open_clip architecture name."""
     pretrained: Optional[str] = "default"
-    """"default" (the project's own checkpoint), a local checkpoint path, or null (random weights)."""
+    """"default" (the project's own checkpoint), "variants" (the same CLIP trained to tell appearance
+    variants apart, for instance goals), a local checkpoint path, or null (random weights)."""
     device: str = "cpu"
     """torch device."""
     batch_size: int = 64
@@ -434,9 +435,9 @@ def validate(cfg: DictConfig) -> None:
             "experiment.load_memory", load, "null or an existing directory saved by experiment.save_memory"
         )
     pretrained = cfg.embedder.pretrained
-    if pretrained not in (None, "default") and not Path(pretrained).is_file():
+    if pretrained not in (None, "default", "variants") and not Path(pretrained).is_file():
         raise ConfigError.bad_value(
-            "embedder.pretrained", pretrained, "default, null (random weights) or an existing checkpoint file"
+            "embedder.pretrained", pretrained, "default, variants, null (random weights) or an existing checkpoint file"
         )
     exp = cfg.experiment
     try:
