@@ -212,14 +212,10 @@ def train(
                 )
             else:
                 score = min(res["min_p@5"], res["min_acc"]) + 0.1 * res["acc"]
-            history.append(
-                {
-                    "step": step,
-                    "loss": float(loss.item()),
-                    "score": score,
-                    **{k: res[k] for k in ("min_p@5", "min_acc", "acc", "min_vp@5", "min_vacc", "vacc") if k in res},
-                }
-            )
+            measures: dict[str, float] = {
+                k: res[k] for k in ("min_p@5", "min_acc", "acc", "min_vp@5", "min_vacc", "vacc") if k in res
+            }
+            history.append({"step": step, "loss": float(loss.item()), "score": score, **measures})
             tqdm.write(
                 f"step {step}: loss {loss.item():.3f} min_p@5 {res['min_p@5']:.2f} min_acc {res['min_acc']:.3f} "
                 f"acc {res['acc']:.3f} min_vp@5 {res.get('min_vp@5', 1.0):.2f} min_vacc {res.get('min_vacc', 1.0):.3f}"
