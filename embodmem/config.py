@@ -33,7 +33,7 @@ from embodmem.agents.variants import VARIANTS
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
 from embodmem.envs.config import EnvConfig
-from embodmem.envs.tasks import INSTANCE_GOALS, SEQUENCES, TASKS
+from embodmem.envs.tasks import INSTANCE_GOALS, SEQUENCES, TASKS, get_task
 from embodmem.memory.config import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
 
@@ -308,7 +308,7 @@ not checked); ``env``, ``agent`` and ``memory`` check their own fields (:data:`P
 
 CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequence": lambda: SEQUENCES,
-    "experiment.tasks": lambda: {**TASKS, **INSTANCE_GOALS},
+    "experiment.tasks": lambda: TASKS,
     "experiment.conditions": lambda: ("warm", "cold"),
     "experiment.baselines": lambda: ("explorer", "oracle", "random"),
     "experiment.sequences": lambda: SEQUENCES,
@@ -317,6 +317,13 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "agent.variant": lambda: VARIANTS,
 }
 """String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""
+ALSO_ALLOWED: dict[str, tuple[Callable[[], Iterable[str]], str]] = {
+    "experiment.tasks": (
+        lambda: INSTANCE_GOALS,
+        "or an instance goal description.<task>.<variant> / image.<task>.<variant>",
+    ),
+}
+"""Names a key also takes beyond :data:`CHOICES`, too many to list, and how the refusal says so."""
 
 NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions")
 """Lists that must name at least one item when set (``experiment.tasks=null`` means: use the sequence)."""
@@ -416,9 +423,15 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError.bad_value(key, [], "a non-empty list")
     for key, allowed in CHOICES.items():
         names = tuple(allowed())
+        extra, extra_text = ALSO_ALLOWED.get(key, (tuple, ""))
         for item in items(OmegaConf.select(cfg, key)):
-            if item is not None and item not in names:
-                raise ConfigError.bad_value(key, item, ", ".join(names))
+            if item is not None and item not in names and item not in tuple(extra()):
+                if key == "experiment.tasks" and isinstance(item, str) and item.count(".") == 2:
+                    try:  # an instance goal: say which part is wrong (modality, task or variant)
+                        get_task(item)
+                    except ValueError as err:
+                        raise ConfigError(f"{key}: {item!r}: {err}") from None
+                raise ConfigError.bad_value(key, item, ", ".join(names) + (f"; {extra_text}" if extra_text else ""))
     for key, rng in RANGES.items():
         for item in items(OmegaConf.select(cfg, key)):
             if item is not None and not rng.allows(item):

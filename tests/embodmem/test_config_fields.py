@@ -351,7 +351,10 @@ def test_instance_goals_need_the_world_with_variants() -> None:
             ["experiment.sequence=goat_wreck_barrel", "env.instance_goals=true", "embedder.pretrained=variants"]
         )
     )
-    with pytest.raises(ConfigError, match=r"^experiment.tasks: 'video.barrel.red' is not allowed"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^experiment.tasks: 'video.barrel.red': goal modality 'video' is unknown; allowed: description, image",
+    ):
         validate(compose_job(["experiment.tasks=[video.barrel.red]", "env.instance_goals=true"]))
 
 
