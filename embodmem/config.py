@@ -403,15 +403,19 @@ def _check_instance_goals(cfg: DictConfig) -> None:
     """Description and image goals need the world with variants, set in ``env`` so that episode logs
     (which record the env settings) replay the same world for every task of the sequence."""
     exp = cfg.experiment
-    names = list(items(exp.tasks)) if exp.tasks is not None else []
-    for seq in [exp.sequence, *items(exp.sequences)]:
-        if seq in SEQUENCES:
-            names += SEQUENCES[seq]
-    goals = [n for n in names if n in INSTANCE_GOALS]
-    if goals and not cfg.env.instance_goals:
-        raise ConfigError.bad_value(
-            "env.instance_goals", False, f"true: the run holds instance goals (first: {goals[0]})"
-        )
+    sources = [("experiment.tasks", list(items(exp.tasks)) if exp.tasks is not None else [])]
+    sources += [
+        (f"{key} {seq!r}", list(SEQUENCES[seq]))
+        for key, seqs in (("experiment.sequence", [exp.sequence]), ("experiment.sequences", items(exp.sequences)))
+        for seq in seqs
+        if seq in SEQUENCES
+    ]
+    for source, names in sources:
+        goals = [n for n in names if n in INSTANCE_GOALS]
+        if goals and not cfg.env.instance_goals:
+            raise ConfigError.bad_value(
+                "env.instance_goals", False, f"true: {source} holds instance goals (first: {goals[0]})"
+            )
 
 
 def validate(cfg: DictConfig) -> None:
