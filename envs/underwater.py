@@ -89,7 +89,8 @@ class UnderwaterEnv(MiniGridEnv):
     ## Mission Space
 
     "find {target}" or "find {target} in deep water", e.g. "find a sunken ship" (one mission per
-    task, listed in `embodmem.envs.tasks.MISSIONS`). RL libraries that need numeric observations
+    task, listed in `embodmem.envs.tasks.MISSIONS`); instance goals (`envs/tasks.py`) say "find the
+    capsized sunken ship" (description) or "find what the goal image shows" (image). RL libraries that need numeric observations
     use `embodmem.envs.wrappers.MissionToIndex` (the mission's index) or `DropMission`.
 
     ## Action Space
@@ -110,7 +111,9 @@ class UnderwaterEnv(MiniGridEnv):
         `image_right`, `image_back`; optional `topdown`, MiniGrid's 7x7 egocentric view as 56x56 RGB;
         `sonar` (beams,) float32 ranges in metres over a fan centred on the heading; `pose` float32
         [x, y, heading] in cells (heading 0 east, 1 south, 2 west, 3 north; with odometry noise x
-        and y drift); `mission` str. Nothing privileged: no map, no target positions.
+        and y drift); `mission` str; with `instance_goals`, `goal_image` (S, S, 3) uint8: the goal
+        instance of an image goal seen from a fixed pose, zeros for other goals. Nothing privileged:
+        no map, no target positions, no instance's variant.
     - MiniGrid's grid (`FullyObsWrapper`, `ViewSizeWrapper`, `SymbolicObsWrapper`) encodes each
         tile as `(OBJECT_IDX, COLOR_IDX, STATE)` in MiniGrid's type indices: a target is a `box`,
         every other seabed kind a `wall`; `COLOR_IDX` is the project's own, 6 + kind id - 1 (see
@@ -123,7 +126,8 @@ class UnderwaterEnv(MiniGridEnv):
     ## Rewards
 
     A reward of '1' is given when the robot stops within `success_distance_m` of an instance of the
-    target, and '0' otherwise.
+    target (for a description or image goal: of *that* instance; stopping by a sibling sets
+    `info["wrong_instance"]`), and '0' otherwise.
 
     ## Termination
 
