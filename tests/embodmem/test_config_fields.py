@@ -344,7 +344,10 @@ def test_memory_dim_is_the_embedders() -> None:
 def test_instance_goals_need_the_world_with_variants() -> None:
     """A run holding description or image goals without env.instance_goals is refused in one line;
     with it, and with the variants CLIP named, it validates."""
-    with pytest.raises(ConfigError, match=r"^env.instance_goals: False is not allowed; allowed: true: experiment.sequence .goat_wreck_barrel. holds"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^env.instance_goals: False is not allowed; allowed: true: experiment.sequence .goat_wreck_barrel. holds",
+    ):
         validate(compose_job(["experiment.sequence=goat_wreck_barrel"]))
     validate(
         compose_job(
