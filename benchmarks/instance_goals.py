@@ -3,7 +3,9 @@ by picture, and same-kind distractors are everywhere?
 
 Runs ``experiment=instance_goals`` (sequences ``goat_*``: 6-10 goals in one world with appearance
 variants, each a category, a description or an image; frame memory, keep-everything, naive
-retrieval and the text log warm and cold, the explorer and the oracle; every agent with the variants
+retrieval and the text log warm and cold, the explorer, the oracle and the fully observed twin
+``mapped`` (the memory agent's skeleton handed the object map: how much of each goal family memory
+can possibly recover); every agent with the variants
 CLIP, ``embedder.pretrained=variants``) as a Hydra multirun over a split's worlds, then prints per goal modality and per group (goal instance seen in an earlier task
 of the same world and seed, judged by frame memory's warm run, or not): each row's success, SPL,
 ``wrong_instance`` rate, bytes per frame and query time; frame memory's warm SPL minus each other
@@ -37,7 +39,7 @@ from embodmem.stats import difference_of_means, paired_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME_MEMORY = "memory"
-ROWS = ("memory", "memory_keep_all", "memory_naive", "textlog", "explorer", "oracle")
+ROWS = ("memory", "memory_keep_all", "memory_naive", "textlog", "explorer", "mapped", "oracle")
 
 
 @dataclass(frozen=True)

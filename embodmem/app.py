@@ -105,6 +105,11 @@ def build_agent(
         return OracleAgent(env)
     if embedder is None:
         raise ValueError(f"agent {name!r} needs an embedder")
+    if name == "mapped":  # the fully observed twin: a control handed the object map (privileged)
+        from embodmem.agents.mapped_agent import MappedAgent
+
+        settings = agent_settings(MemoryAgentConfig, cfg, {})
+        return MappedAgent(embedder, build_memory(cfg, embedder.dim, get_variant("memory")), settings, env)
     if name == "explorer":
         from embodmem.agents.explorer import FrontierExplorer
 

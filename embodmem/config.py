@@ -310,7 +310,7 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequence": lambda: SEQUENCES,
     "experiment.tasks": lambda: TASKS,
     "experiment.conditions": lambda: ("warm", "cold"),
-    "experiment.baselines": lambda: ("explorer", "oracle", "random"),
+    "experiment.baselines": lambda: ("explorer", "oracle", "random", "mapped"),
     "experiment.sequences": lambda: SEQUENCES,
     "experiment.variants": lambda: VARIANTS,
     "experiment.split": lambda: SPLIT_NAMES,

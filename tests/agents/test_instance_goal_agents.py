@@ -99,3 +99,17 @@ def test_naive_retrieval_goes_where_the_most_similar_frame_looked(embedder: Clip
     place = agent.recall_target_place()
     assert agent.queries >= 1 and len(agent.trace.retrievals) <= 5
     assert place is None or (place.support == 1.0 and place.viewpoints == 1 and len(place.views) == 1)
+
+
+def test_fully_observed_twin_goes_to_the_named_instance(embedder: ClipEmbedder) -> None:
+    """The memory-need control: handed the object map, the skeleton reaches the named instance
+    nearly as the oracle does, with no memory of its own."""
+    from embodmem.agents.config import MemoryAgentConfig
+    from embodmem.agents.mapped_agent import MappedAgent
+
+    env = UnderwaterEnv(tasks=("description.wreck.capsized",), world_seed=WORLD)
+    agent = MappedAgent(embedder, AgentMemory(MemoryConfig(dim=embedder.dim)), MemoryAgentConfig(), env)
+    agent.set_context("run", "description.wreck.capsized", 0)
+    result = run_episode(env, agent, {"task": "description.wreck.capsized", "start": "fixed0"}, 0)
+    assert result.record["success"] == 1 and result.record["wrong_instance"] == 0
+    assert result.record["spl"] >= 0.6, result.record
