@@ -74,7 +74,7 @@ class FrontierExplorer(Agent, Navigator):
         self.searched_range = min(self.config.look_range_cells, self.clear_sight)
         """Cells this close count as searched for later missions too."""
         self.reset_spatial_memory_if_cold()
-        self.recognizer.set_mission(observation["mission"])
+        self.recognizer.set_goal(observation)  # mission text, or the words the goal image shows
         self.rejected = set()
         self._look_closer = set()
         self.candidate = None

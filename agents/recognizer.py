@@ -12,16 +12,51 @@ import cv2
 import numpy as np
 
 from embodmem.agents.base import RecognitionEmbedder
-from embodmem.envs.objects import KINDS, TARGET_KINDS
+from embodmem.envs.objects import KINDS, TARGET_KINDS, VARIANTS
+from embodmem.envs.objects import Variant as Appearance
+from embodmem.envs.tasks import IMAGE_MISSION
+
+DEEP_SUFFIX = " in deep water"
+
+
+def named_variant(mission: str) -> Appearance | None:
+    """The appearance variant a description mission names ("find the capsized sunken ship"), if any."""
+    named = [v for v in VARIANTS if v.phrase in mission]
+    return max(named, key=lambda v: len(v.phrase)) if named else None
 
 
 def negative_prompts(mission: str) -> list[str]:
-    """Prompts for every kind of thing not named in ``mission`` (and for open water)."""
+    """Prompts for every kind of thing not named in ``mission`` (and for open water); a mission that
+    names one instance by its variant also gets the same kind's other variants as negatives, so a
+    sibling (the upright ship when the capsized one is wanted) scores low."""
     out = ["open water", "the empty seabed"]
+    variant = named_variant(mission)
     for kind in KINDS[1:]:
-        if kind.phrase not in mission:
+        if kind.phrase not in mission and (variant is None or kind.name != variant.kind):
             out.append(kind.phrase)
+    if variant is not None:
+        out += [v.phrase for v in VARIANTS if v.kind == variant.kind and v.index != variant.index]
     return out
+
+
+def check_goal_image(goal_image: object, shape: tuple[int, ...]) -> np.ndarray:
+    """A goal image as the environment declares it ((S, S, 3) uint8, S the camera's side), or a one-line
+    refusal naming what came instead."""
+    if not isinstance(goal_image, np.ndarray):
+        raise ValueError(f"goal_image: expected a numpy array {shape} uint8, got {type(goal_image).__name__}")
+    if goal_image.shape != shape or goal_image.dtype != np.uint8:
+        raise ValueError(f"goal_image: shape {goal_image.shape} dtype {goal_image.dtype}; allowed: shape {shape} uint8")
+    if not goal_image.any():
+        raise ValueError("goal_image: all zeros (no goal image) for an image goal")
+    return goal_image
+
+
+def describe_goal_image(embedder: RecognitionEmbedder, goal_image: np.ndarray) -> Appearance:
+    """The variant whose words best match the goal image (zero-shot over every variant's prompt):
+    an image goal becomes a description goal the recogniser and the memory query can use."""
+    vector = embedder.embed_images(goal_image[None])[0]
+    prompts = embedder.embed_texts([f"a photo of {v.phrase} underwater" for v in VARIANTS])
+    return VARIANTS[int(np.argmax(prompts @ vector))]
 
 
 class TargetRecognizer:
@@ -38,6 +73,17 @@ class TargetRecognizer:
         if mission != self.mission:
             self.mission = mission
             self.prompts = self.embedder.embed_texts([mission] + negative_prompts(mission))
+
+    def set_goal(self, observation: dict) -> None:
+        """Take the task's goal from an observation: its mission text, or for an image goal the words
+        of the variant the goal image shows (:func:`describe_goal_image`), with the mission's light."""
+        mission = str(observation["mission"])
+        if mission.startswith(IMAGE_MISSION):
+            image = observation.get("goal_image")
+            shape = observation["image"].shape
+            variant = describe_goal_image(self.embedder, check_goal_image(image, shape))
+            mission = f"find {variant.phrase}" + (DEEP_SUFFIX if mission.endswith(DEEP_SUFFIX) else "")
+        self.set_mission(mission)
 
     @property
     def query(self) -> np.ndarray:

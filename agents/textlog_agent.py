@@ -20,7 +20,7 @@ import numpy as np
 
 from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
-from embodmem.agents.recognizer import KIND_PROMPT_NAMES
+from embodmem.agents.recognizer import KIND_PROMPT_NAMES, named_variant
 from embodmem.atomic import atomic_write_json
 from embodmem.envs.objects import KINDS, TARGET_KINDS
 from embodmem.envs.spec import SensorSpec
@@ -59,7 +59,14 @@ class TextLogAgent(MemoryAgent):
 
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         super().reset(observation, spec)
-        self._mission_kind = next((k.name for k in KINDS if k.is_target and k.phrase in observation["mission"]), "")
+        # The recogniser's mission: the text, or for an image goal the words the goal image shows. The
+        # log holds kinds only (as the reference's), so a description or image goal is looked up by
+        # the kind it names: the log cannot tell the capsized ship from the upright one.
+        mission = self.recognizer.mission or str(observation["mission"])
+        variant = named_variant(mission)
+        self._mission_kind = (
+            variant.kind if variant else next((k.name for k in KINDS if k.is_target and k.phrase in mission), "")
+        )
 
     # ---------------------------------------------------------------- writing
 

@@ -5,8 +5,8 @@ reference benchmark's own memory) with a few settings changed, defined once here
 one for a run; ``experiment.variants=[...]`` runs several beside each other (``experiment=ablations``).
 
 Example:
-    >>> sorted(VARIANTS)[:3]
-    ['memory', 'memory_fifo_only', 'memory_no_consolidation']
+    >>> sorted(VARIANTS)[:4]
+    ['memory', 'memory_fifo_only', 'memory_keep_all', 'memory_naive']
     >>> VARIANTS["memory_no_recall"].agent
     {'recall': False}
 """
@@ -32,6 +32,8 @@ class Variant:
     """MemoryConfig fields changed from the ``memory`` group."""
     textlog: bool = False
     """Replace frame memory by the reference benchmark's text log."""
+    naive: bool = False
+    """Recall by top-k similarity only (agents/naive_agent.py): no evidence weighting, no map ranking."""
 
 
 VARIANTS: dict[str, Variant] = {
@@ -49,6 +51,22 @@ VARIANTS: dict[str, Variant] = {
             "memory_fifo_only",
             f"no long-term store: the newest {FIFO_ONLY_FRAMES} frames only, unmerged",
             memory={"consolidate_to": None, "byte_budget": "fifo_frames", "eviction": "fifo"},
+        ),
+        Variant(
+            "memory_keep_all",
+            "full context: every frame kept unmerged in a flat exact index, no eviction, no sleep merging",
+            memory={
+                "consolidate_to": None,
+                "index_factory": "Flat",
+                "byte_budget": None,
+                "dedup_threshold": 1.0,
+            },
+        ),
+        Variant(
+            "memory_naive",
+            "naive retrieval: top-k frames by similarity to the goal, go where the best looked; no weighting",
+            memory={"consolidate_to": None, "dedup_threshold": 1.0},
+            naive=True,
         ),
         Variant(
             "textlog",

@@ -2,12 +2,15 @@
 
 Quality: mission-text retrieval precision@5 per target kind in shallow and deep water, and
 zero-shot classification accuracy per kind (embodmem/embedding/quality.py), over frames rendered
-in the held-out test worlds (9000+). Speed: frames/s at batch 64 (PyTorch) and at batch 1 (the
+in the held-out test worlds (9000+). Per appearance variant (issue 28), over frames of the same test
+worlds built with variants: p@5 of the description goal's mission ("find the capsized sunken
+ship") and zero-shot accuracy among the kind's three variants, each in shallow and deep water. Speed: frames/s at batch 64 (PyTorch) and at batch 1 (the
 agent's case: ONNX Runtime, and PyTorch for comparison), the content cache turned off so every
 frame goes through the network.
 
     python benchmarks/bench_embedder.py            # 60 test worlds x 200 frames
     python benchmarks/bench_embedder.py --quick
+    python benchmarks/bench_embedder.py --checkpoint variants --no-speed   # the variants CLIP's quality
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import numpy as np
 
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.frames import TEST_WORLDS, render_frames
-from embodmem.embedding.quality import evaluate, table
+from embodmem.embedding.model import NAMED_CHECKPOINTS
+from embodmem.embedding.quality import evaluate, evaluate_variants, table, variant_table
 
 
 def frames_per_second(emb: ClipEmbedder, images: np.ndarray, batch: int, rounds: int) -> float:
@@ -38,17 +42,29 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=len(TEST_WORLDS))
     parser.add_argument("--frames-per-world", type=int, default=200)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--checkpoint", default="default", help="the model to judge: default, variants (both shipped) or a path"
+    )
+    parser.add_argument("--no-speed", action="store_true", help="quality only")
     args = parser.parse_args()
     if args.quick:
         args.worlds, args.frames_per_world = 10, 100
-    frames = render_frames(TEST_WORLDS[: args.worlds], args.frames_per_world, seed=2024)
-    emb = ClipEmbedder(threads=2)
+    worlds = TEST_WORLDS[: args.worlds]
+    span = f"test worlds {TEST_WORLDS.start}-{TEST_WORLDS.start + args.worlds - 1}"
+    emb = ClipEmbedder(pretrained=NAMED_CHECKPOINTS.get(args.checkpoint, args.checkpoint), threads=2)
+    frames = render_frames(worlds, args.frames_per_world, seed=2024)
+    res = evaluate(emb.embed_images(frames.images), frames, emb.embed_texts)
+    print(f"\nQuality on {len(frames)} frames from {span} (category worlds)\n")
+    print(table(res))
+    frames = render_frames(worlds, args.frames_per_world, seed=2024, variants=True)
     vectors = emb.embed_images(frames.images)
     res = evaluate(vectors, frames, emb.embed_texts)
-    print(
-        f"\nQuality on {len(frames)} frames from test worlds {TEST_WORLDS.start}-{TEST_WORLDS.start + args.worlds - 1}\n"
-    )
+    print(f"\nQuality on {len(frames)} frames from {span} built with variants (three instances per kind)\n")
     print(table(res))
+    print("\nPer variant, same frames: description-mission p@5, zero-shot accuracy among the kind's variants\n")
+    print(variant_table(evaluate_variants(vectors, frames, emb.embed_texts)))
+    if args.no_speed:
+        return
     sample = frames.images[:2048]
     print("\n| batch | runtime | threads | frames/s (median of 5) |\n|---:|---|---:|---:|")
     for batch, threads, runtime in ((64, 2, "torch"), (64, 1, "torch"), (1, 1, "onnx"), (1, 1, "torch")):

@@ -78,10 +78,10 @@ def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
 
 def build_embedder(cfg: DictConfig) -> ClipEmbedder:
     from embodmem.embedding.embedder import ClipEmbedder
-    from embodmem.embedding.model import DEFAULT_CHECKPOINT
+    from embodmem.embedding.model import NAMED_CHECKPOINTS
 
     e = cfg.embedder
-    pretrained = DEFAULT_CHECKPOINT if e.pretrained == "default" else e.pretrained
+    pretrained = NAMED_CHECKPOINTS.get(e.pretrained, e.pretrained)
     return ClipEmbedder(
         e.model, pretrained, e.device, e.batch_size, e.cache_size, threads=e.threads, runtime=str(e.runtime)
     )
@@ -119,6 +119,11 @@ def build_agent(
         return OracleAgent(env)
     if embedder is None:
         raise ValueError(f"agent {name!r} needs an embedder")
+    if name == "mapped":  # the fully observed twin: a control handed the object map (privileged)
+        from embodmem.agents.mapped_agent import MappedAgent
+
+        settings = agent_settings(MemoryAgentConfig, cfg, {})
+        return MappedAgent(embedder, build_memory(cfg, embedder.dim, get_variant("memory")), settings, env)
     if name == "explorer":
         from embodmem.agents.explorer import FrontierExplorer
 
@@ -138,8 +143,10 @@ def build_agent(
 
             return TextLogAgent(embedder, settings)
         from embodmem.agents.memory_agent import MemoryAgent
+        from embodmem.agents.naive_agent import NaiveRetrievalAgent
 
-        agent = MemoryAgent(embedder, build_memory(cfg, embedder.dim, variant), settings)
+        kind = NaiveRetrievalAgent if variant.naive else MemoryAgent
+        agent = kind(embedder, build_memory(cfg, embedder.dim, variant), settings)
         agent.name = name
         return agent
     raise ValueError(

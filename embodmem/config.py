@@ -33,7 +33,7 @@ from embodmem.agents.variants import VARIANTS
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
 from embodmem.envs.config import EnvConfig
-from embodmem.envs.tasks import SEQUENCES, TASKS
+from embodmem.envs.tasks import INSTANCE_GOALS, SEQUENCES, TASKS, get_task
 from embodmem.eqa.config import EQA_ANSWERERS, EQAConfig
 from embodmem.eqa.files import QuestionFileError, load_questions, question_file
 from embodmem.memory.config import MemoryConfig
@@ -121,7 +121,8 @@ class EmbedderConfig:
     model: str = "embodmem-tiny-clip"
     """Any open_clip architecture name."""
     pretrained: Optional[str] = "default"
-    """"default" (the project's own checkpoint), a local checkpoint path, or null (random weights)."""
+    """"default" (the project's own checkpoint), "variants" (the same CLIP trained to tell appearance
+    variants apart, for instance goals), a local checkpoint path, or null (random weights)."""
     device: str = "cpu"
     """torch device."""
     batch_size: int = 64
@@ -316,7 +317,7 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequence": lambda: SEQUENCES,
     "experiment.tasks": lambda: TASKS,
     "experiment.conditions": lambda: ("warm", "cold"),
-    "experiment.baselines": lambda: ("explorer", "oracle", "random"),
+    "experiment.baselines": lambda: ("explorer", "oracle", "random", "mapped"),
     "experiment.sequences": lambda: SEQUENCES,
     "experiment.variants": lambda: VARIANTS,
     "experiment.split": lambda: SPLIT_NAMES,
@@ -324,6 +325,13 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.eqa.answerers": lambda: EQA_ANSWERERS,
 }
 """String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""
+ALSO_ALLOWED: dict[str, tuple[Callable[[], Iterable[str]], str]] = {
+    "experiment.tasks": (
+        lambda: INSTANCE_GOALS,
+        "or an instance goal description.<task>.<variant> / image.<task>.<variant>",
+    ),
+}
+"""Names a key also takes beyond :data:`CHOICES`, too many to list, and how the refusal says so."""
 
 NON_EMPTY = ("experiment.tasks", "experiment.world_seeds", "experiment.conditions", "experiment.eqa.answerers")
 """Lists that must name at least one item when set (``experiment.tasks=null`` means: use the sequence)."""
@@ -399,6 +407,25 @@ def _check_stop_range(cfg: DictConfig) -> None:
         )
 
 
+def _check_instance_goals(cfg: DictConfig) -> None:
+    """Description and image goals need the world with variants, set in ``env`` so that episode logs
+    (which record the env settings) replay the same world for every task of the sequence."""
+    exp = cfg.experiment
+    sources = [("experiment.tasks", list(items(exp.tasks)) if exp.tasks is not None else [])]
+    sources += [
+        (f"{key} {seq!r}", list(SEQUENCES[seq]))
+        for key, seqs in (("experiment.sequence", [exp.sequence]), ("experiment.sequences", items(exp.sequences)))
+        for seq in seqs
+        if seq in SEQUENCES
+    ]
+    for source, names in sources:
+        goals = [n for n in names if n in INSTANCE_GOALS]
+        if goals and not cfg.env.instance_goals:
+            raise ConfigError.bad_value(
+                "env.instance_goals", False, f"true: {source} holds instance goals (first: {goals[0]})"
+            )
+
+
 def validate(cfg: DictConfig) -> None:
     """Every check types cannot express; raises :class:`ConfigError` (one line) at the first bad value."""
     check_known_keys(cfg, Config)
@@ -408,9 +435,15 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError.bad_value(key, [], "a non-empty list")
     for key, allowed in CHOICES.items():
         names = tuple(allowed())
+        extra, extra_text = ALSO_ALLOWED.get(key, (tuple, ""))
         for item in items(OmegaConf.select(cfg, key)):
-            if item is not None and item not in names:
-                raise ConfigError.bad_value(key, item, ", ".join(names))
+            if item is not None and item not in names and item not in tuple(extra()):
+                if key == "experiment.tasks" and isinstance(item, str) and item.count(".") == 2:
+                    try:  # an instance goal: say which part is wrong (modality, task or variant)
+                        get_task(item)
+                    except ValueError as err:
+                        raise ConfigError(f"{key}: {item!r}: {err}") from None
+                raise ConfigError.bad_value(key, item, ", ".join(names) + (f"; {extra_text}" if extra_text else ""))
     for key, rng in RANGES.items():
         for item in items(OmegaConf.select(cfg, key)):
             if item is not None and not rng.allows(item):
@@ -418,6 +451,7 @@ def validate(cfg: DictConfig) -> None:
     _check_key_env(cfg)
     _check_memory_dim(cfg)
     _check_stop_range(cfg)
+    _check_instance_goals(cfg)
     for key, schema in PART_CONFIGS:
         part_config(key, schema, cfg)
     load = cfg.experiment.load_memory
@@ -426,9 +460,9 @@ def validate(cfg: DictConfig) -> None:
             "experiment.load_memory", load, "null or an existing directory saved by experiment.save_memory"
         )
     pretrained = cfg.embedder.pretrained
-    if pretrained not in (None, "default") and not Path(pretrained).is_file():
+    if pretrained not in (None, "default", "variants") and not Path(pretrained).is_file():
         raise ConfigError.bad_value(
-            "embedder.pretrained", pretrained, "default, null (random weights) or an existing checkpoint file"
+            "embedder.pretrained", pretrained, "default, variants, null (random weights) or an existing checkpoint file"
         )
     exp = cfg.experiment
     try:

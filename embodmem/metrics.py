@@ -388,6 +388,25 @@ class TargetSeen:
         return self._seen
 
 
+class WrongInstance:
+    """Whether the robot stopped at another instance of the goal's kind (instance goals: a
+    description or image names one instance; stopping within range of a sibling is a failure of
+    its own kind, ``info["wrong_instance"]``). Always False for category goals and for envs that do
+    not report it."""
+
+    def __init__(self) -> None:
+        self._wrong = False
+
+    def reset(self, first_info: Mapping[str, Any]) -> None:
+        self._wrong = False
+
+    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+        self._wrong = bool(info.get("wrong_instance", False))
+
+    def get(self) -> bool:
+        return self._wrong
+
+
 class FinalDistances:
     """The last Euclidean distances: to the nearest instance and to each instance."""
 
@@ -471,7 +490,9 @@ class EpisodeMeasures:
         self.final_distances = FinalDistances()
         self.target_seen = TargetSeen()
         self.reports = Reports()
+        self.wrong_instance = WrongInstance()
         self._measures = (
+            self.wrong_instance,
             self.success,
             self.steps,
             self.path_length,
@@ -523,4 +544,5 @@ class EpisodeMeasures:
             "collisions": self.collisions.get(),
             "final_distance_m": nearest,
             "target_seen": self.target_seen.get(),
+            "wrong_instance": int(self.wrong_instance.get()),
         }

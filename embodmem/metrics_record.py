@@ -64,6 +64,9 @@ class EpisodeRecord(BaseModel):
     """Metres from the final position to the nearest target instance."""
     target_seen: bool | None = None
     """Whether the target was in view at any step."""
+    wrong_instance: int | None = Field(default=None, ge=0, le=1)
+    """1 if the robot stopped within range of another instance of the goal's kind than the one a
+    description or image goal named (always 0 for category goals)."""
     wall_time_s: float | None = Field(default=None, ge=0)
     """Seconds the episode took (a timing: differs between runs, see :data:`TIMING_FIELDS`)."""
     # -- the memory agent's statistics (MemoryAgent.episode_stats) --------------------------------
@@ -93,7 +96,8 @@ class EpisodeRecord(BaseModel):
     start_pose: list[int] | None = Field(default=None, min_length=3, max_length=3)
     """[x, y, heading] in cells."""
     target_seen_before: bool | None = None
-    """Whether the task's target was in view during an earlier task of the sequence (None: eval rows)."""
+    """Whether the task's target was in view during an earlier task of the sequence (None: eval rows);
+    for a description or image goal, the goal instance itself (a sibling of its kind does not count)."""
     seen_place_spl_bound: float | None = None
     """SPL of an oracle told only the target cells seen in earlier tasks (None: none seen)."""
     eval_after: int | None = Field(default=None, ge=0)

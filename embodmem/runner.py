@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from embodmem.agents.base import Agent, MemoryCarrier
 from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
+from embodmem.envs.goals import goal_cells_seen
 from embodmem.envs.spec import ACTION_NAMES, Action
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import LOG_FORMAT, write_log
@@ -284,7 +285,11 @@ def run_sequence(
         finish_record(
             result,
             sequence_record(spec, run_id, agent, i),
-            target_seen_before=env.task.target in seen_before,
+            target_seen_before=(
+                env.task.target in seen_before
+                if not env.task.instance_goal
+                else bool(goal_cells_seen(env.world, env.task, seen_cells_before))
+            ),
             seen_place_spl_bound=seen_place_spl_bound(env, result, seen_cells_before),
             memory_frames=int(mem_stats.get("frames_kept", 0)),
             memory_bytes=int(mem_stats.get("code_bytes", 0)),
@@ -307,7 +312,7 @@ def seen_place_spl_bound(
 ) -> float | None:
     """SPL of an oracle told only the target cells seen in earlier tasks (None if none were seen):
     what an agent that remembers exactly where it saw the target can reach at best."""
-    cells = {(x, y) for kind, x, y in seen_before if kind == env.task.target}
+    cells = goal_cells_seen(env.world, env.task, seen_before)  # an instance goal: that instance's cells only
     if not cells:
         return None
     x, y = result.log["start_pose"][:2]

@@ -3,7 +3,8 @@
 One call casts every column's ray at once: the ray's crossings of vertical and horizontal grid
 lines are computed in closed form, sorted, and looked up in the kind map, so there is no Python
 loop over columns or cells. Walls are textured per kind, low objects let taller ones behind them
-show above (two layers), and water is drawn as it looks: fog toward the water colour with distance,
+show above (two layers), each target instance wears its appearance variant (a look id per cell:
+colour scheme, marking, pose; ``embodmem.envs.objects.VARIANTS``), and water is drawn as it looks: fog toward the water colour with distance,
 red absorbed first, light falling off with depth, drifting particles and passing fish.
 """
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from embodmem.envs.objects import KIND_HEIGHTS, TEX, texture_atlas
+from embodmem.envs.objects import LOOK_HEIGHTS, LOOK_KIND, TEX, texture_atlas
 
 CAMERA_Z = 0.5
 """Camera height above the seabed, in wall heights."""
@@ -105,7 +106,7 @@ class RayTable:
         cx = x + self.cx[rows, first]
         cy = y + self.cy[rows, first]
         if second_layer:
-            behind = hit & self.after[first] & (KIND_HEIGHTS[kind_along] > KIND_HEIGHTS[kind][:, None] + 1e-3)
+            behind = hit & self.after[first] & (LOOK_HEIGHTS[kind_along] > LOOK_HEIGHTS[kind][:, None] + 1e-3)
             second = np.argmax(behind, axis=1)
             has2 = behind[rows, second]
             dist2 = np.where(has2, self.t[rows, second], np.inf)
@@ -236,7 +237,7 @@ class Camera:
         half = self.size / 2.0
         d = np.where(np.isfinite(dist), dist, look.view_range).astype(np.float32)
         perp = np.maximum(d * (self.col_cos if len(d) == self.size else self.col_cos2), 1e-3)
-        top = half - self.focal * (KIND_HEIGHTS[kind] - CAMERA_Z) / perp
+        top = half - self.focal * (LOOK_HEIGHTS[kind] - CAMERA_Z) / perp
         floor = half + self.focal * CAMERA_Z / perp
         bottom = np.where(kind > 0, np.minimum(floor, clip_bottom), -1.0)
         rows = self.rows
@@ -265,7 +266,8 @@ class Camera:
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Render the view from the centre of cell (x, y) facing heading index ``heading``.
 
-        ``padded`` is the kind map surrounded by ``pad`` rock cells (see :func:`pad_kinds`).
+        ``padded`` is the look map (a world's ``looks``: the kind id, or a variant's look id;
+        ``embodmem.envs.objects.LOOK_KIND``) surrounded by ``pad`` rock cells (see :func:`pad_kinds`).
         Returns the uint8 image and a visibility record: per column the kinds and cells hit (two
         layers) and their fog-weighted visible pixel counts (for ``target_in_view`` and captions).
         The frame is one table lookup into background rows, near strips and far strips.
@@ -275,7 +277,7 @@ class Camera:
         shade = np.where(hits.side_x, 1.0, 0.78).astype(np.float32)
         if hits.kind2.any():  # something taller stands behind a low object: draw both layers
             perp1 = np.maximum(np.where(np.isfinite(hits.dist), hits.dist, 1.0) * self.col_cos, 1e-3)
-            top1 = s / 2.0 - self.focal * (KIND_HEIGHTS[hits.kind] - CAMERA_Z) / perp1
+            top1 = s / 2.0 - self.focal * (LOOK_HEIGHTS[hits.kind] - CAMERA_Z) / perp1
             mask, index, strips, _, vis = self._columns(
                 np.concatenate([hits.dist, hits.dist2]),
                 np.concatenate([hits.kind, hits.kind2]),
@@ -302,11 +304,13 @@ class Camera:
             add = (particles[:, 2] * 255.0 * look.brightness).astype(np.int16)
             img[py, px] = np.minimum(img[py, px].astype(np.int16) + add[:, None], 255).astype(np.uint8)
         visibility = {
-            "kind": hits.kind,
+            "kind": LOOK_KIND[hits.kind],
+            "look": hits.kind,
+            "look2": hits.kind2,
             "cell_x": hits.cell_x,
             "cell_y": hits.cell_y,
             "pixels": vis[:s],
-            "kind2": hits.kind2,
+            "kind2": LOOK_KIND[hits.kind2],
             "cell_x2": hits.cell_x2,
             "cell_y2": hits.cell_y2,
             "pixels2": vis[s:],

@@ -68,6 +68,9 @@ class EnvConfig:
     """Share of cells covered by rock outcrops and reefs (0-0.3)."""
     start_min_distance_m: float = 50.0
     """Random starts lie at least this far (shortest path) from the nearest success cell."""
+    instance_goals: bool = False
+    """Build the world with appearance variants (3 instances per target kind, each its own look) and
+    add ``goal_image`` to the observation. Switched on by itself when the tasks hold an instance goal."""
 
     def __post_init__(self) -> None:
         if isinstance(self.extra_views, tuple):

@@ -155,9 +155,158 @@ def make_texture(kind: Kind, rng: np.random.Generator) -> np.ndarray:
 
 
 def texture_atlas(seed: int = 1234) -> np.ndarray:
-    """All kinds' textures stacked: (len(KINDS), TEX, TEX, 3) float32. Fixed seed: same look everywhere."""
+    """Every look's texture stacked: (len(LOOKS), TEX, TEX, 3) float32. Fixed seed: same look everywhere.
+
+    Rows 0-15 are the kinds' standard looks, drawn first from the same generator as before variants
+    existed, so a world without variants renders exactly as it always did.
+    """
     rng = np.random.default_rng(seed)
-    return np.stack([make_texture(k, rng) for k in KINDS])
+    base = [make_texture(k, rng) for k in KINDS]
+    extra = [variant_texture(v, base[KIND_INDEX[v.kind]], rng) for v in VARIANTS if v.look >= len(KINDS)]
+    return np.stack(base + extra)
+
+
+# --------------------------------------------------------------------------- instance variants
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One appearance of a target kind: a colour scheme, a marking, or a condition or pose.
+
+    Variant 0 of every kind is its standard look (the texture and height every category world
+    uses); variants 1 and 2 get their own rows in the texture atlas (their ``look`` id).
+    """
+
+    kind: str
+    index: int
+    """0, 1, 2 within the kind."""
+    name: str
+    """Short identifier ("yellow_band"), unique within the kind."""
+    phrase: str
+    """The instance named in words, as a description goal says it ("the oil drums with a yellow band")."""
+    height: float
+    """Height on screen (a capsized ship lies lower than an upright one)."""
+    look: int
+    """Row in :func:`texture_atlas` and in :data:`LOOK_HEIGHTS` (the kind id for variant 0)."""
+    recolor: tuple[int, int, int] | None = None
+    """New base colour: texels near the kind's colour take this one (a colour scheme)."""
+    band: tuple[int, int, int] | None = None
+    """A bold horizontal band in this colour across the middle (a marking)."""
+    bands: tuple[int, int, int] | None = None
+    """Two bold horizontal bands in this colour, the face between them white (a marking on towers)."""
+    vertical_bands: tuple[int, int, int] | None = None
+    """A bold vertical band in this colour on every face (a marking on long things)."""
+    flipped: bool = False
+    """Upside down or on its side (texture turned; a condition or pose)."""
+    broken: bool = False
+    """Broken: jagged dark tears through the face (a condition)."""
+
+    @property
+    def key(self) -> str:
+        """``kind.name``, the variant's name across kinds ("barrel.yellow_band")."""
+        return f"{self.kind}.{self.name}"
+
+
+_WHITE = (240, 240, 235)
+_YELLOW = (250, 215, 30)
+_BLACK = (15, 15, 15)
+# (kind, name, phrase, height factor, modifiers). Variant 0 is the kind's standard look.
+_VARIANT_TABLE: tuple[tuple[str, str, str, float, dict], ...] = (
+    ("mining_robot", "yellow", "the yellow mining robot", 1.0, {}),
+    ("mining_robot", "white_band", "the mining robot with a white band", 1.0, {"band": _WHITE}),
+    ("mining_robot", "toppled", "the toppled mining robot", 0.5, {"flipped": True}),
+    ("pipeline", "green", "the green oil pipeline", 1.0, {}),
+    ("pipeline", "yellow_bands", "the oil pipeline with yellow bands", 1.0, {"vertical_bands": _YELLOW}),
+    ("pipeline", "white", "the white oil pipeline", 1.0, {"recolor": _WHITE}),
+    ("barrel", "red", "the red oil drums", 1.0, {}),
+    ("barrel", "yellow_band", "the oil drums with a yellow band", 1.0, {"band": _YELLOW}),
+    ("barrel", "toppled", "the toppled oil drums", 0.55, {"flipped": True}),
+    ("wreck", "upright", "the upright sunken ship", 1.0, {}),
+    ("wreck", "capsized", "the capsized sunken ship", 0.6, {"flipped": True, "recolor": (120, 30, 25)}),
+    ("wreck", "white_hull", "the sunken ship with a white hull", 1.0, {"recolor": _WHITE}),
+    ("electrical_box", "blue", "the blue electrical box", 1.0, {}),
+    ("electrical_box", "white", "the white electrical box", 1.0, {"recolor": _WHITE}),
+    ("electrical_box", "broken", "the broken electrical box", 0.6, {"broken": True}),
+    ("wind_station", "red_band", "the wind power station with a red band", 1.0, {}),
+    ("wind_station", "black_bands", "the wind power station with black bands", 1.0, {"bands": _BLACK}),
+    ("wind_station", "broken", "the broken wind power station", 0.55, {"broken": True}),
+    ("aircraft", "silver", "the silver aircraft wreckage", 1.0, {}),
+    ("aircraft", "yellow", "the yellow aircraft wreckage", 1.0, {"recolor": _YELLOW}),
+    ("aircraft", "dark_green", "the dark green aircraft wreckage", 1.0, {"recolor": (40, 70, 35)}),
+    ("landing_platform", "orange", "the orange landing platform", 1.0, {}),
+    ("landing_platform", "blue", "the blue landing platform", 1.0, {"recolor": (30, 70, 220)}),
+    ("landing_platform", "tilted", "the tilted landing platform", 1.7, {"flipped": True}),
+)
+
+
+def _build_variants() -> tuple[Variant, ...]:
+    out: list[Variant] = []
+    next_look = len(KINDS)
+    for kind, name, phrase, height_factor, mods in _VARIANT_TABLE:
+        index = sum(v.kind == kind for v in out)
+        look = KIND_INDEX[kind] if index == 0 else next_look
+        next_look += index > 0
+        height = KINDS[KIND_INDEX[kind]].height * height_factor
+        out.append(Variant(kind, index, name, phrase, height, look, **mods))
+    return tuple(out)
+
+
+VARIANTS: tuple[Variant, ...] = _build_variants()
+"""Every target kind's appearance variants, in kind order, three per kind (order is part of saved worlds)."""
+VARIANTS_PER_KIND = 3
+KIND_VARIANTS: dict[str, tuple[Variant, ...]] = {k: tuple(v for v in VARIANTS if v.kind == k) for k in TARGET_KINDS}
+VARIANT_BY_KEY: dict[str, Variant] = {v.key: v for v in VARIANTS}
+N_LOOKS = len(KINDS) + sum(v.index > 0 for v in VARIANTS)
+LOOK_KIND = np.array(list(range(len(KINDS))) + [KIND_INDEX[v.kind] for v in VARIANTS if v.index > 0], dtype=np.uint8)
+"""Kind id of every look id (looks 0-15 are the kinds' standard looks)."""
+LOOK_HEIGHTS = np.array([k.height for k in KINDS] + [v.height for v in VARIANTS if v.index > 0], dtype=np.float32)
+LOOK_VARIANT = np.array([0] * len(KINDS) + [v.index for v in VARIANTS if v.index > 0], dtype=np.int8)
+"""Variant index of every look id."""
+
+
+def get_variant(kind: str, name: str) -> Variant:
+    """The variant ``name`` of ``kind``; an unknown one is refused naming the allowed ones."""
+    for v in KIND_VARIANTS.get(kind, ()):
+        if v.name == name:
+            return v
+    allowed = ", ".join(v.name for v in KIND_VARIANTS.get(kind, ())) or f"none ({kind!r} is not a target kind)"
+    raise ValueError(f"variant {name!r} of {kind!r} is unknown; allowed: {allowed}")
+
+
+def variant_texture(variant: Variant, base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The texture of a non-standard variant, made from its kind's standard texture.
+
+    The changes are bold on purpose (a whole-face colour, a band a quarter of the face high, a
+    turned pattern, dark tears) so that they survive fog, deep-water light and a 64x64 camera.
+    """
+    tex = base.copy()
+    v, u = np.mgrid[0:TEX, 0:TEX]
+    kind = KINDS[KIND_INDEX[variant.kind]]
+    if variant.recolor is not None:
+        old = np.array(kind.color, dtype=np.float32) / 255.0
+        new = np.array(variant.recolor, dtype=np.float32) / 255.0
+        # Texels are the base colour times a shade or noise factor: keep the factor, swap the colour.
+        near = np.abs(tex - old[None, None, :]).max(axis=2) < 0.35
+        factor = tex.sum(axis=2, keepdims=True) / max(float(old.sum()), 1e-3)
+        tex = np.where(near[..., None], np.clip(new * factor, 0.0, 1.0), tex)
+    if variant.flipped:
+        tex = (
+            np.ascontiguousarray(np.rot90(tex, 2))
+            if variant.kind == "wreck"
+            else np.ascontiguousarray(tex.transpose(1, 0, 2))
+        )
+    if variant.band is not None:
+        tex[(v >= 6) & (v <= 9)] = np.array(variant.band, dtype=np.float32) / 255.0
+    if variant.bands is not None:
+        tex[(v >= 4) & (v <= 11)] = np.array(_WHITE, dtype=np.float32) / 255.0
+        tex[((v >= 2) & (v <= 4)) | ((v >= 10) & (v <= 12))] = np.array(variant.bands, dtype=np.float32) / 255.0
+    if variant.vertical_bands is not None:
+        tex[:, 5:11] = np.array(variant.vertical_bands, dtype=np.float32) / 255.0
+    if variant.broken:
+        tear = np.abs(u - 8 - 3 * np.sin(v * 0.9)) < 1.6 + 0.25 * rng.random((TEX, TEX))
+        tex[tear] = np.array([0.02, 0.03, 0.03], dtype=np.float32)
+        tex[v < 3] *= 0.45
+    return np.clip(tex, 0.0, 1.0).astype(np.float32)
 
 
 # --------------------------------------------------------------------------- MiniGrid's grid

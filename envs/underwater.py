@@ -26,9 +26,10 @@ from minigrid.minigrid_env import MiniGridEnv
 from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
 from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
 from embodmem.envs.geodesic import bfs_distance
+from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
-from embodmem.envs.tasks import MISSIONS, Task, get_task
+from embodmem.envs.tasks import ALL_MISSIONS, Task, get_task
 from embodmem.envs.world import World, generate_world
 from embodmem.envs.wrappers import ObservationSpace
 
@@ -89,7 +90,8 @@ class UnderwaterEnv(MiniGridEnv):
     ## Mission Space
 
     "find {target}" or "find {target} in deep water", e.g. "find a sunken ship" (one mission per
-    task, listed in `embodmem.envs.tasks.MISSIONS`). RL libraries that need numeric observations
+    task, listed in `embodmem.envs.tasks.MISSIONS`); instance goals (`envs/tasks.py`) say "find the
+    capsized sunken ship" (description) or "find what the goal image shows" (image). RL libraries that need numeric observations
     use `embodmem.envs.wrappers.MissionToIndex` (the mission's index) or `DropMission`.
 
     ## Action Space
@@ -110,7 +112,9 @@ class UnderwaterEnv(MiniGridEnv):
         `image_right`, `image_back`; optional `topdown`, MiniGrid's 7x7 egocentric view as 56x56 RGB;
         `sonar` (beams,) float32 ranges in metres over a fan centred on the heading; `pose` float32
         [x, y, heading] in cells (heading 0 east, 1 south, 2 west, 3 north; with odometry noise x
-        and y drift); `mission` str. Nothing privileged: no map, no target positions.
+        and y drift); `mission` str; with `instance_goals`, `goal_image` (S, S, 3) uint8: the goal
+        instance of an image goal seen from a fixed pose, zeros for other goals. Nothing privileged:
+        no map, no target positions, no instance's variant.
     - MiniGrid's grid (`FullyObsWrapper`, `ViewSizeWrapper`, `SymbolicObsWrapper`) encodes each
         tile as `(OBJECT_IDX, COLOR_IDX, STATE)` in MiniGrid's type indices: a target is a `box`,
         every other seabed kind a `wall`; `COLOR_IDX` is the project's own, 6 + kind id - 1 (see
@@ -123,7 +127,8 @@ class UnderwaterEnv(MiniGridEnv):
     ## Rewards
 
     A reward of '1' is given when the robot stops within `success_distance_m` of an instance of the
-    target, and '0' otherwise.
+    target (for a description or image goal: of *that* instance; stopping by a sibling sets
+    `info["wrong_instance"]`), and '0' otherwise.
 
     ## Termination
 
@@ -174,13 +179,14 @@ class UnderwaterEnv(MiniGridEnv):
         self.config = c
         """The world's settings (checked by EnvConfig)."""
         self.tasks: tuple[str, ...] = tuple(tasks) if tasks else (task,)
-        for name in self.tasks:
-            get_task(name)
+        self.instance_goals = bool(c.instance_goals) or any(get_task(name).instance_goal for name in self.tasks)
+        """A world whose instances wear appearance variants, with ``goal_image`` in the observation
+        (``EnvConfig.instance_goals``, or any instance goal among ``tasks``)."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r}: valid modes are {self.metadata['render_modes']}")
 
         super().__init__(
-            mission_space=MissionSpace(mission_func=_mission_text, ordered_placeholders=[list(MISSIONS)]),
+            mission_space=MissionSpace(mission_func=_mission_text, ordered_placeholders=[list(ALL_MISSIONS)]),
             grid_size=c.size,
             max_steps=c.step_budget,
             render_mode=render_mode,
@@ -231,12 +237,15 @@ class UnderwaterEnv(MiniGridEnv):
             obs_spaces[view] = img_space
         if c.topdown:
             obs_spaces["topdown"] = spaces.Box(0, 255, (56, 56, 3), np.uint8)
+        if self.instance_goals:
+            obs_spaces["goal_image"] = img_space  # the goal instance seen from a fixed pose; zeros otherwise
         self.observation_space = ObservationSpace(obs_spaces)
 
         self.task_index = 0
         self.task: Task = get_task(self.tasks[0])
         self.mission = self.task.mission
         self._task_cache: dict[str, dict[str, np.ndarray]] = {}
+        self._goal_images: dict[str, np.ndarray] = {}
         self._last_end_pose: tuple[int, int, int] | None = None
         self._build_world(self.world_seed)
 
@@ -244,9 +253,11 @@ class UnderwaterEnv(MiniGridEnv):
 
     def _build_world(self, world_seed: int) -> None:
         self.world_seed = int(world_seed)
-        self.world = generate_world(self.world_seed, self.width, self.obstacle_density)
-        self._padded = pad_kinds(self.world.kinds, self._pad)
+        self.world = generate_world(self.world_seed, self.width, self.obstacle_density, variants=self.instance_goals)
+        self._padded = pad_kinds(self.world.look_map, self._pad)
         self._task_cache.clear()
+        self._goal_images.clear()
+        self._check_goals_exist()
         self._last_end_pose = None
         self._gen_grid(self.width, self.height)
 
@@ -261,21 +272,18 @@ class UnderwaterEnv(MiniGridEnv):
 
     def _task_maps(self, task: Task) -> dict[str, np.ndarray]:
         """Distance maps for a target kind: per-instance Euclidean, and geodesic to success cells."""
-        cached = self._task_cache.get(task.target)
+        key = task.target if not task.instance_goal else f"{task.target}.{task.variant}"
+        cached = self._task_cache.get(key)
         if cached is None:
             assert self.world is not None
-            n = self.width
-            yy, xx = np.mgrid[0:n, 0:n].astype(np.float32)
-            per_instance = []
-            for cells in self.world.instance_cells(task.target):
-                d = np.min(np.hypot(xx[None] - cells[:, 0, None, None], yy[None] - cells[:, 1, None, None]), axis=0)
-                per_instance.append(d * self.cell_size_m)
-            inst = np.stack(per_instance)
+            inst = instance_distance_maps(self.world, task.target, self.cell_size_m)
+            if task.instance_goal:  # only THAT instance counts
+                inst = inst[[goal_instance(self.world, task)]]
             free = self.world.free()
             success = free & (inst.min(axis=0) <= self.success_distance_m + 1e-6)
             geodesic = bfs_distance(free, success) * self.cell_size_m
             cached = {"instances": inst, "nearest": inst.min(axis=0), "geodesic": geodesic, "success": success}
-            self._task_cache[task.target] = cached
+            self._task_cache[key] = cached
         return cached
 
     def _random_start(self, geodesic_m: np.ndarray) -> tuple[int, int, int]:
@@ -331,6 +339,7 @@ class UnderwaterEnv(MiniGridEnv):
             self.task = get_task(self.tasks[idx])
         self.mission = self.task.mission
         assert self.world is not None
+        self._check_goal_world(self.task)
 
         default_start = "fixed0" if self.task_index == 0 and "task" not in options else "continue"
         start = options.get("start", default_start)
@@ -356,6 +365,7 @@ class UnderwaterEnv(MiniGridEnv):
         self.step_count = 0
         self.path_length_m = 0.0
         self.collisions = 0
+        self._stopped_at_wrong_instance = False
         self.odom_offset = np.zeros(2, dtype=np.float64)
         self.trajectory: list[tuple[int, int]] = [(x, y)]
         self._maps = self._task_maps(self.task)
@@ -386,6 +396,7 @@ class UnderwaterEnv(MiniGridEnv):
             success = bool(
                 self._maps["nearest"][self.agent_pos[1], self.agent_pos[0]] <= self.success_distance_m + 1e-6
             )
+            self._stopped_at_wrong_instance = not success and self._near_sibling()
         else:
             fx, fy = DIR_TO_VEC[self.agent_dir]
             move = {
@@ -454,6 +465,8 @@ class UnderwaterEnv(MiniGridEnv):
             dtype=np.float32,
         )
         obs["mission"] = self.mission
+        if self.instance_goals:
+            obs["goal_image"] = self.goal_image(self.task)
         return obs
 
     def visible_pixels(self) -> dict[str, float]:
@@ -556,7 +569,51 @@ class UnderwaterEnv(MiniGridEnv):
             "target_in_view": any(k == self.task.target for k, _ in visible),
             "visible_instances": sorted(visible),
             "success": success,
+            "wrong_instance": self._stopped_at_wrong_instance,
         }
+
+    # ------------------------------------------------------------------ instance goals
+
+    def _check_goal_world(self, task: Task) -> None:
+        """An instance goal needs a world with variants: refuse it in one line otherwise."""
+        if task.instance_goal and not self.instance_goals:
+            raise ValueError(
+                f"task={task.name!r}: an instance goal needs a world with variants; "
+                "set instance_goals=True (EnvConfig) or list it among the env's tasks"
+            )
+
+    def _check_goals_exist(self) -> None:
+        """Every instance goal among the tasks names a variant some instance of this world wears
+        (refused in one line, before any episode, otherwise)."""
+        for name in self.tasks:
+            task = get_task(name)
+            if task.instance_goal and self.instance_goals:
+                assert task.variant is not None and self.world is not None
+                self.world.instance_of(task.target, task.variant)
+
+    def goal_image(self, task: Task) -> np.ndarray:
+        """The goal image of an image goal (rendered once per world and goal); zeros for other goals."""
+        if task.modality != "image":
+            return np.zeros((self.camera.size, self.camera.size, 3), dtype=np.uint8)
+        image = self._goal_images.get(task.name)
+        if image is None:
+            assert self.world is not None
+            vr = self.deep_view_range_cells if task.deep else self.view_range_cells
+            look = WaterLook.for_light(task.lux, vr)
+            image = render_goal_view(self.world, task, self.camera, self._padded, self._pad, look).image
+            image.flags.writeable = False
+            self._goal_images[task.name] = image
+        return image
+
+    def _near_sibling(self) -> bool:
+        """Stopped within success range of an instance of the target kind that is not the goal."""
+        if not self.task.instance_goal:
+            return False
+        assert self.world is not None
+        x, y = self.agent_pos
+        dists = instance_distance_maps(self.world, self.task.target, self.cell_size_m)[:, y, x]
+        goal = goal_instance(self.world, self.task)
+        return bool(any(d <= self.success_distance_m + 1e-6 for i, d in enumerate(dists) if i != goal))
 
     # ------------------------------------------------------------------ rendering
 

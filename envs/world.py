@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embodmem.envs.geodesic import bfs_distance
-from embodmem.envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
+from embodmem.envs.objects import KIND_INDEX, KIND_VARIANTS, KINDS, TARGET_KINDS, VARIANTS_PER_KIND, Variant
 
 # Footprints (dx, dy offsets) of each kind; one is chosen at random and may be rotated 90 degrees.
 FOOTPRINTS: dict[str, list[list[tuple[int, int]]]] = {
@@ -53,6 +53,37 @@ class World:
     """(H, W) int16: instance number of target cells (-1 elsewhere), per kind."""
     fixed_starts: tuple[tuple[int, int, int], tuple[int, int, int]]
     """Two fixed start poses (x, y, heading), as in the reference benchmark."""
+    looks: np.ndarray | None = None
+    """(H, W) uint8: look id per cell (the kind id, or a variant's look id; ``objects.LOOK_KIND``).
+    None: every instance wears its kind's standard look (the looks are the kinds)."""
+    instance_variants: dict[str, tuple[int, ...]] | None = None
+    """Privileged ground truth, like target positions: the variant index of each instance of each
+    target kind (a world with variants only). Agents never see it; the runner and the oracle may."""
+
+    @property
+    def has_variants(self) -> bool:
+        """True for a world whose instances wear appearance variants (instance-goal worlds)."""
+        return self.instance_variants is not None
+
+    @property
+    def look_map(self) -> np.ndarray:
+        """What the camera renders: ``looks``, or the kinds for a world without variants."""
+        return self.kinds if self.looks is None else self.looks
+
+    def variant_of(self, kind: str, instance: int) -> Variant:
+        """The appearance variant of one instance (privileged: runner, oracle, goal rendering)."""
+        index = 0 if self.instance_variants is None else self.instance_variants[kind][instance]
+        return KIND_VARIANTS[kind][index]
+
+    def instance_of(self, kind: str, variant: str) -> int:
+        """The instance of ``kind`` wearing ``variant``; a variant the world lacks is refused in one line."""
+        for i in range(len(self.instance_cells(kind))):
+            if self.variant_of(kind, i).name == variant:
+                return i
+        present = sorted({self.variant_of(kind, i).name for i in range(len(self.instance_cells(kind)))})
+        raise ValueError(
+            f"world {self.seed}: no {kind} wears variant {variant!r}; this world's {kind} variants: {', '.join(present)}"
+        )
 
     @property
     def size(self) -> int:
@@ -76,6 +107,8 @@ class World:
         """Content hash, used in logs to check that a replay runs in the same world."""
         h = hashlib.sha256(self.kinds.tobytes())
         h.update(self.instances.tobytes())
+        if self.looks is not None:  # worlds without variants keep the digest they always had
+            h.update(self.looks.tobytes())
         return h.hexdigest()[:16]
 
 
@@ -126,8 +159,14 @@ def _blob(rng: np.random.Generator, n: int, size: int) -> list[tuple[int, int]]:
     return sorted(cells)
 
 
-def generate_world(seed: int, size: int = 32, obstacle_density: float = 0.08) -> World:
+def generate_world(seed: int, size: int = 32, obstacle_density: float = 0.08, variants: bool = False) -> World:
     """Build the seabed for ``seed``: border rocks, targets, distractors, outcrops and reefs.
+
+    ``variants=True`` builds the instance-goal world of ``seed``: every target kind gets
+    :data:`~embodmem.envs.objects.VARIANTS_PER_KIND` instances (at least), each wearing a different
+    appearance variant, so same-kind distractors are everywhere. It is a different seabed from the
+    category world of the same seed (more instances are placed); ``variants=False`` generates
+    exactly what it always did.
 
     Targets are placed first with a clear ring of water around them so every instance can be
     approached; then distractors; then rock and reef blobs that never touch a clearance ring. Water
@@ -141,13 +180,30 @@ def generate_world(seed: int, size: int = 32, obstacle_density: float = 0.08) ->
     if not 0.0 <= obstacle_density <= 0.3:
         raise ValueError(f"obstacle_density={obstacle_density} must lie in [0, 0.3]")
     for attempt in range(20):
-        world = _generate_once(np.random.default_rng([seed, attempt]), seed, size, obstacle_density)
+        world = _generate_once(np.random.default_rng([seed, attempt]), seed, size, obstacle_density, variants)
         if world is not None:
-            return world
+            return world if not variants else _dress(world, np.random.default_rng([seed, attempt, 7]))
     raise RuntimeError(f"could not generate world seed={seed} size={size}; lower obstacle_density")
 
 
-def _generate_once(rng: np.random.Generator, seed: int, n: int, density: float) -> World | None:
+def _dress(world: World, rng: np.random.Generator) -> World:
+    """Give each instance of each target kind its own variant (a random order per kind)."""
+    looks = world.kinds.copy()
+    chosen: dict[str, tuple[int, ...]] = {}
+    for kind in TARGET_KINDS:
+        cells = world.instance_cells(kind)
+        order = rng.permutation(VARIANTS_PER_KIND)
+        # More instances than variants repeat the order (no kind has more than three today).
+        picks = tuple(int(order[i % VARIANTS_PER_KIND]) for i in range(len(cells)))
+        for inst, xy in enumerate(cells):
+            looks[xy[:, 1], xy[:, 0]] = KIND_VARIANTS[kind][picks[inst]].look
+        chosen[kind] = picks
+    world.looks = looks
+    world.instance_variants = chosen
+    return world
+
+
+def _generate_once(rng: np.random.Generator, seed: int, n: int, density: float, variants: bool = False) -> World | None:
     kinds = np.zeros((n, n), dtype=np.uint8)
     instances = np.full((n, n), -1, dtype=np.int16)
     reserved = np.zeros((n, n), dtype=bool)
@@ -156,7 +212,10 @@ def _generate_once(rng: np.random.Generator, seed: int, n: int, density: float) 
 
     # Larger worlds get proportionally more distractors, outcrops and fish; targets keep their counts.
     scale = max(1, (n * n) // (32 * 32))
-    placements: list[tuple[str, int]] = [(k, KINDS[KIND_INDEX[k]].instances) for k in TARGET_KINDS]
+    placements: list[tuple[str, int]] = [
+        (k, max(KINDS[KIND_INDEX[k]].instances, VARIANTS_PER_KIND) if variants else KINDS[KIND_INDEX[k]].instances)
+        for k in TARGET_KINDS
+    ]
     placements += [(k, c * scale) for k, c in DISTRACTOR_COUNTS.items()]
     for name, count in placements:
         for inst in range(count):

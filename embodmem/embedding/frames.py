@@ -8,12 +8,13 @@ and light alternates between shallow (10 lux) and deep (1.5 lux) water.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 from tqdm import tqdm
 
-from embodmem.envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
+from embodmem.envs.objects import KIND_INDEX, KINDS, LOOK_KIND, N_LOOKS, TARGET_KINDS, VARIANTS
 from embodmem.envs.spec import DIR_TO_VEC
 from embodmem.envs.tasks import TASKS
 from embodmem.envs.underwater import VISIBLE_FRACTION, UnderwaterEnv
@@ -42,9 +43,21 @@ class FrameSet:
     """(N,) bool: rendered in deep-water light."""
     distractor: np.ndarray
     """(N,) int64 kind id of the dominant non-target thing in view (0 = open water)."""
+    variant: np.ndarray
+    """(N,) int64 variant index (0-2, ``objects.KIND_VARIANTS``) of the dominant target's
+    dominant look; -1 for NO_TARGET frames. Always 0 in worlds without variants."""
+    visible_variants: np.ndarray
+    """(N, len(VARIANTS)) bool: which variants are visible at all (retrieval precision per variant)."""
 
     def __len__(self) -> int:
         return len(self.label)
+
+    @staticmethod
+    def concat(parts: list[FrameSet]) -> FrameSet:
+        """The frames of ``parts`` one after another."""
+        return FrameSet(
+            **{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(FrameSet)}
+        )
 
 
 RELEVANT_FRACTION = 0.0025
@@ -53,14 +66,32 @@ RELEVANT_FRACTION = 0.0025
 environment's "in view" share (1%)."""
 
 
-def _label(env: UnderwaterEnv, threshold: float) -> tuple[int, np.ndarray, int]:
+_VARIANT_LOOKS = np.array([v.look for v in VARIANTS])
+_LOOK_VARIANT_INDEX = np.full(N_LOOKS, -1, dtype=np.int64)
+_LOOK_VARIANT_INDEX[_VARIANT_LOOKS] = [v.index for v in VARIANTS]
+
+
+def look_pixels(env: UnderwaterEnv) -> np.ndarray:
+    """Fog-weighted visible pixels per look id in the last frame (variants apart)."""
+    vis = env._visibility
+    counts = np.bincount(vis["look"], weights=vis["pixels"], minlength=N_LOOKS)
+    return counts + np.bincount(vis["look2"], weights=vis["pixels2"], minlength=N_LOOKS)
+
+
+def _label(env: UnderwaterEnv, threshold: float) -> tuple[int, np.ndarray, int, int, np.ndarray]:
     pixels = env.visible_pixels()
     target_px = np.array([pixels.get(k, 0.0) for k in TARGET_KINDS])
-    visible = target_px >= RELEVANT_FRACTION * env.camera.size**2
+    relevant = RELEVANT_FRACTION * env.camera.size**2
+    visible = target_px >= relevant
     label = int(np.argmax(target_px)) if target_px.max() >= threshold else NO_TARGET
     others = {k: v for k, v in pixels.items() if k not in TARGET_KINDS and v >= threshold}
     distractor = KIND_INDEX[max(others, key=lambda k: others[k])] if others else 0
-    return label, visible, distractor
+    looks = look_pixels(env)
+    variant = -1
+    if label != NO_TARGET:
+        of_kind = np.where(KIND_INDEX[TARGET_KINDS[label]] == LOOK_KIND, looks, -1.0)
+        variant = int(_LOOK_VARIANT_INDEX[int(np.argmax(of_kind))])
+    return label, visible, distractor, variant, looks[_VARIANT_LOOKS] >= relevant
 
 
 def render_frames(
@@ -70,15 +101,19 @@ def render_frames(
     world_size: int = 32,
     seed: int = 0,
     progress: bool = True,
+    variants: bool = False,
 ) -> FrameSet:
-    """Render ``frames_per_world`` labelled frames in each world (deterministic in all arguments)."""
+    """Render ``frames_per_world`` labelled frames in each world (deterministic in all arguments).
+
+    ``variants=True`` renders the instance-goal worlds (three instances per kind, each its own
+    appearance variant) instead of the category worlds of the same seeds."""
     rng = np.random.default_rng(seed)
     threshold = VISIBLE_FRACTION * image_size**2
-    images, labels, visibles, deeps, distractors = [], [], [], [], []
+    images, labels, visibles, deeps, distractors, variant_ids, visible_variants = [], [], [], [], [], [], []
     shallow_task, deep_task = TASKS["wreck"], TASKS["deep_wreck"]
     iterator = tqdm(list(world_seeds), desc="rendering frames", disable=not progress, unit="world")
     for world_seed in iterator:
-        env = UnderwaterEnv(world_seed=int(world_seed), size=world_size, image_size=image_size)
+        env = UnderwaterEnv(world_seed=int(world_seed), size=world_size, image_size=image_size, instance_goals=variants)
         env.reset(seed=int(rng.integers(2**31)))
         free = env.world.free()
         free_y, free_x = np.nonzero(free)
@@ -102,18 +137,22 @@ def render_frames(
             env.agent_pos, env.agent_dir = pose[:2], pose[2]
             env._move_fish()
             obs = env.gen_obs()
-            label, visible, distractor = _label(env, threshold)
+            label, visible, distractor, variant, seen_variants = _label(env, threshold)
             images.append(obs["image"])
             labels.append(label)
             visibles.append(visible)
             deeps.append(env.task.deep)
             distractors.append(distractor)
+            variant_ids.append(variant)
+            visible_variants.append(seen_variants)
     return FrameSet(
         images=np.stack(images),
         label=np.array(labels, dtype=np.int64),
         visible=np.stack(visibles),
         deep=np.array(deeps),
         distractor=np.array(distractors, dtype=np.int64),
+        variant=np.array(variant_ids, dtype=np.int64),
+        visible_variants=np.stack(visible_variants),
     )
 
 

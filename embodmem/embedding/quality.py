@@ -5,6 +5,10 @@ Two measures, per target kind and per light level:
   frames of one light level; the share of the five best frames in which that kind is clearly visible;
 - zero-shot accuracy: for frames whose dominant visible target is known, the share classified to the
   right kind among the eight class prompts.
+
+And per appearance variant (:func:`evaluate_variants`, on frames of worlds with variants): p@5 of
+the description goal's mission ("find the capsized sunken ship"), and zero-shot accuracy among the
+same kind's three variants, each per light level.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from embodmem.embedding.captions import class_prompts, query_prompt
+from embodmem.embedding.captions import class_prompts, query_prompt, variant_prompts, variant_query_prompt
 from embodmem.embedding.frames import CLASS_NAMES, NO_TARGET, FrameSet
+from embodmem.envs.objects import KIND_INDEX, VARIANTS
 
 N_KINDS = len(CLASS_NAMES) - 1
 
@@ -70,5 +75,63 @@ def table(results: dict[str, float], k: int = 5) -> str:
         f"| **all** | min {min(results[f'p@{k}/{CLASS_NAMES[c]}/shallow'] for c in range(N_KINDS)):.2f} | "
         f"min {min(results[f'p@{k}/{CLASS_NAMES[c]}/deep'] for c in range(N_KINDS)):.2f} | "
         f"{results['acc']:.3f} (shallow {results['acc/shallow']:.3f}, deep {results['acc/deep']:.3f}) | |"
+    )
+    return "\n".join(lines)
+
+
+def evaluate_variants(
+    image_vectors: np.ndarray,
+    frames: FrameSet,
+    embed_texts: Callable[[list[str]], np.ndarray],
+    k: int = 5,
+) -> dict[str, float]:
+    """Per-variant quality: ``vp@5/<kind.variant>/<light>``, ``vacc/<kind.variant>/<light>``,
+    ``vn/<kind.variant>/<light>`` (frames), and ``min_vp@5``, ``min_vacc``, ``vacc``.
+
+    Zero-shot here is among the three variants of the frame's (true) kind: it asks whether the
+    embedder tells a capsized ship from an upright one, not a ship from drums.
+    """
+    out: dict[str, float] = {}
+    for deep in (False, True):
+        pool = np.nonzero(frames.deep == deep)[0]
+        light = "deep" if deep else "shallow"
+        queries = embed_texts([variant_query_prompt(i, deep) for i in range(len(VARIANTS))])
+        sims = queries @ image_vectors[pool].T
+        for i, v in enumerate(VARIANTS):
+            top = pool[np.argsort(-sims[i], kind="stable")[:k]]
+            out[f"vp@{k}/{v.key}/{light}"] = float(frames.visible_variants[top, i].mean())
+    correct_all = []
+    for c in range(N_KINDS):
+        prompts = embed_texts(variant_prompts(c))
+        sel = np.nonzero(frames.label == c)[0]
+        pred = np.argmax(image_vectors[sel] @ prompts.T, axis=1)
+        for v in (v for v in VARIANTS if KIND_INDEX[v.kind] == KIND_INDEX[CLASS_NAMES[c]]):
+            for deep in (False, True):
+                light = "deep" if deep else "shallow"
+                mine = (frames.variant[sel] == v.index) & (frames.deep[sel] == deep)
+                out[f"vacc/{v.key}/{light}"] = float((pred[mine] == v.index).mean()) if mine.any() else float("nan")
+                out[f"vn/{v.key}/{light}"] = float(mine.sum())
+        correct_all.append(pred == frames.variant[sel])
+    out["vacc"] = float(np.concatenate(correct_all).mean())
+    out[f"min_vp@{k}"] = min(v for key, v in out.items() if key.startswith(f"vp@{k}/"))
+    out["min_vacc"] = min(v for key, v in out.items() if key.startswith("vacc/") and not np.isnan(v))
+    return out
+
+
+def variant_table(results: dict[str, float], k: int = 5) -> str:
+    """Markdown table: one row per variant."""
+    lines = [
+        f"| variant | words | p@{k} shallow | p@{k} deep | acc among its kind's variants, shallow | deep | frames (shallow/deep) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for v in VARIANTS:
+        lines.append(
+            f"| {v.key} | {v.phrase} | {results[f'vp@{k}/{v.key}/shallow']:.2f} | {results[f'vp@{k}/{v.key}/deep']:.2f} | "
+            f"{results[f'vacc/{v.key}/shallow']:.3f} | {results[f'vacc/{v.key}/deep']:.3f} | "
+            f"{int(results[f'vn/{v.key}/shallow'])}/{int(results[f'vn/{v.key}/deep'])} |"
+        )
+
+    lines.append(
+        f"| **all** | | min {results[f'min_vp@{k}']:.2f} | | min {results['min_vacc']:.3f} (all {results['vacc']:.3f}) | | |"
     )
     return "\n".join(lines)

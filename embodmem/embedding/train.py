@@ -1,13 +1,19 @@
 """Train the project's own small CLIP on frames rendered by the environments.
 
     python -m embodmem.embedding.train    # reproduces embodmem/assets/embodmem-tiny-clip.pt (2500 steps)
+    python -m embodmem.embedding.train --variants only --out embodmem/assets/embodmem-tiny-clip-variants.pt
 
 and exports the image tower with its preprocessing to ONNX beside it (the agent's hot path).
 
 It uses open_clip's model, tokenizer and contrastive loss. Captions repeat (there are only so many
 ways to say "a sunken ship"), so a batch holds many true pairs besides the diagonal; the loss
 (:class:`SameClassClipLoss`, a subclass of open_clip's ``ClipLoss``) spreads each row's target over
-all pairs of the same class instead of calling them negatives. Checkpoints are judged on
+all pairs that match instead of calling them negatives. ``--variants`` says which worlds the frames
+come from: ``none`` (the category worlds, kind captions: the default checkpoint), ``only`` (the
+worlds with appearance variants; half the target captions name the variant, "the capsized sunken
+ship", and such a caption matches only frames of that variant, while a kind's caption matches every
+variant of it: the ``variants`` checkpoint), or ``both`` (each world twice, half the frames each;
+tried, and worse on this machine: see README). Checkpoints are judged on
 validation worlds every ``--eval-every`` steps and the best is kept (docs/design.md, "Known traps": quality
 swings between checkpoints). Same arguments, same machine: same checkpoint.
 """
@@ -31,11 +37,18 @@ from embodmem.embedding.captions import caption
 from embodmem.embedding.export import export_frame_encoder
 from embodmem.embedding.frames import NO_TARGET, TRAIN_WORLDS, VALIDATION_WORLDS, FrameSet, render_frames
 from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create, save_checkpoint, tokenizer
-from embodmem.embedding.quality import evaluate
+from embodmem.embedding.quality import evaluate, evaluate_variants
+
+VARIANT_MODES = ("none", "only", "both")
+"""Which worlds training frames come from (``--variants``; see the module docstring)."""
 
 
 class SameClassClipLoss(ClipLoss):
-    """open_clip's CLIP loss with soft targets: every same-class pair in the batch is a positive."""
+    """open_clip's CLIP loss with soft targets: every matching pair in the batch is a positive.
+
+    Image i matches text j when they share the class key and text j either names no variant
+    (``text_variants[j] == -1``) or names image i's variant.
+    """
 
     def forward(
         self,
@@ -43,12 +56,21 @@ class SameClassClipLoss(ClipLoss):
         text_features: torch.Tensor,
         logit_scale: torch.Tensor,
         classes: torch.Tensor,
+        image_variants: torch.Tensor | None = None,
+        text_variants: torch.Tensor | None = None,
     ) -> torch.Tensor:
         logits_per_image, logits_per_text = self.get_logits(image_features, text_features, logit_scale)
-        same = (classes[:, None] == classes[None, :]).float()
-        targets = same / same.sum(dim=1, keepdim=True)
-        loss_i = -(targets * F.log_softmax(logits_per_image, dim=1)).sum(dim=1).mean()
-        loss_t = -(targets * F.log_softmax(logits_per_text, dim=1)).sum(dim=1).mean()
+        match = classes[:, None] == classes[None, :]
+        if image_variants is not None and text_variants is not None:
+            match &= (text_variants[None, :] < 0) | (image_variants[:, None] == text_variants[None, :])
+        match_f = match.float()
+        targets_i = match_f / match_f.sum(dim=1, keepdim=True)
+        if image_variants is None:  # symmetric: the same targets both ways (as the default checkpoint was trained)
+            targets_t = targets_i
+        else:
+            targets_t = match_f.T / match_f.T.sum(dim=1, keepdim=True)
+        loss_i = -(targets_i * F.log_softmax(logits_per_image, dim=1)).sum(dim=1).mean()
+        loss_t = -(targets_t * F.log_softmax(logits_per_text, dim=1)).sum(dim=1).mean()
         return (loss_i + loss_t) / 2
 
 
@@ -78,14 +100,31 @@ def train(
     seed: int,
     stop_at: int | None = None,
     threads: int = 1,
+    variants: str = "none",
 ) -> dict:
     # One thread: bit-for-bit reproducible reductions, and no OpenMP spin-waiting against other
     # processes on a small machine (which made 2-thread steps several times slower here).
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    train_frames = render_frames(TRAIN_WORLDS, frames_per_world, seed=seed)
-    val_frames = render_frames(VALIDATION_WORLDS, 150, seed=seed + 1)
+    if variants not in VARIANT_MODES:
+        raise ValueError(f"variants={variants!r} is not allowed; allowed: {', '.join(VARIANT_MODES)}")
+    val_variant_frames: FrameSet | None = None
+    if variants == "both":
+        # Every training world twice, half the frames each: as the category world (every instance in
+        # its kind's standard look) and as the world with variants.
+        train_frames = FrameSet.concat(
+            [
+                render_frames(TRAIN_WORLDS, frames_per_world // 2, seed=seed),
+                render_frames(TRAIN_WORLDS, frames_per_world - frames_per_world // 2, seed=seed + 7, variants=True),
+            ]
+        )
+        val_frames = render_frames(VALIDATION_WORLDS, 150, seed=seed + 1)
+        val_variant_frames = render_frames(VALIDATION_WORLDS, 150, seed=seed + 1, variants=True)
+    else:
+        train_frames = render_frames(TRAIN_WORLDS, frames_per_world, seed=seed, variants=variants == "only")
+        val_frames = render_frames(VALIDATION_WORLDS, 150, seed=seed + 1, variants=variants == "only")
+    learn_variants = variants != "none"
     model = create(DEFAULT_MODEL, None)
     model.train()
     tok = tokenizer(DEFAULT_MODEL)
@@ -119,13 +158,32 @@ def train(
         imgs = train_frames.images[idx]
         flip = rng.random(batch_size) < 0.5
         imgs = np.where(flip[:, None, None, None], imgs[:, :, ::-1], imgs)
-        texts = [
-            caption(int(train_frames.label[i]), bool(train_frames.deep[i]), int(train_frames.distractor[i]), rng)
+        captions = [
+            caption(
+                int(train_frames.label[i]),
+                bool(train_frames.deep[i]),
+                int(train_frames.distractor[i]),
+                rng,
+                int(train_frames.variant[i]) if learn_variants else -1,
+            )
             for i in idx
         ]
+        texts = [text for text, _ in captions]
         image_features = encoder(torch.from_numpy(np.ascontiguousarray(imgs)))
         text_features = model.encode_text(tokens(texts), normalize=True)
-        loss = loss_fn(image_features, text_features, model.logit_scale.exp(), torch.from_numpy(keys[idx]))
+        if learn_variants:
+            image_variants = train_frames.variant[idx]
+            text_variants = np.where([names for _, names in captions], image_variants, -1)
+            loss = loss_fn(
+                image_features,
+                text_features,
+                model.logit_scale.exp(),
+                torch.from_numpy(keys[idx]),
+                torch.from_numpy(image_variants),
+                torch.from_numpy(text_variants),
+            )
+        else:
+            loss = loss_fn(image_features, text_features, model.logit_scale.exp(), torch.from_numpy(keys[idx]))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -137,19 +195,30 @@ def train(
             vectors = embed_frames(encoder, val_frames.images)
             model.eval()
             with torch.inference_mode():
-                res = evaluate(vectors, val_frames, lambda t: model.encode_text(tok(t), normalize=True).numpy())
+                texts_fn = lambda t: model.encode_text(tok(t), normalize=True).numpy()
+                res = evaluate(vectors, val_frames, texts_fn)
+                if val_variant_frames is not None:  # both: category figures from both kinds of world
+                    variant_vectors = embed_frames(encoder, val_variant_frames.images)
+                    in_variant_worlds = evaluate(variant_vectors, val_variant_frames, texts_fn)
+                    res.update(evaluate_variants(variant_vectors, val_variant_frames, texts_fn))
+                    res["min_p@5"] = min(res["min_p@5"], in_variant_worlds["min_p@5"])
+                    res["min_acc"] = min(res["min_acc"], in_variant_worlds["min_acc"])
+                elif learn_variants:
+                    res.update(evaluate_variants(vectors, val_frames, texts_fn))
             model.train()
-            score = min(res["min_p@5"], res["min_acc"]) + 0.1 * res["acc"]
-            history.append(
-                {
-                    "step": step,
-                    "loss": float(loss.item()),
-                    "score": score,
-                    **{k: res[k] for k in ("min_p@5", "min_acc", "acc")},
-                }
-            )
+            if learn_variants:
+                score = min(res["min_p@5"], res["min_acc"], res["min_vp@5"], res["min_vacc"]) + 0.1 * (
+                    res["acc"] + res["vacc"]
+                )
+            else:
+                score = min(res["min_p@5"], res["min_acc"]) + 0.1 * res["acc"]
+            measures: dict[str, float] = {
+                k: res[k] for k in ("min_p@5", "min_acc", "acc", "min_vp@5", "min_vacc", "vacc") if k in res
+            }
+            history.append({"step": step, "loss": float(loss.item()), "score": score, **measures})
             tqdm.write(
-                f"step {step}: loss {loss.item():.3f} min_p@5 {res['min_p@5']:.2f} min_acc {res['min_acc']:.3f} acc {res['acc']:.3f}"
+                f"step {step}: loss {loss.item():.3f} min_p@5 {res['min_p@5']:.2f} min_acc {res['min_acc']:.3f} "
+                f"acc {res['acc']:.3f} min_vp@5 {res.get('min_vp@5', 1.0):.2f} min_vacc {res.get('min_vacc', 1.0):.3f}"
             )
             if score > best["score"]:
                 best = {"score": score, "step": step, **res}
@@ -159,6 +228,7 @@ def train(
         "checkpoint": out.name,
         "seed": seed,
         "threads": threads,
+        "variants": variants,
         "steps": steps,
         "stopped_at": last,
         "batch_size": batch_size,
@@ -192,6 +262,13 @@ def main(argv: list[str] | None = None) -> None:
         help="stop after this many steps (the learning-rate schedule still spans --steps)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: reproducible)")
+    parser.add_argument(
+        "--variants",
+        choices=VARIANT_MODES,
+        default="none",
+        help="none: category worlds (the default checkpoint); only: worlds with appearance variants, "
+        "captions naming them (the variants checkpoint); both: each world twice",
+    )
     args = parser.parse_args(argv)
     info = train(
         args.out,
@@ -203,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         args.seed,
         args.stop_at,
         args.threads,
+        args.variants,
     )
     print(json.dumps({k: info[k] for k in ("best_step", "train_seconds")}, indent=1))
 

@@ -42,7 +42,11 @@ from embodmem.atomic import atomic_write_bytes, atomic_write_with
 FORMAT = "embodmem.memory"
 MAP_FORMAT = "embodmem.map"
 """The format of an agent's map snapshot (occupancy grid and rejected places, beside its memory)."""
-VERSION = 3
+VERSION = 4
+"""4: frames embedded by the CLIP that tells instance variants apart (issue 28); 3 and older are refused."""
+PRE_VARIANT_VERSIONS = (3,)
+"""Versions saved before instance variants: their vectors come from the embedder that cannot tell a
+capsized ship from an upright one, and a query with today's embedder would compare across models."""
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 """The writer's lock file of a snapshot directory."""
@@ -148,7 +152,7 @@ class FileEntry(Strict):
 
 class Manifest(Strict):
     format: Literal["embodmem.memory", "embodmem.map"]
-    version: Literal[3]
+    version: Literal[4]
     generation: int = Field(ge=1, le=999_999)
     dim: int = Field(ge=1)
     config: dict[str, Any]
@@ -324,6 +328,12 @@ def read_manifest(directory: str | os.PathLike[str], fmt: str = FORMAT) -> Manif
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise MemoryLoadError(mpath, f"foreign file: field format is {found!r}, expected {fmt!r}")
+    if raw.get("version") in PRE_VARIANT_VERSIONS:
+        raise MemoryLoadError(
+            mpath,
+            f"field version: format {raw.get('version')} was saved before instance variants (its frames were "
+            f"embedded by the previous CLIP, which cannot tell variants apart); this code reads {VERSION}: rebuild the memory",
+        )
     if raw.get("version") != VERSION:
         raise MemoryLoadError(
             mpath, f"field version: unsupported format version {raw.get('version')!r} (this code reads {VERSION})"

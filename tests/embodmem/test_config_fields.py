@@ -131,6 +131,7 @@ VALUES: dict[str, Any] = {
     "env.n_fish": 5,
     "env.obstacle_density": 0.05,
     "env.start_min_distance_m": 40.0,
+    "env.instance_goals": True,
     # memory (embodmem/memory/config.py); dim is the embedder's, see test_memory_dim_is_the_embedders
     "memory.short_term_capacity": 16,
     "memory.consolidate_to": 8,
@@ -352,3 +353,38 @@ def test_memory_dim_is_the_embedders() -> None:
     """memory.dim is the embedder's output size, set by the app: an override is refused in one line."""
     with pytest.raises(ConfigError, match=r"^memory.dim: 64 is not allowed; allowed: 128, the default"):
         validate(compose_job(["memory.dim=64"]))
+
+
+def test_instance_goals_need_the_world_with_variants() -> None:
+    """A run holding description or image goals without env.instance_goals is refused in one line;
+    with it, and with the variants CLIP named, it validates."""
+    with pytest.raises(
+        ConfigError,
+        match=r"^env.instance_goals: False is not allowed; allowed: true: experiment.sequence .goat_wreck_barrel. holds",
+    ):
+        validate(compose_job(["experiment.sequence=goat_wreck_barrel"]))
+    validate(
+        compose_job(
+            ["experiment.sequence=goat_wreck_barrel", "env.instance_goals=true", "embedder.pretrained=variants"]
+        )
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^experiment.tasks: 'video.barrel.red': goal modality 'video' is unknown; allowed: description, image",
+    ):
+        validate(compose_job(["experiment.tasks=[video.barrel.red]", "env.instance_goals=true"]))
+
+
+def test_memory_rows_build_their_agents() -> None:
+    """keep-everything and naive retrieval are real agents on the memory agent's skeleton."""
+    from embodmem.agents.memory_agent import MemoryAgent
+    from embodmem.agents.naive_agent import NaiveRetrievalAgent
+
+    cfg = compose_job(["env.instance_goals=true"])
+    embedder = build_embedder(cfg)
+    env = build_env(cfg, ("description.barrel.red",), 1000)
+    naive = build_agent("memory_naive", cfg, embedder, env, 0)
+    keep = build_agent("memory_keep_all", cfg, embedder, env, 0)
+    assert isinstance(naive, NaiveRetrievalAgent) and type(keep) is MemoryAgent
+    assert keep.frame_memory.config.index_factory == "Flat" and keep.frame_memory.config.byte_budget is None
+    assert keep.frame_memory.config.consolidate_to == keep.frame_memory.config.short_term_capacity

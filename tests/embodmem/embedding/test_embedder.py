@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.export import export_frame_encoder, frame_graph_path, load_frame_session
 from embodmem.embedding.frames import TEST_WORLDS, render_frames
-from embodmem.embedding.model import CLIP_MEAN, CLIP_STD, DEFAULT_CHECKPOINT, DEFAULT_MODEL
-from embodmem.embedding.quality import evaluate
+from embodmem.embedding.model import CLIP_MEAN, CLIP_STD, DEFAULT_CHECKPOINT, DEFAULT_MODEL, VARIANTS_CHECKPOINT
+from embodmem.embedding.quality import evaluate, evaluate_variants
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +127,18 @@ def test_quality_bars_on_unseen_worlds(embedder: ClipEmbedder) -> None:
     res = evaluate(vectors, frames, embedder.embed_texts)
     assert res["min_p@5"] >= 0.9, {k: v for k, v in res.items() if k.startswith("p@5")}
     assert res["min_acc"] >= 0.9, {k: v for k, v in res.items() if k.startswith("acc")}
+
+
+def test_variant_quality_bars_on_unseen_worlds() -> None:
+    """Per appearance variant (issue 28), on worlds with variants the variants CLIP never saw: the
+    description mission's precision@5 >= 0.9 in shallow and deep water, and zero-shot accuracy among
+    the kind's three variants >= 0.9 over each variant's frames. A CI-sized bench_embedder.py."""
+    embedder = ClipEmbedder(pretrained=VARIANTS_CHECKPOINT, threads=1)
+    frames = render_frames(TEST_WORLDS[:12], 120, seed=123, progress=False, variants=True)
+    res = evaluate_variants(embedder.embed_images(frames.images), frames, embedder.embed_texts)
+    assert res["min_vp@5"] >= 0.9, {k: v for k, v in res.items() if k.startswith("vp@5") and v < 0.9}
+    low = {k: v for k, v in res.items() if k.startswith("vacc/") and res["vn/" + k[5:]] >= 20 and v < 0.9}
+    assert not low, low
 
 
 def test_random_weights_fail_the_quality_bars() -> None:

@@ -175,9 +175,20 @@ def test_labels_round_trip_and_old_format_refused(tmp_path: Path) -> None:
     old = man | {"version": 2}
     (d / "manifest.json").write_text(json.dumps(old | {"digest": persistence.manifest_digest(old)}))
     with pytest.raises(
-        MemoryLoadError, match=r"manifest.json: field version: unsupported format version 2 \(this code reads 3\)"
+        MemoryLoadError, match=r"manifest.json: field version: unsupported format version 2 \(this code reads 4\)"
     ):
         AgentMemory.load(d)
+
+
+def test_memory_from_before_variants_refused_by_name(tmp_path: Path) -> None:
+    """A snapshot of format 3 (frames embedded by the CLIP that predates instance variants) is
+    refused in one line that says so, even with a valid digest."""
+    _mem, d, man = _saved(tmp_path)
+    old = man | {"version": 3}
+    (d / "manifest.json").write_text(json.dumps(old | {"digest": persistence.manifest_digest(old)}))
+    with pytest.raises(MemoryLoadError, match=r"field version: format 3 was saved before instance variants") as err:
+        AgentMemory.load(d)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(
