@@ -190,9 +190,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         assert self.last_vector is not None and self.trail is not None
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
-            self.current_node = self.frame_memory.observe(
-                self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
-            )
+            meta = self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
+            self.current_node = self.frame_memory.observe(self.last_vector, meta)
+        self.trace.kinds_reported = frozenset({meta.label}) if meta.label else frozenset()
 
     def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray, vector: np.ndarray) -> FrameMeta:
         """What is written with a frame: context, pose, and the target kind the frame's own vector
