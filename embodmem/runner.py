@@ -179,6 +179,7 @@ def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
 def reset_options(spec: SequenceSpec, task_index: int) -> dict[str, Any]:
     """``env.reset`` options of task ``task_index`` of ``spec``."""
     options: dict[str, Any] = {"task": spec.tasks[task_index], "world_seed": spec.world_seed}
+    options["new_visit"] = task_index == 0  # the pose error (env.odometry_carry) restarts with each run
     if spec.start_poses is not None:
         options["start_pose"] = spec.start_poses[task_index]
     else:
