@@ -177,6 +177,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._loaded_grid = None
         if self.grid is not None:
             self.grid.reset()
+        self.pose_correction[:] = 0.0
         if self.trail is not None:
             self.trail[:] = False
 
@@ -481,4 +482,5 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             "memory_queries": self.queries,
             "memory_nodes": stats.get("nodes", 0),
             "memory_query_ms": round(query_ms, 4),
+            "relocalisations": self.relocalisations,
         }
