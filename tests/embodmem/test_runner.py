@@ -161,8 +161,8 @@ def test_each_run_of_a_sequence_is_a_new_visit_for_the_drift() -> None:
     for _ in range(2):
         agent = OracleAgent(env)
         spec = SequenceSpec("s", env.tasks, 3, 0, "single")
-        errors = []
-        run_sequence(env, agent, spec, "r", on_step=lambda ev: errors.append(env.dead_reckoning.error.copy()))
+        errors: list[np.ndarray] = []
+        run_sequence(env, agent, spec, "r", on_step=lambda ev, out=errors: out.append(env.dead_reckoning.error.copy()))
         starts.append(errors)
     first, second = starts
     assert np.array_equal(np.array(first), np.array(second))  # same seeds: same drift, run after run
