@@ -213,9 +213,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
     parser.add_argument(
         "--agents",
-        choices=("all", "core", "ablations", "quick"),
+        choices=("all", "core", "ablations", "quick", "memory"),
         default="all",
-        help="core: memory warm/cold + explorer + oracle; ablations: every memory variant warm/cold; quick: memory + explorer",
+        help="core: memory warm/cold + explorer + oracle; ablations: every memory variant warm/cold; quick: memory + "
+        "explorer; memory: the memory agent warm/cold only",
     )
     parser.add_argument("--sequences", default=None, help="comma-separated subset of the suite's sequences")
     parser.add_argument("--out", type=Path, default=None, help="multirun directory (default multirun/suite-<split>)")
@@ -251,6 +252,7 @@ def main() -> None:
             "core": ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"],
             "ablations": ["experiment.baselines=[]"],
             "quick": ["experiment.variants=[memory]", "experiment.baselines=[explorer]"],
+            "memory": ["experiment.variants=[memory]", "experiment.baselines=[]"],
         }[args.agents]
         if args.sequences:
             cmd.append(f"experiment.sequences=[{args.sequences}]")
