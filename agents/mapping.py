@@ -169,7 +169,7 @@ class OccupancyGrid:
         at_echo = (np.abs(t - r[:, None]) <= 0.5) & echo[:, None]
         before = t < r[:, None] - 1.0
         hits = (solid & at_echo[None]).any(axis=2).sum(axis=1)
-        blocked = (solid & before[None]).any(axis=2)
+        blocked = np.asarray((solid & before[None]).any(axis=2))
         score = hits - blocked[:, echo].sum(axis=1) - 0.5 * blocked[:, ~echo].sum(axis=1)
         inside_cell = (cells[:, 0] >= 0) & (cells[:, 0] < n) & (cells[:, 1] >= 0) & (cells[:, 1] < n)
         here = np.zeros(len(cells), dtype=bool)

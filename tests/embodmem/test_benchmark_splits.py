@@ -1,4 +1,4 @@
-"""Benchmark scripts take ``--split custom --first N`` (and poison.py ``--jobs``); the suite's
+"""Benchmark scripts take ``--split custom --first N`` (and poison.py and drift.py ``--jobs``); the suite's
 intervals resample whole worlds; the suite counts warm failures where cold succeeded."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from embodmem.splits import choose_worlds
 from embodmem.stats import difference_of_means, mean_ci, paired_ci
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ("suite.py", "lifelong.py", "poison.py")
+SCRIPTS = ("suite.py", "lifelong.py", "poison.py", "drift.py")
 
 
 def _dry_run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -32,7 +32,7 @@ def test_custom_split_with_first(script: str, tmp_path: Path) -> None:
         script, "--split", "custom", "--first", "700000", "--worlds", "3", "--jobs", "1", "--out", str(tmp_path)
     )
     assert run.returncode == 0, run.stderr
-    if script == "poison.py":  # poison.py hands the range and the jobs to suite.py
+    if script in ("poison.py", "drift.py"):  # these hand the range and the jobs to suite.py
         assert "--split custom" in run.stdout and "--first 700000" in run.stdout and "--jobs 1" in run.stdout
     else:
         assert "experiment.split=custom" in run.stdout and "700000" in run.stdout and "700002" in run.stdout
