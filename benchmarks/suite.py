@@ -140,6 +140,30 @@ def tables(records: list[dict]) -> str:
     return "\n".join(out)
 
 
+def lost_to_cold_table(records: list[dict]) -> str:
+    """Per sequence and agent, all later tasks pooled (seen and not seen): paired episodes where warm
+    failed and cold succeeded, and the worlds with at least one."""
+    runs = [r for r in records if r["condition"] in ("warm", "cold") and r["task_index"] >= 2]
+    by_key = {(r["sequence"], r["world_seed"], r["seed"], r["task_index"], r["agent"], r["condition"]): r for r in runs}
+    out = [
+        "| sequence | agent | paired episodes | warm failed, cold succeeded | worlds with one |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for sequence, agent in sorted({(r["sequence"], r["agent"]) for r in runs if r["condition"] == "warm"}):
+        pairs = [
+            (w, by_key[(*k[:5], "cold")])
+            for k, w in by_key.items()
+            if k[0] == sequence and k[4] == agent and k[5] == "warm" and (*k[:5], "cold") in by_key
+        ]
+        if pairs:
+            lost = lost_to_cold(pairs)
+            out.append(
+                f"| {sequence} | {agent} | {len(pairs)} | {lost.episodes} ({lost.episodes / len(pairs):.1%}) | "
+                f"{lost.worlds} of {lost.n_worlds} ({lost.worlds / max(lost.n_worlds, 1):.1%}) |"
+            )
+    return "\n".join(out)
+
+
 def ablation_table(records: list[dict]) -> str:
     """Per sequence and group: each variant's warm-minus-cold SPL (later tasks) with its CI, then the
     share of the full agent's gain lost without a component (1 - gain without it / full gain)."""
@@ -272,6 +296,8 @@ def main() -> None:
         directory = args.from_dir
     records = load_records(directory)
     print(tables(records))
+    print("\n### Warm failed where cold succeeded, all later tasks\n")
+    print(lost_to_cold_table(records))
     if any(r["agent"] != "memory" and r["condition"] == "warm" for r in records):
         print("\n### Ablations: warm-minus-cold SPL of later tasks, per variant\n")
         print(ablation_table(records))

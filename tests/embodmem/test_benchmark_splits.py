@@ -85,7 +85,7 @@ def test_cluster_bootstrap_is_wider_than_episode_bootstrap() -> None:
 
 def test_suite_counts_warm_failures_where_cold_succeeded() -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from suite import tables
+    from suite import lost_to_cold_table, tables
 
     records = []
     for world in (1, 2, 3):
@@ -102,3 +102,4 @@ def test_suite_counts_warm_failures_where_cold_succeeded() -> None:
     row = next(line for line in text.splitlines() if line.startswith("| seen | memory (warm) |"))
     assert row.endswith("| 0.0% | 1 (33.3%); 1 of 3 (33.3%) |")
     assert "recogniser reported the target earlier | 3 | 0.67 (share)" in text
+    assert "| s | memory | 3 | 1 (33.3%) | 1 of 3 (33.3%) |" in lost_to_cold_table(records)
