@@ -83,7 +83,7 @@ def plot(points: dict[float, dict[str, tuple[float, float, float]]], path: Path)
     axes[1].set(xlabel="drift, % of distance travelled", ylabel="SPL warm - cold", title="the gain of memory")
     axes[1].axhline(0.0, color="grey", linewidth=0.8)
     for ax in axes:
-        ax.set_xscale("log")
+        ax.set_xscale("symlog", linthresh=0.5)  # rate 0 (no drift) on the same axis
     axes[1].legend(fontsize=7)
     fig.tight_layout()
     atomic_write_with(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
