@@ -65,6 +65,9 @@ class AgentTrace:
     reported: bool = False
     """Whether the agent reports the target in the frame it just judged (its recogniser at or above
     its detect threshold); the reference distance score credits the best reported position."""
+    kinds_reported: frozenset[str] = frozenset()
+    """Target kinds the agent's recogniser reported in the frame it just judged, whatever the mission
+    (an agent that labels its frames; empty otherwise): the runner's ``target_reported_before``."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -51,6 +51,18 @@ class ExplorerConfig:
     """Reuse the last frame's embedding when the new frame differs from it by less than this
     (mean absolute difference of 16x16 thumbnails, 0-255): open water seen while swimming
     straight changes only by drifting particles. 0 embeds every frame."""
+    relocalise: bool = True
+    """Correct the dead-reckoned pose by matching each sonar scan against the occupancy grid (the
+    cell and its eight neighbours), so pose errors do not compound over a visit (env=noisy, drift)."""
+    relocalise_margin: float = 3.0
+    """Beams by which a neighbouring cell must fit the scan better than the dead-reckoned one to be
+    taken as the robot's position, and by which the dead-reckoned cell must beat every neighbour to
+    count as a fix."""
+    relocalise_min_hits: float = 6.0
+    """Echoes on known obstacles a scan needs to fix the position at all (open water fixes nothing)."""
+    relocalise_agree: int = 5
+    """Informative scans in a row that must favour the same neighbouring cell before the estimate
+    moves there (one noisy scan never moves it; a real drift persists)."""
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -113,6 +125,9 @@ LIMITS: dict[str, Range] = {
     "stop_range_cells": Range(1),
     "centre_probability": Range(0, 1),
     "reuse_below": Range(0, 255),
+    "relocalise_margin": Range(0, low_open=True),
+    "relocalise_min_hits": Range(0),
+    "relocalise_agree": Range(1, integer=True),
     "memory_probability": Range(0, 1),
     "memory_k": Range(1, integer=True),
     "requery_every": Range(1, integer=True),

@@ -23,6 +23,11 @@ from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_pat
 from embodmem.agents.recognizer import TargetRecognizer, centre_view
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
+_NEIGHBOURHOOD = np.array([(dx, dy) for dy in range(-2, 3) for dx in range(-2, 3)], dtype=np.int64)
+"""Offsets of the cells scan matching weighs: the dead-reckoned cell (index 12) and the cells up to
+two away (drift between fixes in open water can pass one cell)."""
+_CENTRE = 12
+
 _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.BACKWARD): 2, int(Action.STRAFE_LEFT): 3}
 """Move actions -> quarter turns clockwise from the heading of the cell they try to enter."""
 
@@ -51,6 +56,15 @@ class FrontierExplorer(Agent, Navigator):
         self.steps = 0
         self._last_action: int | None = None
         self._last_pose: tuple[int, int, int] | None = None
+        self._last_raw: np.ndarray | None = None
+        self.pose_correction = np.zeros(2, dtype=np.float64)
+        """Added to the dead-reckoned position: what scan matching against the map last said the
+        odometry is off by (kept with the map)."""
+        self.relocalisations = 0
+        """Scans that moved the position estimate to another cell (this task)."""
+        self._favoured: tuple[int, int] | None = None
+        """Neighbouring offset the last informative scans favoured, and how many in a row."""
+        self._favoured_count = 0
         self._last_small: np.ndarray | None = None
         self.frames_embedded = 0
 
@@ -83,6 +97,8 @@ class FrontierExplorer(Agent, Navigator):
         self.steps = 0
         self._last_action = None
         self._last_pose = None
+        self._last_raw = None
+        self.relocalisations = 0
         self._last_small = None
         self.last_vector = None
 
@@ -90,6 +106,7 @@ class FrontierExplorer(Agent, Navigator):
         """The explorer remembers nothing between tasks: its map starts blank."""
         assert self.grid is not None
         self.grid.reset()
+        self.pose_correction[:] = 0.0
 
     def act(self, observation: Observation) -> int:
         self.update(observation)
@@ -105,13 +122,19 @@ class FrontierExplorer(Agent, Navigator):
         """Pose, bumps and sonar into the grid; the frame into a vector and a target probability."""
         assert self.grid is not None
         pose = observation["pose"]
-        self.pose = (int(round(float(pose[0]))), int(round(float(pose[1]))), int(pose[2]))
+        raw = np.array([float(pose[0]), float(pose[1])])
+        with self.timed("mapping"):
+            self.pose = self.localise(raw, int(pose[2]), observation["sonar"])
         turns = _MOVE_TURNS.get(self._last_action) if self._last_action is not None else None
-        if turns is not None and self._last_pose is not None and self._last_pose[:2] == self.pose[:2]:
+        # Did the last move happen? The odometry's own step says so (a scan match may move the
+        # estimate by a cell at the same time, so comparing estimated cells would not).
+        stayed = self._last_raw is not None and float(np.hypot(*(raw - self._last_raw))) < 0.5
+        if turns is not None and stayed:
             dx, dy = DIR_TO_VEC[(self.pose[2] + turns) % 4]
             self.grid.mark_occupied(self.pose[0] + dx, self.pose[1] + dy)  # bumped into something unseen
             self.path = []
         self._last_pose = self.pose
+        self._last_raw = raw
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
             self.grid.look(self.pose, self.view_rays, self.config.look_range_cells, self.searched_range)
@@ -132,6 +155,39 @@ class FrontierExplorer(Agent, Navigator):
             self.last_probability = float(self.recognizer.probability(self.last_vector)[0])
         self.trace.extra["p_target"] = self.last_probability
         self.trace.reported = self.last_probability >= self.config.detect_probability
+
+    def localise(self, raw: np.ndarray, heading: int, sonar_m: np.ndarray) -> tuple[int, int, int]:
+        """The robot's cell: the dead-reckoned position plus the last correction, moved to a
+        neighbouring cell when the sonar scan fits the map clearly better there. When a scan fits
+        one cell clearly (a fix), the correction is renewed from it, so the odometry's error since
+        the last fix is all that remains: errors do not compound over a visit."""
+        assert self.grid is not None
+        n = self.grid.size
+        believed = raw + self.pose_correction
+        cell = np.clip(np.round(believed).astype(np.int64), 0, n - 1)
+        if self.config.relocalise and len(sonar_m) and self.grid.occupied.any():
+            candidates = cell[None, :] + _NEIGHBOURHOOD
+            scores = self.grid.scan_fit(candidates, heading, sonar_m)
+            best = int(np.argmax(scores))
+            here = scores[_CENTRE]
+            others = np.delete(scores, _CENTRE)
+            margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
+            if best != _CENTRE and scores[best] >= enough and scores[best] - here >= margin:
+                offset = (int(_NEIGHBOURHOOD[best][0]), int(_NEIGHBOURHOOD[best][1]))
+                self._favoured_count = self._favoured_count + 1 if offset == self._favoured else 1
+                self._favoured = offset
+                if self._favoured_count >= self.config.relocalise_agree:
+                    cell = candidates[best]
+                    self.pose_correction = cell - raw
+                    self.relocalisations += 1
+                    self._favoured, self._favoured_count = None, 0
+            elif here >= enough and here - float(others.max()) >= margin:
+                self.pose_correction = cell - raw  # a fix where the odometry said: renew the correction
+                self._favoured, self._favoured_count = None, 0
+        return int(cell[0]), int(cell[1]), heading
+
+    def episode_stats(self) -> dict[str, float]:
+        return {"relocalisations": self.relocalisations}
 
     # ---------------------------------------------------------------- decisions
 

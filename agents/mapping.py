@@ -15,6 +15,9 @@ import numpy as np
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
+ESTABLISHED = 4
+"""Evidence at which an obstacle cell is trusted for scan matching (two echoes net of passes)."""
+
 SAMPLE_STEP = 0.25
 """Spacing of the sample points along a sonar beam, in cells."""
 
@@ -142,6 +145,36 @@ class OccupancyGrid:
             self.free[y, x] = True
         self.occupied = self.evidence > 0
         self.free &= ~self.occupied
+
+    def scan_fit(self, cells: np.ndarray, heading: int, sonar_m: np.ndarray) -> np.ndarray:
+        """How well a sonar scan taken at each of ``cells`` ((K, 2) x, y) fits the map: +1 per echo
+        that lands within half a cell of a well-established obstacle cell (echoed from at least
+        twice: a single noisy echo may sit a cell short of the surface), -1 per beam that passes
+        through one more than a cell before its echo (a no-echo beam counts half: it may be a
+        dropout). A cell the map knows to be occupied cannot be where the robot is (-inf).
+
+        Scan matching on the occupancy grid: where the scan fits best is where the robot is, whatever
+        its dead reckoning says (README, "Living with drift").
+        """
+        cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
+        n = self.size
+        r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
+        px = np.floor(cells[:, 0, None, None] + self._dx[heading][None]).astype(np.int64)
+        py = np.floor(cells[:, 1, None, None] + self._dy[heading][None]).astype(np.int64)
+        inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+        solid = np.zeros(px.shape, dtype=bool)
+        solid[inside] = self.evidence[py[inside], px[inside]] >= ESTABLISHED
+        echo = r < self.max_range - 1e-3
+        t = self._t[None, :]
+        at_echo = (np.abs(t - r[:, None]) <= 0.5) & echo[:, None]
+        before = t < r[:, None] - 1.0
+        hits = (solid & at_echo[None]).any(axis=2).sum(axis=1)
+        blocked = np.asarray((solid & before[None]).any(axis=2))
+        score = hits - blocked[:, echo].sum(axis=1) - 0.5 * blocked[:, ~echo].sum(axis=1)
+        inside_cell = (cells[:, 0] >= 0) & (cells[:, 0] < n) & (cells[:, 1] >= 0) & (cells[:, 1] < n)
+        here = np.zeros(len(cells), dtype=bool)
+        here[inside_cell] = self.occupied[cells[inside_cell, 1], cells[inside_cell, 0]]
+        return np.where(here | ~inside_cell, -np.inf, score.astype(np.float64))
 
     def mark_occupied(self, x: int, y: int) -> None:
         """A bump: the robot could not enter (x, y). Certain, unlike a sonar echo."""

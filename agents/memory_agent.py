@@ -186,6 +186,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._loaded_grid = None
         if self.grid is not None:
             self.grid.reset()
+        self.pose_correction[:] = 0.0
         if self.trail is not None:
             self.trail[:] = False
 
@@ -199,9 +200,9 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         assert self.last_vector is not None and self.trail is not None
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
-            self.current_node = self.frame_memory.observe(
-                self.last_vector, self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
-            )
+            meta = self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
+            self.current_node = self.frame_memory.observe(self.last_vector, meta)
+        self.trace.kinds_reported = frozenset({meta.label}) if meta.label else frozenset()
 
     def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray, vector: np.ndarray) -> FrameMeta:
         """What is written with a frame: context, pose, and the target kind the frame's own vector
@@ -489,4 +490,5 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             "memory_queries": self.queries,
             "memory_nodes": stats.get("nodes", 0),
             "memory_query_ms": round(query_ms, 4),
+            "relocalisations": self.relocalisations,
         }

@@ -31,7 +31,7 @@ import yaml
 from suite import ROOT
 
 from embodmem.atomic import atomic_write_with
-from embodmem.splits import get_split
+from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import mean_ci, ratio_of_means
 
 LAST = range(41, 51)
@@ -203,9 +203,14 @@ def budget_report(records: list[dict], path: Path | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", choices=SPLIT_NAMES)
     parser.add_argument("--worlds", type=int, default=20)
-    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=None,
+        help="first world seed (default: the split's first; required with --split custom)",
+    )
     parser.add_argument("--env", default="world64", help="env config: default (32), world64, large (128)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument(
@@ -220,6 +225,7 @@ def main() -> None:
         default=None,
         help="with budgets: a tour run whose warm records of the same worlds are the unlimited reference",
     )
+    parser.add_argument("--dry-run", action="store_true", help="print the multirun command and exit")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     budgets = args.budgets is not None
@@ -229,7 +235,10 @@ def main() -> None:
         or ROOT / "multirun" / f"lifelong{'-budgets' if budgets else ''}-{args.split}-{args.env}"
     )
     if args.from_dir is None:
-        worlds = get_split(args.split).worlds(args.worlds, first=args.first)
+        try:
+            worlds = choose_worlds(args.split, args.worlds, args.first)
+        except ValueError as err:
+            parser.error(str(err))
         chunks = [worlds[i :: args.jobs] for i in range(min(len(worlds), args.jobs))]
         cmd = [
             sys.executable,
@@ -252,6 +261,8 @@ def main() -> None:
             cmd += ["experiment.conditions=[warm]", f"memory.byte_budget={values}", f"memory.eviction={args.evictions}"]
         cmd += args.overrides
         print(" ".join(cmd), flush=True)
+        if args.dry_run:
+            return
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
         print(f"\n{len(worlds)} worlds of {args.split}: {time.perf_counter() - t0:.0f} s wall", flush=True)

@@ -8,6 +8,7 @@ prints task 2's success and SPL with bootstrap 95% CIs over worlds, split by whe
 really seen in task 1, and pooled.
 
     python benchmarks/poison.py --split test --worlds 100 --k 0,1,5,20,100 --places far,trail
+    python benchmarks/poison.py --split custom --first 700000 --worlds 20 --k 20 --places trail --jobs 1
 """
 
 from __future__ import annotations
@@ -21,19 +22,28 @@ from pathlib import Path
 import numpy as np
 from suite import ROOT, load_records
 
+from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, mean_ci, paired_ci
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", choices=SPLIT_NAMES)
     parser.add_argument("--worlds", type=int, default=50)
-    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
+    parser.add_argument(
+        "--first", type=int, default=None, help="first world seed (default: the split's first; required with custom)"
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs of each multirun (joblib launcher)")
+    parser.add_argument("--dry-run", action="store_true", help="print the multirun commands and exit")
     parser.add_argument("--k", default="0,1,5,20,100")
     parser.add_argument("--places", default="far", help="comma-separated experiment.poison_place values: far,trail")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
+    try:
+        choose_worlds(args.split, args.worlds, args.first)  # refuse a bad range before any run starts
+    except ValueError as err:
+        parser.error(str(err))
     out = args.out or ROOT / "multirun" / f"poison-{args.split}"
     rows = [
         "| placed | K | drums seen in task 1 | n | warm success [95% CI] | cold success | warm SPL [95% CI] | "
@@ -52,6 +62,8 @@ def main() -> None:
                     "--worlds",
                     str(args.worlds),
                     *(["--first", str(args.first)] if args.first is not None else []),
+                    "--jobs",
+                    str(args.jobs),
                     "--agents",
                     "quick",
                     "--sequences",
@@ -63,6 +75,9 @@ def main() -> None:
                     "experiment.baselines=[]",
                     *args.overrides,
                 ]
+                if args.dry_run:
+                    print(" ".join(cmd), flush=True)
+                    continue
                 subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
             recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == "memory"]
             warm = {r["world_seed"]: r for r in recs if r["condition"] == "warm"}
@@ -87,7 +102,8 @@ def main() -> None:
                     f"{wspl.mean():.2f} [{plo:.2f}, {phi:.2f}] | {cspl.mean():.2f} | "
                     f"{float(difference_of_means(wspl, cspl)):+.2f} [{dlo:+.2f}, {dhi:+.2f}] |"
                 )
-    print("\n".join(rows))
+    if not args.dry_run:
+        print("\n".join(rows))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 Runs ``experiment=suite`` (the fixed sequences; the memory agent and its ablations warm and cold, the
 explorer and the oracle) as a Hydra multirun over chunks of a split's worlds, in parallel through the
 joblib launcher, then prints one table per sequence: every later task, split by whether its target
-was seen in an earlier task of the same (world, seed), per agent, with paired bootstrap 95% CIs over
-worlds for the warm-minus-cold figures.
+was seen in an earlier task of the same (world, seed), per agent, with paired bootstrap 95% CIs for the warm-minus-cold figures that resample whole worlds (a world's
+later tasks are not independent), and the count of paired episodes where warm failed and cold
+succeeded.
 
     python benchmarks/suite.py --split test --worlds 100          # everything on 100 test worlds
     python benchmarks/suite.py --split test --worlds 100 --agents core      # the README's main tables
@@ -23,11 +24,12 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from embodmem.splits import get_split
+from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, paired_ci, ratio_of_means
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +42,27 @@ def load_records(directory: Path) -> list[dict]:
             if line.strip():
                 records.append(json.loads(line))
     return records
+
+
+@dataclass(frozen=True)
+class LostToCold:
+    """Paired episodes where warm failed and cold succeeded: a fast warm failure that "warm takes
+    over 1.5x cold's steps" cannot see (it took few steps)."""
+
+    episodes: int
+    worlds: int
+    """Worlds with at least one such episode."""
+    n_worlds: int
+
+
+def lost_to_cold(pairs: list[tuple[dict, dict]]) -> LostToCold:
+    """Count the (warm, cold) record pairs where warm failed and cold succeeded.
+
+    >>> lost_to_cold([({"success": 0, "world_seed": 1}, {"success": 1}), ({"success": 1, "world_seed": 2}, {"success": 1})])
+    LostToCold(episodes=1, worlds=1, n_worlds=2)
+    """
+    lost = [w for w, c in pairs if not w["success"] and c["success"]]
+    return LostToCold(len(lost), len({w["world_seed"] for w in lost}), len({w["world_seed"] for w, _ in pairs}))
 
 
 def tables(records: list[dict]) -> str:
@@ -61,9 +84,10 @@ def tables(records: list[dict]) -> str:
         worlds = sorted({r["world_seed"] for r in runs if r["sequence"] == sequence})
         out.append(f"\n### {sequence} ({len(worlds)} worlds, tasks 2-{n_tasks} pooled)\n")
         out.append(
-            "| target seen earlier | agent | n | success | SPL | steps (mean) | SPL warm-cold [95% CI] | steps cold/warm [95% CI] | warm > 1.5x cold steps |"
+            "| target seen earlier | agent | n | success | SPL | steps (mean) | SPL warm-cold [95% CI] | "
+            "steps cold/warm [95% CI] | warm > 1.5x cold steps | warm failed, cold succeeded (episodes; worlds) |"
         )
-        out.append("|---|---|---:|---:|---:|---:|---|---|---:|")
+        out.append("|---|---|---:|---:|---:|---:|---|---|---:|---:|")
         for group in (True, False):
             keys = [k for k, s in seen.items() if k[0] == sequence and k[3] >= 2 and s == group]
             for agent, condition in agents:
@@ -83,19 +107,60 @@ def tables(records: list[dict]) -> str:
                     c_spl = np.array([c["spl"] for _, c in pairs])
                     w_steps = np.array([w["steps"] for w, _ in pairs], float)
                     c_steps = np.array([c["steps"] for _, c in pairs], float)
-                    d, (dlo, dhi) = difference_of_means(w_spl, c_spl), paired_ci(w_spl, c_spl, difference_of_means)
-                    q, (qlo, qhi) = ratio_of_means(w_steps, c_steps), paired_ci(w_steps, c_steps, ratio_of_means)
+                    world_of = [
+                        w["world_seed"] for w, _ in pairs
+                    ]  # the cluster: records of a world are not independent
+                    d = difference_of_means(w_spl, c_spl)
+                    dlo, dhi = paired_ci(w_spl, c_spl, difference_of_means, clusters=world_of)
+                    q = ratio_of_means(w_steps, c_steps)
+                    qlo, qhi = paired_ci(w_steps, c_steps, ratio_of_means, clusters=world_of)
                     worse = float(np.mean(w_steps > 1.5 * c_steps))
-                    line += f" {float(d):+.2f} [{dlo:+.2f}, {dhi:+.2f}] | {float(q):.2f} [{qlo:.2f}, {qhi:.2f}] | {worse:.1%} |"
+                    lost = lost_to_cold(pairs)
+                    line += (
+                        f" {float(d):+.2f} [{dlo:+.2f}, {dhi:+.2f}] | {float(q):.2f} [{qlo:.2f}, {qhi:.2f}] | {worse:.1%} | "
+                        f"{lost.episodes} ({lost.episodes / len(pairs):.1%}); {lost.worlds} of {lost.n_worlds} "
+                        f"({lost.worlds / max(lost.n_worlds, 1):.1%}) |"
+                    )
                 else:
-                    line += " | | |"
+                    line += " | | | |"
                 out.append(line)
+            reported = [by_key[(*k[:4], "memory", "warm")].get("target_reported_before") for k in keys]
+            if any(r is not None for r in reported):  # detection-based: the recogniser reported it earlier
+                out.append(
+                    f"| {'seen' if group else 'not seen'} | memory (warm): recogniser reported the target earlier | "
+                    f"{sum(r is not None for r in reported)} | {np.mean([bool(r) for r in reported if r is not None]):.2f} "
+                    "(share) | | | | | | |"
+                )
             bounds = [by_key[(*k[:4], "memory", "warm")].get("seen_place_spl_bound") for k in keys]
             bounds = [b for b in bounds if b is not None]
             if group and bounds:  # what knowing exactly where the target was seen allows (an SPL bound)
                 out.append(
-                    f"| seen | oracle told the seen places (bound) | {len(bounds)} | 1.00 | {np.mean(bounds):.2f} | | | | |"
+                    f"| seen | oracle told the seen places (bound) | {len(bounds)} | 1.00 | {np.mean(bounds):.2f} | | | | | |"
                 )
+    return "\n".join(out)
+
+
+def lost_to_cold_table(records: list[dict]) -> str:
+    """Per sequence and agent, all later tasks pooled (seen and not seen): paired episodes where warm
+    failed and cold succeeded, and the worlds with at least one."""
+    runs = [r for r in records if r["condition"] in ("warm", "cold") and r["task_index"] >= 2]
+    by_key = {(r["sequence"], r["world_seed"], r["seed"], r["task_index"], r["agent"], r["condition"]): r for r in runs}
+    out = [
+        "| sequence | agent | paired episodes | warm failed, cold succeeded | worlds with one |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for sequence, agent in sorted({(r["sequence"], r["agent"]) for r in runs if r["condition"] == "warm"}):
+        pairs = [
+            (w, by_key[(*k[:5], "cold")])
+            for k, w in by_key.items()
+            if k[0] == sequence and k[4] == agent and k[5] == "warm" and (*k[:5], "cold") in by_key
+        ]
+        if pairs:
+            lost = lost_to_cold(pairs)
+            out.append(
+                f"| {sequence} | {agent} | {len(pairs)} | {lost.episodes} ({lost.episodes / len(pairs):.1%}) | "
+                f"{lost.worlds} of {lost.n_worlds} ({lost.worlds / max(lost.n_worlds, 1):.1%}) |"
+            )
     return "\n".join(out)
 
 
@@ -139,7 +204,7 @@ def ablation_table(records: list[dict]) -> str:
                 pairs = [(w, c) for w, c in pairs if w is not None and c is not None]
                 w = np.array([a["spl"] for a, _ in pairs])
                 c = np.array([b["spl"] for _, b in pairs])
-                lo, hi = paired_ci(w, c, difference_of_means)
+                lo, hi = paired_ci(w, c, difference_of_means, clusters=[a["world_seed"] for a, _ in pairs])
                 if len(pairs):
                     gains[v] = float(difference_of_means(w, c))
                 cells.append(f"{gains[v]:+.2f} [{lo:+.2f}, {hi:+.2f}]" if len(pairs) else "")
@@ -159,25 +224,35 @@ def ablation_table(records: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", choices=SPLIT_NAMES)
     parser.add_argument(
         "--worlds", type=int, default=100, help="worlds per sequence (N worlds of the split from --first)"
     )
-    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=None,
+        help="first world seed (default: the split's first; required with --split custom)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
     parser.add_argument(
         "--agents",
-        choices=("all", "core", "ablations", "quick"),
+        choices=("all", "core", "ablations", "quick", "memory"),
         default="all",
-        help="core: memory warm/cold + explorer + oracle; ablations: every memory variant warm/cold; quick: memory + explorer",
+        help="core: memory warm/cold + explorer + oracle; ablations: every memory variant warm/cold; quick: memory + "
+        "explorer; memory: the memory agent warm/cold only",
     )
     parser.add_argument("--sequences", default=None, help="comma-separated subset of the suite's sequences")
     parser.add_argument("--out", type=Path, default=None, help="multirun directory (default multirun/suite-<split>)")
     parser.add_argument("--from-dir", type=Path, default=None, help="only print the tables of a finished run")
+    parser.add_argument("--dry-run", action="store_true", help="print the multirun command and exit")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
     if args.from_dir is None:
-        worlds = get_split(args.split).worlds(args.worlds, first=args.first)
+        try:
+            worlds = choose_worlds(args.split, args.worlds, args.first)
+        except ValueError as err:
+            parser.error(str(err))
         out = args.out or ROOT / "multirun" / f"suite-{args.split}"
         chunks = [worlds[i :: args.jobs * 2] for i in range(min(len(worlds), args.jobs * 2))]
         sweep = ",".join("[" + ",".join(map(str, c)) + "]" for c in chunks)
@@ -201,11 +276,14 @@ def main() -> None:
             "core": ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"],
             "ablations": ["experiment.baselines=[]"],
             "quick": ["experiment.variants=[memory]", "experiment.baselines=[explorer]"],
+            "memory": ["experiment.variants=[memory]", "experiment.baselines=[]"],
         }[args.agents]
         if args.sequences:
             cmd.append(f"experiment.sequences=[{args.sequences}]")
         cmd += args.overrides
         print(" ".join(cmd), flush=True)
+        if args.dry_run:
+            return
         t0 = time.perf_counter()
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
@@ -218,6 +296,8 @@ def main() -> None:
         directory = args.from_dir
     records = load_records(directory)
     print(tables(records))
+    print("\n### Warm failed where cold succeeded, all later tasks\n")
+    print(lost_to_cold_table(records))
     if any(r["agent"] != "memory" and r["condition"] == "warm" for r in records):
         print("\n### Ablations: warm-minus-cold SPL of later tasks, per variant\n")
         print(ablation_table(records))

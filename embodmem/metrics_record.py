@@ -96,8 +96,13 @@ class EpisodeRecord(BaseModel):
     start_pose: list[int] | None = Field(default=None, min_length=3, max_length=3)
     """[x, y, heading] in cells."""
     target_seen_before: bool | None = None
-    """Whether the task's target was in view during an earlier task of the sequence (None: eval rows);
-    for a description or image goal, the goal instance itself (a sibling of its kind does not count)."""
+    """Whether the task's target was in view during an earlier task of the sequence (None: eval rows):
+    pixel-based, from the camera frames of this run's own path (the env's visible pixels), whether or
+    not the agent recognised it; for a description or image goal, the goal instance itself (a sibling
+    of its kind does not count)."""
+    target_reported_before: bool | None = None
+    """Whether the agent's recogniser reported the task's target kind in an earlier task of the
+    sequence (detection-based; always False for an agent that does not label its frames)."""
     seen_place_spl_bound: float | None = None
     """SPL of an oracle told only the target cells seen in earlier tasks (None: none seen)."""
     eval_after: int | None = Field(default=None, ge=0)

@@ -58,6 +58,8 @@ class EpisodeResult:
     """(kind, x, y) of every target cell the camera clearly showed during the episode."""
     visited_cells: set[tuple[int, int]] = field(default_factory=set)
     """(x, y) of every cell the robot stood on (for false memories placed on its trail)."""
+    reported_kinds: set[str] = field(default_factory=set)
+    """Target kinds the agent's recogniser reported during the episode (``AgentTrace.kinds_reported``)."""
 
 
 def run_episode(
@@ -80,6 +82,7 @@ def run_episode(
     seen = {k for k, _ in info["visible_instances"]}
     seen_cells = env.visible_target_cells()
     visited = {(int(env.agent_pos[0]), int(env.agent_pos[1]))}
+    reported_kinds: set[str] = set()
     start = time.perf_counter()
     done = False
     while not done:
@@ -87,6 +90,7 @@ def run_episode(
             action = int(agent.act(obs))
         if agent.trace.reported:  # judged the frame of the current info: log where it was taken
             measures.report(info)
+        reported_kinds |= agent.trace.kinds_reported
         with profiler.section("env"):
             obs, _, terminated, truncated, info = env.step(action)
         measures.update(action, info)
@@ -121,7 +125,7 @@ def run_episode(
         "reports": measures.reports.steps,
         "success": bool(info["success"]),
     }
-    return EpisodeResult(record, log, seen, seen_cells, visited)
+    return EpisodeResult(record, log, seen, seen_cells, visited, reported_kinds)
 
 
 @dataclass
@@ -195,6 +199,7 @@ def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
 def reset_options(spec: SequenceSpec, task_index: int) -> dict[str, Any]:
     """``env.reset`` options of task ``task_index`` of ``spec``."""
     options: dict[str, Any] = {"task": spec.tasks[task_index], "world_seed": spec.world_seed}
+    options["new_visit"] = task_index == 0  # the pose error (env.odometry_carry) restarts with each run
     if spec.start_poses is not None:
         options["start_pose"] = spec.start_poses[task_index]
     else:
@@ -224,6 +229,7 @@ def finish_record(
     identity: dict[str, Any],
     *,
     target_seen_before: bool | None = None,
+    target_reported_before: bool | None = None,
     seen_place_spl_bound: float | None = None,
     eval_after: int | None = None,
     memory_frames: int = 0,
@@ -237,6 +243,7 @@ def finish_record(
             **identity,
             "start_pose": list(result.log["start_pose"]),
             "target_seen_before": target_seen_before,
+            "target_reported_before": target_reported_before,
             "seen_place_spl_bound": seen_place_spl_bound,
             "eval_after": eval_after,
             "memory_frames": memory_frames,
@@ -258,6 +265,7 @@ def run_sequence(
     """Run the tasks of ``spec`` one after another in one world."""
     results: list[EpisodeResult] = []
     seen_before: set[str] = set()
+    reported_before: set[str] = set()
     seen_cells_before: set[tuple[str, int, int]] = set()
     trail: set[tuple[int, int]] = set()
     carrier = agent if isinstance(agent, MemoryCarrier) else None
@@ -290,6 +298,7 @@ def run_sequence(
                 if not env.task.instance_goal
                 else bool(goal_cells_seen(env.world, env.task, seen_cells_before))
             ),
+            target_reported_before=env.task.target in reported_before,
             seen_place_spl_bound=seen_place_spl_bound(env, result, seen_cells_before),
             memory_frames=int(mem_stats.get("frames_kept", 0)),
             memory_bytes=int(mem_stats.get("code_bytes", 0)),
@@ -297,6 +306,7 @@ def run_sequence(
         result.log["task_index"] = i + 1
         result.log["condition"] = spec.condition
         seen_before |= result.seen_kinds
+        reported_before |= result.reported_kinds
         seen_cells_before |= result.seen_target_cells
         trail |= result.visited_cells
         results.append(result)

@@ -75,6 +75,32 @@ def get_split(name: str) -> Split:
     return SPLITS[name]
 
 
+def choose_worlds(split: str, n: int, first: int | None = None) -> list[int]:
+    """``n`` world seeds of ``split`` from ``first``: what a benchmark script's ``--split``,
+    ``--worlds`` and ``--first`` ask for. ``custom`` takes any ``n`` consecutive seeds from
+    ``first`` (required there: a custom range has no first world of its own).
+
+    >>> choose_worlds("custom", 3, first=777)
+    [777, 778, 779]
+    >>> choose_worlds("custom", 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: --first: None is not allowed with --split custom; allowed: a world seed >= 0 (custom worlds have no first of their own)
+    """
+    if n < 1:
+        raise ValueError(f"--worlds: {n} is not allowed; allowed: an integer >= 1")
+    if split == CUSTOM:
+        if first is None or first < 0:
+            raise ValueError(
+                f"--first: {first} is not allowed with --split custom; allowed: a world seed >= 0 "
+                "(custom worlds have no first of their own)"
+            )
+        return list(range(first, first + n))
+    if split not in SPLITS:
+        raise ValueError(f"--split: {split!r} is not allowed; allowed: {', '.join(SPLIT_NAMES)}")
+    return SPLITS[split].worlds(n, first=first)
+
+
 def split_of(world_seed: int) -> str:
     """Name of the split holding ``world_seed``, or ``custom``."""
     for split in SPLITS.values():

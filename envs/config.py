@@ -57,7 +57,14 @@ class EnvConfig:
     sonar_noise_m: float = 0.0
     """Gaussian noise on sonar ranges."""
     odometry_noise: float = 0.0
-    """Per-move drift of the reported pose, in cells."""
+    """Random-walk noise added to the reported pose per move, per axis, in cells."""
+    odometry_drift_pct: float = 0.0
+    """Dead-reckoning drift per move, percent of the distance moved, in a slowly wandering direction
+    (envs/odometry.py; 0.1-1 is a DVL-aided INS with bottom lock, docs/design.md "Drift")."""
+    odometry_carry: bool = False
+    """Keep the pose error across the tasks of one world visit instead of starting each task exact."""
+    sonar_dropout: float = 0.0
+    """Probability that a sonar beam loses its echo and reads the maximum range (0-1)."""
     view_range_m: float = 40.0
     """Visibility in shallow water."""
     deep_view_range_m: float = 25.0
@@ -112,6 +119,8 @@ LIMITS: dict[str, Range] = {
     "sonar_range_m": Range(0, low_open=True),
     "sonar_noise_m": Range(0),
     "odometry_noise": Range(0),
+    "odometry_drift_pct": Range(0, 100),
+    "sonar_dropout": Range(0, 1),
     "view_range_m": Range(0, low_open=True),
     "deep_view_range_m": Range(0, low_open=True),
     "n_fish": Range(0, integer=True),

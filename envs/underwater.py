@@ -28,6 +28,7 @@ from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
+from embodmem.envs.odometry import DeadReckoning, degrade_sonar
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
 from embodmem.envs.tasks import ALL_MISSIONS, Task, get_task
 from embodmem.envs.world import World, generate_world
@@ -111,10 +112,11 @@ class UnderwaterEnv(MiniGridEnv):
     - A dict: `image` (S, S, 3) uint8, the first-person camera; optional `image_left`,
         `image_right`, `image_back`; optional `topdown`, MiniGrid's 7x7 egocentric view as 56x56 RGB;
         `sonar` (beams,) float32 ranges in metres over a fan centred on the heading; `pose` float32
-        [x, y, heading] in cells (heading 0 east, 1 south, 2 west, 3 north; with odometry noise x
-        and y drift); `mission` str; with `instance_goals`, `goal_image` (S, S, 3) uint8: the goal
-        instance of an image goal seen from a fixed pose, zeros for other goals. Nothing privileged:
-        no map, no target positions, no instance's variant.
+        [x, y, heading] in cells (heading 0 east, 1 south, 2 west, 3 north): what the robot believes,
+        so with odometry noise or drift (`envs/odometry.py`) x and y are off the truth by an error
+        that grows with the distance travelled; `mission` str; with `instance_goals`, `goal_image`
+        (S, S, 3) uint8: the goal instance of an image goal seen from a fixed pose, zeros for other
+        goals. Nothing privileged: no map, no target positions, no instance's variant.
     - MiniGrid's grid (`FullyObsWrapper`, `ViewSizeWrapper`, `SymbolicObsWrapper`) encodes each
         tile as `(OBJECT_IDX, COLOR_IDX, STATE)` in MiniGrid's type indices: a target is a `box`,
         every other seabed kind a `wall`; `COLOR_IDX` is the project's own, 6 + kind id - 1 (see
@@ -199,6 +201,9 @@ class UnderwaterEnv(MiniGridEnv):
         self.sonar_range_cells = c.sonar_range_m / c.cell_size_m
         self.sonar_noise_m = c.sonar_noise_m
         self.odometry_noise = c.odometry_noise
+        self.sonar_dropout = c.sonar_dropout
+        self.dead_reckoning = DeadReckoning(c.odometry_noise, c.odometry_drift_pct, c.odometry_carry)
+        """The robot's believed position (envs/odometry.py); the truth stays in ``agent_pos``."""
         self.view_range_cells = c.view_range_m / c.cell_size_m
         self.deep_view_range_cells = c.deep_view_range_m / c.cell_size_m
         self.n_fish = c.fish
@@ -320,14 +325,18 @@ class UnderwaterEnv(MiniGridEnv):
           for the first task, ``continue`` afterwards.
         - ``start_pose``: an explicit (x, y, heading), used by replays.
         - ``world_seed``: switch to another world (the world persists otherwise).
+        - ``new_visit``: the first task of a visit: with ``odometry_carry`` the pose error restarts
+          from zero here (and on a new world) and is kept across the tasks in between.
         """
         super(MiniGridEnv, self).reset(seed=seed)
         options = dict(options or {})
-        unknown = set(options) - {"task", "task_index", "next_task", "start", "start_pose", "world_seed"}
+        unknown = set(options) - {"task", "task_index", "next_task", "start", "start_pose", "world_seed", "new_visit"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}")
+        new_visit = bool(options.get("new_visit", False))
         if "world_seed" in options and int(options["world_seed"]) != self.world_seed:
             self._build_world(int(options["world_seed"]))
+            new_visit = True
         if "task" in options:
             self.task = get_task(options["task"])
             if options["task"] in self.tasks:
@@ -366,7 +375,7 @@ class UnderwaterEnv(MiniGridEnv):
         self.path_length_m = 0.0
         self.collisions = 0
         self._stopped_at_wrong_instance = False
-        self.odom_offset = np.zeros(2, dtype=np.float64)
+        self.dead_reckoning.start_task(self.np_random, new_visit)
         self.trajectory: list[tuple[int, int]] = [(x, y)]
         self._maps = self._task_maps(self.task)
         free_y, free_x = np.nonzero(self.world.free())
@@ -410,8 +419,7 @@ class UnderwaterEnv(MiniGridEnv):
                 self.agent_pos = (nx, ny)
                 self.path_length_m += self.cell_size_m
                 self.trajectory.append((nx, ny))
-                if self.odometry_noise > 0:
-                    self.odom_offset += self.np_random.normal(0.0, self.odometry_noise, 2)
+                self.dead_reckoning.move(self.np_random)
             else:
                 self.collisions += 1
         self._move_fish()
@@ -454,12 +462,12 @@ class UnderwaterEnv(MiniGridEnv):
         if self.topdown:
             obs["topdown"] = self.get_pov_render(tile_size=8)
         sonar = self.sonar.scan(self._padded, self._pad, x, y, d) * self.cell_size_m
-        if self.sonar_noise_m > 0:
-            sonar = sonar + self.np_random.normal(0.0, self.sonar_noise_m, sonar.shape)
-            sonar = np.clip(sonar, 0.0, self.spec_sensors.sonar_max_range_m)
+        sonar = degrade_sonar(
+            sonar, self.np_random, self.sonar_noise_m, self.sonar_dropout, self.spec_sensors.sonar_max_range_m
+        )
         obs["sonar"] = sonar.astype(np.float32, copy=False)
-        px = self.agent_pos[0] + self.odom_offset[0]
-        py = self.agent_pos[1] + self.odom_offset[1]
+        px = self.agent_pos[0] + self.dead_reckoning.error[0]
+        py = self.agent_pos[1] + self.dead_reckoning.error[1]
         obs["pose"] = np.array(
             [min(max(px, -self.width), 2 * self.width), min(max(py, -self.height), 2 * self.height), self.agent_dir],
             dtype=np.float32,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from embodmem.agents.explorer import FrontierExplorer
@@ -133,3 +134,36 @@ def test_every_agent_and_condition_of_a_world_and_seed_faces_the_same_starts(emb
         res = run_sequence(env, agent, SequenceSpec("wreck_then_barrel", env.tasks, 1002, 4, condition), "r")
         starts.add(tuple(tuple(r.record["start_pose"]) for r in res))
     assert len(starts) == 1
+
+
+def test_target_reported_before_is_the_recognisers_not_the_pixels(embedder: ClipEmbedder) -> None:
+    """Task 3 looks for the wreck that task 1 found (so the memory agent's labeller reported it); the
+    oracle labels nothing, so for it the detection-based flag stays False where the pixel one is True."""
+    env = UnderwaterEnv(tasks=("wreck", "pipeline", "wreck"), world_seed=1003, max_steps=150)
+    memory = [
+        r.record for r in run_sequence(env, MemoryAgent(embedder), SequenceSpec("s", env.tasks, 1003, 0, "warm"), "r")
+    ]
+    assert memory[0]["success"] == 1 and memory[0]["target_reported_before"] is False
+    assert memory[2]["target_reported_before"] is True
+    oracle = [
+        r.record for r in run_sequence(env, OracleAgent(env), SequenceSpec("s", env.tasks, 1003, 0, "single"), "r")
+    ]
+    assert oracle[2]["target_seen_before"] and oracle[2]["target_reported_before"] is False
+
+
+def test_each_run_of_a_sequence_is_a_new_visit_for_the_drift() -> None:
+    """With odometry_carry the pose error grows across the tasks of a run and restarts with the next
+    run on the same environment, so warm and cold face the same drift process."""
+    env = UnderwaterEnv(
+        tasks=("wreck", "barrel"), world_seed=3, max_steps=60, odometry_drift_pct=5.0, odometry_carry=True
+    )
+    starts = []
+    for _ in range(2):
+        agent = OracleAgent(env)
+        spec = SequenceSpec("s", env.tasks, 3, 0, "single")
+        errors: list[np.ndarray] = []
+        run_sequence(env, agent, spec, "r", on_step=lambda ev, out=errors: out.append(env.dead_reckoning.error.copy()))
+        starts.append(errors)
+    first, second = starts
+    assert np.array_equal(np.array(first), np.array(second))  # same seeds: same drift, run after run
+    assert np.hypot(*first[-1]) > 0.0

@@ -1,0 +1,105 @@
+"""Benchmark scripts take ``--split custom --first N`` (and poison.py and drift.py ``--jobs``); the suite's
+intervals resample whole worlds; the suite counts warm failures where cold succeeded."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embodmem.splits import choose_worlds
+from embodmem.stats import difference_of_means, mean_ci, paired_ci
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ("suite.py", "lifelong.py", "poison.py", "drift.py")
+
+
+def _dry_run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args, "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_custom_split_with_first(script: str, tmp_path: Path) -> None:
+    run = _dry_run(
+        script, "--split", "custom", "--first", "700000", "--worlds", "3", "--jobs", "1", "--out", str(tmp_path)
+    )
+    assert run.returncode == 0, run.stderr
+    if script in ("poison.py", "drift.py"):  # these hand the range and the jobs to suite.py
+        assert "--split custom" in run.stdout and "--first 700000" in run.stdout and "--jobs 1" in run.stdout
+    else:
+        assert "experiment.split=custom" in run.stdout and "700000" in run.stdout and "700002" in run.stdout
+        assert "700003" not in run.stdout and "hydra.launcher.n_jobs=1" in run.stdout
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_custom_split_without_first_is_one_line(script: str) -> None:
+    run = _dry_run(script, "--split", "custom", "--worlds", "3")
+    assert run.returncode == 2
+    assert (
+        run.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "--first: None is not allowed with --split custom; allowed: a world seed >= 0 (custom worlds have no first of their own)"
+        )
+    )
+
+
+def test_choose_worlds() -> None:
+    assert choose_worlds("custom", 2, first=123456789) == [123456789, 123456790]
+    assert choose_worlds("test", 2) == [100000, 100001]
+    with pytest.raises(ValueError, match="split 'dev' holds worlds 1000-1999"):
+        choose_worlds("dev", 5, first=1998)
+    with pytest.raises(ValueError, match="--split: 'nope' is not allowed"):
+        choose_worlds("nope", 5)
+
+
+def test_cluster_bootstrap_is_wider_than_episode_bootstrap() -> None:
+    # 20 worlds, 5 tasks each: the gain is a property of the world (all its tasks agree), so the
+    # episodes are not independent and resampling them would understate the interval.
+    rng = np.random.default_rng(3)
+    per_world = rng.normal(0.1, 0.3, 20)
+    worlds = np.repeat(np.arange(20), 5)
+    warm = per_world[worlds] + rng.normal(0, 0.01, 100)
+    cold = np.zeros(100)
+    lo_e, hi_e = paired_ci(warm, cold, difference_of_means)
+    lo_w, hi_w = paired_ci(warm, cold, difference_of_means, clusters=worlds)
+    assert hi_w - lo_w > 1.8 * (hi_e - lo_e)
+    assert lo_w <= float(difference_of_means(warm, cold)) <= hi_w
+    m_lo, m_hi = mean_ci(warm, clusters=worlds)
+    assert m_hi - m_lo > 1.8 * np.subtract(*mean_ci(warm)[::-1])
+    # one world per pair: the same draws as the plain bootstrap
+    assert paired_ci(warm[::5], cold[::5], difference_of_means, clusters=np.arange(20)) == paired_ci(
+        warm[::5], cold[::5], difference_of_means
+    )
+    with pytest.raises(ValueError, match="clusters: 3 labels for 100 values"):
+        paired_ci(warm, cold, difference_of_means, clusters=[1, 2, 3])
+
+
+def test_suite_counts_warm_failures_where_cold_succeeded() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from suite import lost_to_cold_table, tables
+
+    records = []
+    for world in (1, 2, 3):
+        for condition, success, steps in (("warm", 1 if world != 2 else 0, 20), ("cold", 1, 100)):
+            for task in (1, 2):
+                records.append(
+                    {
+                        "sequence": "s", "world_seed": world, "seed": 0, "task_index": task, "agent": "memory",
+                        "condition": condition, "target_seen_before": True, "target_reported_before": world != 3,
+                        "success": success, "spl": 0.5 * success, "steps": steps, "seen_place_spl_bound": 0.9,
+                    }
+                )  # fmt: skip
+    text = tables(records)
+    row = next(line for line in text.splitlines() if line.startswith("| seen | memory (warm) |"))
+    assert row.endswith("| 0.0% | 1 (33.3%); 1 of 3 (33.3%) |")
+    assert "recogniser reported the target earlier | 3 | 0.67 (share)" in text
+    assert "| s | memory | 3 | 1 (33.3%) | 1 of 3 (33.3%) |" in lost_to_cold_table(records)
