@@ -39,6 +39,8 @@ from embodmem.stats import difference_of_means, paired_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME_MEMORY = "memory"
+MIN_CI_WORLDS = 3
+"""Fewer worlds than this give no interval (the report's rule for small n)."""
 ROWS = ("memory", "memory_keep_all", "memory_naive", "textlog", "explorer", "mapped", "oracle")
 
 
@@ -137,7 +139,7 @@ def tables(episodes: list[Episode]) -> str:
             )
             out.append(
                 "| row | n | success | SPL | wrong_instance | steps | B/frame kept | B/frame seen | query ms (median) | "
-                "frame memory warm SPL minus this row [95% CI] |"
+                "frame memory warm SPL minus this row [95% CI, resampling worlds] |"
             )
             out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
             for agent, condition in rows:
@@ -163,8 +165,13 @@ def tables(episodes: list[Episode]) -> str:
                     ]
                     a = np.array([p[0].spl for p in pairs])
                     b = np.array([p[1].spl for p in pairs])
-                    lo, hi = paired_ci(a, b, difference_of_means)
-                    line += f" {float(difference_of_means(a, b)):+.2f} [{lo:+.2f}, {hi:+.2f}] |"
+                    worlds = [p[0].world_seed for p in pairs]  # episodes of one world are not independent
+                    diff = f"{float(difference_of_means(a, b)):+.2f}"
+                    if len(set(worlds)) < MIN_CI_WORLDS:
+                        line += f" {diff} (n too small: {len(set(worlds))} worlds) |"
+                    else:
+                        lo, hi = paired_ci(a, b, difference_of_means, clusters=worlds)
+                        line += f" {diff} [{lo:+.2f}, {hi:+.2f}] |"
                 else:
                     line += " |"
                 out.append(line)
