@@ -74,6 +74,8 @@ class EpisodeRecord(BaseModel):
     memory_nodes: int | None = Field(default=None, ge=0)
     memory_query_ms: float | None = Field(default=None, ge=0)
     """Median milliseconds of one memory query (a timing)."""
+    relocalisations: int | None = Field(default=None, ge=0)
+    """Times the explorer moved its pose estimate to fit the sonar to its carried map (drift)."""
     # -- who ran it where (embodmem.runner.sequence_record) ---------------------------------------
     run_id: str | None = Field(default=None, min_length=1)
     agent: str | None = None
