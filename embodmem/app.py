@@ -20,6 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,8 +31,8 @@ from tqdm import tqdm
 
 import embodmem.configs
 from embodmem.agents.base import Agent, RecognitionEmbedder
-from embodmem.agents.config import ExplorerConfig, MemoryAgentConfig
-from embodmem.agents.variants import VARIANTS, Variant, get_variant, memory_settings
+from embodmem.agents.registry import get_agent_spec, memory_carriers
+from embodmem.agents.variants import Variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.config import (
     AgentName,
@@ -62,8 +63,6 @@ S = TypeVar("S", bound="DataclassInstance")
 CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
 """The shipped config groups (package data, also reachable as ``pkg://embodmem.configs``)."""
 log = logging.getLogger("embodmem")
-MEMORY_AGENTS = ("vlm", *VARIANTS)
-"""Agents that carry memory between tasks: run warm and cold."""
 
 
 def build_env(cfg: DictConfig, tasks: tuple[str, ...], world_seed: int) -> UnderwaterEnv:
@@ -104,54 +103,35 @@ def agent_settings(config_class: type[S], cfg: DictConfig, changes: dict[str, An
     return dataclasses.replace(part_config("agent", config_class, cfg), **(changes or {}))
 
 
+@dataclass
+class AppBuildContext:
+    """What an agent's builder (:mod:`embodmem.agents.registry`) asks of the run, from the config."""
+
+    cfg: DictConfig
+    embedder: RecognitionEmbedder | None
+    env: UnderwaterEnv
+    seed: int
+
+    def settings(self, config_class: type[S], changes: dict[str, object] | None = None) -> S:
+        return agent_settings(config_class, self.cfg, changes)
+
+    def memory(self, variant: Variant) -> AgentMemory:
+        if self.embedder is None:
+            raise ValueError(f"memory of {variant.name!r} needs the embedder's dimension")
+        return build_memory(self.cfg, self.embedder.dim, variant)
+
+    def vlm_config(self) -> VLMConfig:
+        return part_config("agent.vlm", VLMConfig, self.cfg)
+
+    def build(self, name: str) -> Agent:
+        return get_agent_spec(name).build(self)
+
+
 def build_agent(
     name: str, cfg: DictConfig, embedder: RecognitionEmbedder | None, env: UnderwaterEnv, seed: int
 ) -> Agent:
-    """One agent from its name (an agent or a memory-agent variant) and the config; fresh memory.
-    Every agent but the oracle and the random one needs the ``embedder``."""
-    if name == "random":
-        from embodmem.agents.random_agent import RandomAgent
-
-        return RandomAgent(seed=seed)
-    if name == "oracle":
-        from embodmem.agents.oracle import OracleAgent
-
-        return OracleAgent(env)
-    if embedder is None:
-        raise ValueError(f"agent {name!r} needs an embedder")
-    if name == "mapped":  # the fully observed twin: a control handed the object map (privileged)
-        from embodmem.agents.mapped_agent import MappedAgent
-
-        settings = agent_settings(MemoryAgentConfig, cfg, {})
-        return MappedAgent(embedder, build_memory(cfg, embedder.dim, get_variant("memory")), settings, env)
-    if name == "explorer":
-        from embodmem.agents.explorer import FrontierExplorer
-
-        return FrontierExplorer(embedder, agent_settings(ExplorerConfig, cfg))
-    if name == "vlm":
-        from embodmem.agents.memory_agent import MemoryAgent
-        from embodmem.agents.vlm_agent import VLMAgent
-
-        navigator = build_agent("memory", cfg, embedder, env, seed)  # it executes the VLM's plans
-        assert isinstance(navigator, MemoryAgent)
-        return VLMAgent(part_config("agent.vlm", VLMConfig, cfg), navigator, embedder)
-    if name in VARIANTS:
-        variant = get_variant(name)
-        settings = agent_settings(MemoryAgentConfig, cfg, variant.agent)
-        if variant.textlog:
-            from embodmem.agents.textlog_agent import TextLogAgent
-
-            return TextLogAgent(embedder, settings)
-        from embodmem.agents.memory_agent import MemoryAgent
-        from embodmem.agents.naive_agent import NaiveRetrievalAgent
-
-        kind = NaiveRetrievalAgent if variant.naive else MemoryAgent
-        agent = kind(embedder, build_memory(cfg, embedder.dim, variant), settings)
-        agent.name = name
-        return agent
-    raise ValueError(
-        f"agent {name!r} is unknown; allowed: {', '.join(('explorer', 'oracle', 'random', 'vlm', *VARIANTS))}"
-    )
+    """One agent from its name (:data:`~embodmem.agents.registry.AGENTS`) and the config; fresh memory."""
+    return get_agent_spec(name).build(AppBuildContext(cfg, embedder, env, seed))
 
 
 def build_writer(cfg: DictConfig, out_dir: Path) -> RunWriter:
@@ -172,8 +152,9 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
     if main_name == "memory":
         main_name = cfg.agent.variant
     carriers = [main_name, *[v for v in exp.variants if v != main_name]]
-    runs = [(name, c) for name in carriers if name in MEMORY_AGENTS for c in exp.conditions]
-    runs += [(name, "single") for name in carriers if name not in MEMORY_AGENTS]
+    carry = memory_carriers()
+    runs = [(name, c) for name in carriers if name in carry for c in exp.conditions]
+    runs += [(name, "single") for name in carriers if name not in carry]
     runs += [(b, "single") for b in exp.baselines if b != main_name]
     return ExperimentPlan(
         run_id=cfg.run_id or out_dir.name,
@@ -216,7 +197,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     kwargs = env_kwargs(cfg)
     writer = build_writer(cfg, out_dir)
     profiler = Profiler()
-    needs_embedder = any(name not in ("oracle", "random") for name, _ in plan.runs)
+    needs_embedder = any(get_agent_spec(name).needs_embedder for name, _ in plan.runs)
     embedder = build_embedder(cfg) if needs_embedder else None
     recorder = None
     if cfg.video.enabled:

@@ -29,6 +29,7 @@ from omegaconf import (
 )
 
 from embodmem.agents.config import MemoryAgentConfig
+from embodmem.agents.registry import baseline_names
 from embodmem.agents.variants import VARIANTS
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
@@ -317,7 +318,7 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequence": lambda: SEQUENCES,
     "experiment.tasks": lambda: TASKS,
     "experiment.conditions": lambda: ("warm", "cold"),
-    "experiment.baselines": lambda: ("explorer", "oracle", "random", "mapped"),
+    "experiment.baselines": baseline_names,
     "experiment.sequences": lambda: SEQUENCES,
     "experiment.variants": lambda: VARIANTS,
     "experiment.split": lambda: SPLIT_NAMES,

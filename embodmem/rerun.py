@@ -208,12 +208,13 @@ def _rerun(cfg: DictConfig, plan: Any, episode: _Episode) -> list[dict[str, Any]
     if key in _memo:
         return _memo[key]
     from embodmem.agents.base import MemoryCarrier
+    from embodmem.agents.registry import get_agent_spec
     from embodmem.app import build_agent, build_embedder, build_env, env_kwargs
     from embodmem.profiling import Profiler
     from embodmem.runner import run_sequence
 
     env = build_env(cfg, episode.tasks, episode.world_seed)
-    embedder = build_embedder(cfg) if episode.agent not in ("oracle", "random") else None
+    embedder = build_embedder(cfg) if get_agent_spec(episode.agent).needs_embedder else None
     agent = build_agent(episode.agent, cfg, embedder, env, plan.seed)
     agent.profiler = Profiler()
     if isinstance(agent, MemoryCarrier) and episode.condition == "warm" and plan.load_memory is not None:
