@@ -35,7 +35,7 @@ from embodmem.splits import get_split
 SEQUENCES = ("wreck_then_barrel", "shallow_tour6", "deep_pair")
 
 
-def run_job(worlds: list[int], first: int) -> tuple[list[dict], dict]:
+def run_job(worlds: list[int], first: int, extra: list[str]) -> tuple[list[dict], dict]:
     """Records and profile of one job over ``worlds`` (dev split)."""
     overrides = [
         f"experiment.sequences=[{','.join(SEQUENCES)}]",
@@ -45,6 +45,7 @@ def run_job(worlds: list[int], first: int) -> tuple[list[dict], dict]:
         "logger.progress=false",
         "logger.plots=false",
         "logger.episode_logs=false",
+        *extra,
     ]
     with initialize_config_module("embodmem.configs", version_base="1.3"):
         cfg = compose("config", overrides=overrides)
@@ -59,11 +60,12 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=10, help="dev worlds (default 10)")
     parser.add_argument("--first", type=int, default=1400, help="first dev world (default 1400)")
     parser.add_argument("--out", type=Path, default=None, help="also write the table (Markdown)")
+    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.relocalise=false")
     args = parser.parse_args()
     worlds = get_split("dev").worlds(args.worlds, first=args.first)
-    run_job(worlds[:1], args.first)  # warm-up: imports, model files, ONNX session
+    run_job(worlds[:1], args.first, args.overrides)  # warm-up: imports, model files, ONNX session
     start = time.perf_counter()
-    records, profile = run_job(worlds, args.first)
+    records, profile = run_job(worlds, args.first, args.overrides)
     wall = time.perf_counter() - start
     episodes = [r for r in records if r["condition"] in ("warm", "cold")]
     steps = sum(r["steps"] for r in episodes)
@@ -80,7 +82,8 @@ def main() -> None:
     ]
     lines = [
         f"Memory agent, warm and cold, {', '.join(SEQUENCES)} on dev worlds {worlds[0]}-{worlds[-1]}: "
-        f"{len(episodes)} episodes, {steps} steps; job wall time {wall:.1f} s (model loading included).",
+        f"{len(episodes)} episodes, {steps} steps; job wall time {wall:.1f} s (model loading included)"
+        + (f"; overrides {' '.join(args.overrides)}." if args.overrides else "."),
         "",
         "| measure | steps/s |",
         "|---|---:|",
