@@ -7,9 +7,10 @@ them). A user's own memory is one subclass of :class:`Answerer` registered in :d
 - ``blind``: the question only: per type, the answer most common in the dev questions (a prior).
 - ``textlog``: the reference benchmark's memory: a text log of recognitions (step, pose, heading,
   kind, confidence), no image, no map; where a thing was is guessed from the pose it was seen from.
+  It logs kinds, not looks: an attribute question (which variant was it?) gets a guess.
 - ``frame_memory``: the project's frame memory (CLIP frames in :class:`~embodmem.memory.AgentMemory`)
   plus the sonar occupancy map; a question retrieves the frames of the kinds it names, and what they
-  looked at is found on the map.
+  looked at is found on the map. An attribute question reads the variant from those frames (:class:`VariantReader`).
 - ``keep_everything``: every frame's vector and pose, unmerged, no retrieval; the same map reading.
 - ``vlm``: frames retrieved from the frame memory and the question in one request
   (:mod:`embodmem.eqa.vlm`).
