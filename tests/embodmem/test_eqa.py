@@ -254,6 +254,9 @@ def test_run_mode_refuses_a_bad_file_before_work(tmp_path: Path, dev) -> None:
     cfg = compose_job(["experiment=eqa", "experiment.eqa.prior=test", "logger.progress=false"])
     with pytest.raises(ConfigError, match=r"^experiment.eqa.prior: 'test' is not allowed"):
         run(cfg, tmp_path / "out2")
+    cfg = compose_job(["experiment=eqa", "experiment.eqa.prior=attr_test", "logger.progress=false"])
+    with pytest.raises(ConfigError, match=r"^experiment.eqa.prior: 'attr_test' is not allowed"):
+        run(cfg, tmp_path / "out3")
 
 
 # ----------------------------------------------------------------------------- the VLM answerer, end to end
