@@ -8,6 +8,11 @@ freshly generated tours of another test range (not shipped with the repo).
 
     nice -n 10 python benchmarks/eqa.py                              # the shipped 100 test tours
     nice -n 10 python benchmarks/eqa.py --first 105000 --tours 100   # another test range
+    nice -n 10 python benchmarks/eqa.py --attribute                  # attribute questions (eqa_attr_test.md)
+
+``--attribute`` answers the attribute questions (embodmem/eqa/data/eqa_attr_test.jsonl: the same
+100 test seeds' worlds with appearance variants) with the variants CLIP (``embedder.pretrained=variants``),
+the blind prior from eqa_attr_dev.jsonl.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from hydra import compose, initialize_config_module
 
 from embodmem.app import build_embedder
 from embodmem.atomic import atomic_write_text
+from embodmem.envs.config import EnvConfig
 from embodmem.eqa.answerers import AnswererContext, build_answerer
-from embodmem.eqa.files import QUESTION_TYPES, QuestionSet, load_questions, question_file
+from embodmem.eqa.files import QUESTION_TYPES, QuestionSet, QuestionType, load_questions, question_file
 from embodmem.eqa.run import answer_question_set, generate_question_set
 from embodmem.eqa.scoring import EQARecord, TypeScore, format_table, paired_difference, type_scores
 from embodmem.splits import check_worlds, get_split
@@ -112,39 +118,48 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--first", type=int, default=None, help="generate tours of this test range instead")
     parser.add_argument("--tours", type=int, default=100)
+    parser.add_argument("--attribute", action="store_true", help="the attribute questions, in worlds with variants")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    prefix = "attr_" if args.attribute else ""
     with initialize_config_module("embodmem.configs", version_base="1.3"):
-        cfg = compose("config")
+        cfg = compose("config", overrides=["embedder.pretrained=variants"] if args.attribute else [])
     embedder = build_embedder(cfg)
     if args.first is None:
-        qs = load_questions(question_file("test"))
-        title = "Test split: the shipped question file (embodmem/eqa/data/eqa_test.jsonl)"
+        qs = load_questions(question_file(f"{prefix}test"))
+        title = f"Test split: the shipped question file (embodmem/eqa/data/eqa_{prefix}test.jsonl)"
     else:
         worlds = get_split("test").worlds(args.tours, first=args.first)
         check_worlds("test", worlds)
-        qs = generate_question_set("test", worlds, embedder)
+        if args.attribute:
+            env = EnvConfig(instance_goals=True)
+            qs = generate_question_set("test", worlds, embedder, env, types=(QuestionType.attribute,))
+        else:
+            qs = generate_question_set("test", worlds, embedder)
         title = f"Test worlds {worlds[0]}-{worlds[-1]}: tours and questions generated here (not in the repo)"
     if qs.split != "test":
         sys.exit(f"benchmarks/eqa.py reports on the test split; the file is of split {qs.split!r}")
-    prior = load_questions(question_file("dev"))
+    prior = load_questions(question_file(f"{prefix}dev"))
     context = AnswererContext(embedder, prior, qs.truths)
     start = time.perf_counter()
     result = answer_question_set(qs, [build_answerer(n, context) for n in ANSWERERS])
     seconds = time.perf_counter() - start
-    command = "nice -n 10 python benchmarks/eqa.py" + (
-        f" --first {args.first} --tours {args.tours}" if args.first else ""
+    command = (
+        "nice -n 10 python benchmarks/eqa.py"
+        + (" --attribute" if args.attribute else "")
+        + (f" --first {args.first} --tours {args.tours}" if args.first else "")
     )
     text = "\n".join(
         [
-            "# Question answering from memory (EQA), test split",
+            f"# Question answering from memory (EQA), test split{': attribute questions' if args.attribute else ''}",
             "",
             f"Command: `{command}`",
             "",
             section(title, qs, result.records, result.stats, seconds),
         ]
     )
-    out = args.out or RESULTS / ("eqa_test.md" if args.first is None else f"eqa_test_{args.first}.md")
+    name = f"eqa_{prefix}test" + ("" if args.first is None else f"_{args.first}")
+    out = args.out or RESULTS / f"{name}.md"
     atomic_write_text(out, text)
     print(text)
     print(f"written: {out}")

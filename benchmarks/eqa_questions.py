@@ -7,6 +7,13 @@ prior from; the test file (100000-100099) is read by benchmarks/eqa.py only.
 
     python benchmarks/eqa_questions.py --split dev --first 1000 --tours 100
     python benchmarks/eqa_questions.py --split test --first 100000 --tours 100
+
+``--attribute`` writes the attribute questions (eqa_attr_<split>.jsonl) instead: tours in the same
+seeds' worlds with appearance variants (env ``instance_goals``), walked with the variants CLIP
+(``embedder.pretrained=variants``), only attribute questions kept:
+
+    python benchmarks/eqa_questions.py --attribute --split dev --first 1000 --tours 100
+    python benchmarks/eqa_questions.py --attribute --split test --first 100000 --tours 100
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from hydra import compose, initialize_config_module
 
 from embodmem.app import build_embedder
-from embodmem.eqa.files import DATA_DIR, save_questions
+from embodmem.envs.config import EnvConfig
+from embodmem.eqa.files import DATA_DIR, QuestionType, save_questions
 from embodmem.eqa.run import generate_question_set
 from embodmem.splits import get_split
 
@@ -31,13 +39,20 @@ def main() -> None:
     parser.add_argument("--split", required=True, choices=["dev", "test", "calibration"])
     parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument("--tours", type=int, default=100)
-    parser.add_argument("--out", type=Path, default=None, help="default: embodmem/eqa/data/eqa_<split>.jsonl")
+    parser.add_argument("--attribute", action="store_true", help="attribute questions in worlds with variants")
+    parser.add_argument("--out", type=Path, default=None, help="default: embodmem/eqa/data/eqa_[attr_]<split>.jsonl")
     args = parser.parse_args()
     worlds = get_split(args.split).worlds(args.tours, first=args.first)
     with initialize_config_module("embodmem.configs", version_base="1.3"):
-        cfg = compose("config")
-    qs = generate_question_set(args.split, worlds, build_embedder(cfg))
-    out = save_questions(qs, args.out or DATA_DIR / f"eqa_{args.split}.jsonl")
+        cfg = compose("config", overrides=["embedder.pretrained=variants"] if args.attribute else [])
+    if args.attribute:
+        qs = generate_question_set(
+            args.split, worlds, build_embedder(cfg), EnvConfig(instance_goals=True), types=(QuestionType.attribute,)
+        )
+    else:
+        qs = generate_question_set(args.split, worlds, build_embedder(cfg))
+    name = f"eqa_attr_{args.split}.jsonl" if args.attribute else f"eqa_{args.split}.jsonl"
+    out = save_questions(qs, args.out or DATA_DIR / name)
     counts = Counter(q.type.value for q in qs.questions)
     print(f"{out}: {len(qs.tours)} tours, {len(qs.questions)} questions {dict(sorted(counts.items()))}")
 

@@ -477,8 +477,8 @@ def validate(cfg: DictConfig) -> None:
 def _check_eqa_files(eqa: DictConfig) -> None:
     """The question files of ``experiment=eqa`` load (format, version, checksum, every line), and the
     blind answerer's prior is not the test split's."""
-    if eqa.prior == "test":
-        raise ConfigError.bad_value("experiment.eqa.prior", "test", "dev or a question file of dev worlds")
+    if eqa.prior in ("test", "attr_test"):
+        raise ConfigError.bad_value("experiment.eqa.prior", eqa.prior, "dev, attr_dev or a question file of dev worlds")
     for key in ("questions", "prior"):
         try:
             load_questions(question_file(str(eqa[key])))

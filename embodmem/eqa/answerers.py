@@ -7,9 +7,10 @@ them). A user's own memory is one subclass of :class:`Answerer` registered in :d
 - ``blind``: the question only: per type, the answer most common in the dev questions (a prior).
 - ``textlog``: the reference benchmark's memory: a text log of recognitions (step, pose, heading,
   kind, confidence), no image, no map; where a thing was is guessed from the pose it was seen from.
+  It logs kinds, not looks: an attribute question (which variant was it?) gets a guess.
 - ``frame_memory``: the project's frame memory (CLIP frames in :class:`~embodmem.memory.AgentMemory`)
   plus the sonar occupancy map; a question retrieves the frames of the kinds it names, and what they
-  looked at is found on the map.
+  looked at is found on the map. An attribute question reads the variant from those frames (:class:`VariantReader`).
 - ``keep_everything``: every frame's vector and pose, unmerged, no retrieval; the same map reading.
 - ``vlm``: frames retrieved from the frame memory and the question in one request
   (:mod:`embodmem.eqa.vlm`).
@@ -244,7 +245,43 @@ def answer_from_evidence(ev: PlaceEvidence, question: Question) -> Answer:
     if question.type == QuestionType.where:
         place = ev.best(kind)
         return Answer(point=ev.centre(place) if place is not None else None)
-    return Answer(choice=question.choices[0] if question.choices else "")  # attribute: no reader yet
+    # attribute: places and kind labels do not tell variants apart; the first choice (blind's guess)
+    return Answer(choice=question.choices[0] if question.choices else "")
+
+
+# ----------------------------------------------------------------------------- attributes
+
+
+def kind_frames(labeller: KindLabeller, vectors: np.ndarray, kind: str) -> np.ndarray:
+    """The rows of ``vectors`` whose most likely label is ``kind``, at least ``DETECT_PROBABILITY`` sure."""
+    if len(vectors) == 0:
+        return vectors
+    probs = labeller.probabilities(vectors)
+    best = probs.argmax(axis=1)
+    index = KIND_PROMPT_NAMES.index(kind)
+    return vectors[(best == index) & (probs[:, index] >= DETECT_PROBABILITY)]
+
+
+class VariantReader:
+    """Which of an attribute question's choices (variants in words) the remembered frames of its kind
+    show: zero-shot, each frame's softmax over the choices' prompts (as an image goal is read, see
+    ``agents.recognizer.describe_goal_image``), averaged over the frames."""
+
+    def __init__(self, embedder: RecognitionEmbedder):
+        self.embedder = embedder
+        self._prompts: dict[tuple[str, ...], np.ndarray] = {}
+
+    def read(self, vectors: np.ndarray, choices: tuple[str, ...]) -> Answer:
+        """The choice the frames support; with no frame of the kind, the first choice (a guess)."""
+        if len(vectors) == 0:
+            return Answer(choice=choices[0])
+        if choices not in self._prompts:
+            self._prompts[choices] = self.embedder.embed_texts([f"a photo of {c} underwater" for c in choices])
+        logits = self.embedder.logit_scale * (vectors @ self._prompts[choices].T)
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        return Answer(choice=choices[int(np.argmax(p.mean(axis=0)))])
 
 
 # ----------------------------------------------------------------------------- map-reading answerers
@@ -350,6 +387,7 @@ class FrameMemoryAnswerer(Answerer):
         self.memory = AgentMemory(self.memory_config)
         self.tour = ""
         self._text: dict[str, np.ndarray] = {}
+        self.variants = VariantReader(embedder)
 
     def start_tour(self, tour: str, spec: SensorSpec) -> None:
         self.tour = tour
@@ -394,6 +432,11 @@ class FrameMemoryAnswerer(Answerer):
         return question.kinds
 
     def answer(self, question: Question) -> Answer:
+        if question.type == QuestionType.attribute:
+            kind = question.kinds[0]
+            found = cast(list[Hit], self.memory.query(self.text_vector(kind), self.k, count_hits=False))
+            frames = kind_frames(self.labeller, self.memory.hit_vectors(found), kind)
+            return self.variants.read(frames, question.choices)
         return answer_from_evidence(self.map.evidence(self.recall(self.kinds_to_recall(question))), question)
 
 
@@ -410,6 +453,7 @@ class KeepEverythingAnswerer(Answerer):
         self.poses: list[tuple[int, int, int]] = []
         self.steps: list[int] = []
         self._evidence: PlaceEvidence | None = None
+        self.variants = VariantReader(embedder)
 
     def start_tour(self, tour: str, spec: SensorSpec) -> None:
         self.map.start(spec)
@@ -423,6 +467,9 @@ class KeepEverythingAnswerer(Answerer):
         self._evidence = None
 
     def answer(self, question: Question) -> Answer:
+        if question.type == QuestionType.attribute:
+            vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, 1), np.float32)
+            return self.variants.read(kind_frames(self.labeller, vectors, question.kinds[0]), question.choices)
         if self._evidence is None:
             vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, 1), np.float32)
             self._evidence = self.map.evidence(sightings_of(self.labeller, vectors, self.steps, self.poses))

@@ -17,7 +17,8 @@ class EQAConfig:
     enabled: bool = False
     """Run the question-answering mode instead of navigation tasks."""
     questions: str = "dev"
-    """The question file: a split whose file ships with embodmem (dev, test) or a path to one."""
+    """The question file: one that ships with embodmem (dev, test; attr_dev, attr_test: the attribute
+    questions, in worlds with variants) or a path to one."""
     answerers: list[str] = field(
         default_factory=lambda: ["blind", "textlog", "frame_memory", "keep_everything", "oracle"]
     )

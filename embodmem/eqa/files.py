@@ -24,8 +24,10 @@ from embodmem.envs.objects import TARGET_KINDS
 FORMAT = "embodmem-eqa"
 VERSION = 1
 DATA_DIR = Path(__file__).resolve().parent / "data"
-SHIPPED = ("dev", "test")
-"""Splits whose question files ship with embodmem (``DATA_DIR/eqa_<split>.jsonl``)."""
+SHIPPED = ("dev", "test", "attr_dev", "attr_test")
+"""Question files that ship with embodmem (``DATA_DIR/eqa_<name>.jsonl``): ``dev``/``test`` in the
+category worlds, ``attr_dev``/``attr_test`` the attribute questions in the same seeds' worlds with
+variants (``env.instance_goals``)."""
 
 
 def question_file(name: str) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from embodmem.envs.objects import KIND_INDEX, KINDS, TARGET_KINDS
+from embodmem.envs.objects import KIND_INDEX, KIND_VARIANTS, KINDS, TARGET_KINDS
 from embodmem.eqa.files import Question, QuestionType, Truth
 from embodmem.eqa.tour import Tour, TourTruth, cell_distance
 
@@ -24,8 +24,6 @@ ORDER_GAP = 10
 RELATION_MARGIN = 1.0
 """Relation questions: the nearest kind is at least this many cells nearer than the next one."""
 RELATION_CHOICES = 3
-ATTRIBUTE_VALUES: tuple[str, ...] = ()
-"""Values of the instance attribute (e.g. colour bands) once worlds have variants; empty until then."""
 
 
 def phrase(kind: str) -> str:
@@ -104,15 +102,20 @@ def generate(tour: Tour, truth: TourTruth, rng: random.Random) -> list[tuple[Que
             (),
         )
         value = truth.variants.get((kind, anchor.instance))
-        if value is not None and ATTRIBUTE_VALUES:
+        if value is not None:
             add(
                 QuestionType.attribute,
-                f"What colour band did {phrase(kind)} have?",
+                f"You saw {phrase(kind)}: which one was it?",
                 (kind,),
                 Truth(value),
-                ATTRIBUTE_VALUES,
+                attribute_choices(kind),
             )
     return out
+
+
+def attribute_choices(kind: str) -> tuple[str, ...]:
+    """The choices of an attribute question: the kind's variants in words, in their fixed order."""
+    return tuple(v.phrase for v in KIND_VARIANTS[kind])
 
 
 def balance(items: list[tuple[Question, Truth]], seed: int) -> list[tuple[Question, Truth]]:

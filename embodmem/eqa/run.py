@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from embodmem.agents.base import RecognitionEmbedder
 from embodmem.envs.config import EnvConfig
 from embodmem.eqa.answerers import Answerer
-from embodmem.eqa.files import QuestionSet
+from embodmem.eqa.files import QuestionSet, QuestionType
 from embodmem.eqa.questions import balance, generate
 from embodmem.eqa.scoring import EQARecord, InvalidAnswerCounter, score
-from embodmem.eqa.tour import VariantSource, replay_tour, walk_tour
+from embodmem.eqa.tour import replay_tour, walk_tour
 
 TOUR_STEPS = 120
 """Steps per tour: long enough to see several kinds, short enough that some stay unseen."""
@@ -29,18 +29,19 @@ def generate_question_set(
     embedder: RecognitionEmbedder,
     env: EnvConfig | None = None,
     tour_steps: int = TOUR_STEPS,
-    variants: Callable[[int], VariantSource | None] | None = None,
+    types: tuple[QuestionType, ...] | None = None,
 ) -> QuestionSet:
-    """Walk one tour per world, generate its questions, balance them over the split."""
+    """Walk one tour per world, generate its questions (only ``types``, if given), balance them over
+    the split."""
     env = env or EnvConfig()
     qs = QuestionSet(split=split, env=env, tour_steps=tour_steps)
     items = []
     for world_seed in world_seeds:
-        tour, truth = walk_tour(
-            env, world_seed, TOUR_SEED, tour_steps, embedder, variants(world_seed) if variants else None
-        )
+        tour, truth = walk_tour(env, world_seed, TOUR_SEED, tour_steps, embedder)
         qs.tours.append(tour)
-        items += generate(tour, truth, random.Random(world_seed))
+        items += [
+            (q, t) for q, t in generate(tour, truth, random.Random(world_seed)) if types is None or q.type in types
+        ]
     for q, t in balance(items, seed=len(world_seeds)):
         qs.questions.append(q)
         qs.truths[q.id] = t

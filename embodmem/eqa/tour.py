@@ -10,7 +10,7 @@ the runner uses for its ``target_in_view`` measure: which target instances cover
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,10 +25,6 @@ from embodmem.eqa.files import Tour
 
 TOUR_TASK = "wreck"
 """The task whose light the tour is walked in (shallow water); its mission plays no part."""
-
-VariantSource = Callable[[str, int], "str | None"]
-"""``(kind, instance) -> attribute value`` (e.g. a colour band) once worlds have instance variants;
-the attribute question type is generated only when one is given (see ``questions``)."""
 
 
 @dataclass
@@ -55,7 +51,8 @@ class TourTruth:
     instance_count: dict[str, int] = field(default_factory=dict)
     """Instances of each target kind in the world."""
     variants: dict[tuple[str, int], str] = field(default_factory=dict)
-    """Attribute value of each seen instance, when the world has variants."""
+    """The appearance variant (its words, ``Variant.phrase``) of each seen instance, when the world
+    has variants (``EnvConfig.instance_goals``); empty otherwise."""
 
     def seen_instances(self, kind: str, min_frames: int = 1) -> list[InstanceTruth]:
         return sorted(
@@ -99,10 +96,9 @@ def walk_tour(
     seed: int,
     steps: int,
     embedder: RecognitionEmbedder,
-    variants: VariantSource | None = None,
 ) -> tuple[Tour, TourTruth]:
     """Walk ``steps`` steps with :class:`TourGuide` from the world's first fixed start; the tour and
-    its ground truth."""
+    its ground truth (with each seen instance's variant, read from the world, when it has variants)."""
     env = make_env(env_config, world_seed)
     guide = TourGuide(embedder)
     obs, _ = env.reset(seed=seed)
@@ -117,8 +113,9 @@ def walk_tour(
         _record(env, truth, step)
         if terminated or truncated:
             break
-    if variants is not None:
-        truth.variants = {key: v for key in truth.seen if (v := variants(*key)) is not None}
+    world = env.world
+    if world is not None and world.has_variants:
+        truth.variants = {key: world.variant_of(*key).phrase for key in truth.seen}
     end = (int(env.agent_pos[0]), int(env.agent_pos[1]), int(env.agent_dir))
     return Tour(world_seed, seed, "".join(actions), end), truth
 

@@ -35,7 +35,7 @@ from embodmem.eqa.files import (
     question_type,
     save_questions,
 )
-from embodmem.eqa.questions import generate
+from embodmem.eqa.questions import attribute_choices, generate
 from embodmem.eqa.run import answer_question_set
 from embodmem.eqa.scoring import InvalidAnswerCounter, score, type_scores
 from embodmem.eqa.tour import TourMismatchError, replay_tour, walk_tour
@@ -254,6 +254,9 @@ def test_run_mode_refuses_a_bad_file_before_work(tmp_path: Path, dev) -> None:
     cfg = compose_job(["experiment=eqa", "experiment.eqa.prior=test", "logger.progress=false"])
     with pytest.raises(ConfigError, match=r"^experiment.eqa.prior: 'test' is not allowed"):
         run(cfg, tmp_path / "out2")
+    cfg = compose_job(["experiment=eqa", "experiment.eqa.prior=attr_test", "logger.progress=false"])
+    with pytest.raises(ConfigError, match=r"^experiment.eqa.prior: 'attr_test' is not allowed"):
+        run(cfg, tmp_path / "out3")
 
 
 # ----------------------------------------------------------------------------- the VLM answerer, end to end
@@ -347,3 +350,91 @@ def test_vlm_request_holds_the_retrieved_frames_and_the_schema(dev, embedder) ->
     q = next(q for q in qs.questions if q.type == QuestionType.order)
     assert answer_schema(q)["properties"]["answer"]["enum"] == list(q.choices)
     assert read_reply("not json", q).format_error and read_reply('{"answer": 3}', q).choice == "3"
+
+
+# ----------------------------------------------------------------------------- attribute questions
+
+
+@pytest.fixture(scope="module")
+def variants_embedder():
+    return build_embedder(compose_job(["embedder.pretrained=variants"]))
+
+
+@pytest.fixture(scope="module")
+def attr_dev():
+    return load_questions(question_file("attr_dev"))
+
+
+def test_attribute_truth_only_for_seen_instances(embedder) -> None:
+    """In a world with variants, the tour records the variant of every instance that entered the
+    camera (and of no other); an attribute question is asked only of a kind with exactly one seen
+    instance, its answer that instance's variant. A category world gets no attribute question."""
+    from embodmem.eqa.tour import make_env
+
+    env_config = EnvConfig(instance_goals=True)
+    tour, truth = walk_tour(env_config, 1003, 0, 120, embedder)
+    world = make_env(env_config, 1003)
+    world.reset(seed=0)
+    assert world.world is not None and world.world.has_variants
+    assert set(truth.variants) == set(truth.seen) and truth.seen
+    for (kind, inst), value in truth.variants.items():
+        assert value == world.world.variant_of(kind, inst).phrase
+    unseen = [(k, i) for k in TARGET_KINDS for i in range(3) if (k, i) not in truth.seen]
+    assert unseen, "a 120-step tour should leave some instance unseen"
+    items = generate(tour, truth, random.Random(0))
+    attribute = [(q, t) for q, t in items if q.type == QuestionType.attribute]
+    assert attribute
+    for q, t in attribute:
+        (seen,) = [s for s in truth.seen.values() if s.kind == q.kinds[0]]  # exactly one instance seen
+        assert seen.frames >= 2
+        assert t.answer == truth.variants[(seen.kind, seen.instance)] and t.answer in q.choices
+        assert q.choices == attribute_choices(q.kinds[0]) and len(q.choices) == 3
+    _, plain = walk_tour(EnvConfig(), 1003, 0, 60, embedder)
+    assert not plain.variants
+    assert not [q for q, _ in generate(tour, plain, random.Random(0)) if q.type == QuestionType.attribute]
+
+
+def test_attribute_files_are_balanced_and_checked(attr_dev, tmp_path: Path) -> None:
+    """Per kind, every variant is the answer equally often (a blind guess is at 1/3); the files hold
+    attribute questions only, in worlds with variants; a changed body or an answer outside the
+    choices is refused."""
+    by_kind: dict[str, Counter[str]] = {}
+    for q in attr_dev.questions:
+        assert q.type == QuestionType.attribute
+        by_kind.setdefault(q.kinds[0], Counter())[attr_dev.truths[q.id].answer] += 1
+    assert len(by_kind) >= 4
+    for kind, counts in by_kind.items():
+        assert set(counts) == set(attribute_choices(kind)) and len(set(counts.values())) == 1, (kind, counts)
+    test = load_questions(question_file("attr_test"))
+    assert attr_dev.env.instance_goals and test.env.instance_goals and test.split == "test"
+    assert len(test.tours) >= 100 and {q.type for q in test.questions} == {QuestionType.attribute}
+    path = question_file("attr_dev")
+    lines = path.read_text().splitlines()
+    changed = tmp_path / "changed.jsonl"
+    body = [line.replace("the red oil drums", "the toppled oil drums") for line in lines[1:]]
+    assert body != lines[1:]
+    changed.write_text("\n".join([lines[0], *body]) + "\n")
+    with pytest.raises(QuestionFileError, match=r"sha256 of the body"):
+        load_questions(changed)
+    qs = small_set(attr_dev, 40)
+    q = qs.questions[0]
+    qs.truths[q.id] = Truth("the purple oil drums")
+    with pytest.raises(QuestionFileError, match=r"answer 'the purple oil drums' is not one of the choices"):
+        load_questions(save_questions(qs, tmp_path / "bad.jsonl"))
+
+
+def test_attribute_answerers_on_dev_tours(attr_dev, variants_embedder) -> None:
+    """Oracle perfect; frame memory and keep-everything read the variant from their frames, far above
+    the blind answerer and the text log (which logs kinds only and answers like a guess)."""
+    qs = small_set(attr_dev, 20)
+    assert len(qs.questions) >= 20
+    names = ["blind", "textlog", "frame_memory", "keep_everything", "oracle"]
+    ctx = AnswererContext(variants_embedder, attr_dev, qs.truths)
+    result = answer_question_set(qs, [build_answerer(n, ctx) for n in names])
+    acc = Counter(r.answerer for r in result.records if r.correct)
+    n = len(qs.questions)
+    assert acc["oracle"] == n
+    assert acc["frame_memory"] >= 0.8 * n and acc["keep_everything"] >= 0.8 * n
+    assert acc["frame_memory"] > acc["blind"] + 0.3 * n
+    assert acc["frame_memory"] > acc["textlog"] + 0.3 * n
+    assert all(r.valid for r in result.records)
