@@ -57,6 +57,15 @@ LOG_CLUSTER_CELLS = 5.0
 """Sightings of a kind placed closer than this are one thing (counting)."""
 RETRIEVE_K = 48
 """Frames the frame memory retrieves per kind a question names."""
+COUNT_REACH_CELLS = 5.0
+"""Counting on the map: a sighting's thing is among the mapped echoes its view rays first hit
+within this many cells (a target far off fills too little of the frame to be recognised)."""
+INSTANCE_RADIUS_CELLS = 3.0
+"""Counting on the map: one instance explains every sighting with an echo this close to it (the
+largest kinds span about four cells, so one wreck seen from two sides is still one)."""
+COUNT_VOTES = 0.9
+"""Counting on the map: summed confidence (times frames) of sightings no counted instance explains
+that a further instance needs: one sure record is enough, a stray unsure one is not."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +201,9 @@ class PlaceEvidence:
     """kind -> place -> summed sighting probability (times frames)."""
     places: dict[int, np.ndarray] = field(default_factory=dict)
     """Place -> its points, (n, 2) x, y in cells."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Kind -> instances counted on the map (:func:`count_on_map`); kinds absent here are counted as
+    their places (:meth:`instances`)."""
 
     def seen(self, kind: str) -> bool:
         return len(self.by_kind.get(kind, [])) >= MIN_SIGHTINGS
@@ -228,7 +240,7 @@ def answer_from_evidence(ev: PlaceEvidence, question: Question) -> Answer:
     if question.type == QuestionType.existence:
         return Answer(choice="yes" if ev.seen(kind) else "no")
     if question.type == QuestionType.count:
-        n = max(1, len(ev.instances(kind)))
+        n = max(1, ev.counts[kind] if kind in ev.counts else len(ev.instances(kind)))
         return Answer(choice=str(min(n, len(question.choices))))
     if question.type == QuestionType.order:
         return Answer(choice=min(question.choices, key=lambda k: (ev.first_step(k), question.choices.index(k))))
@@ -334,6 +346,35 @@ def look_point(pose: tuple[int, int, int]) -> tuple[float, float]:
     return (pose[0] + 0.5 + dx * LOOK_DISTANCE_CELLS, pose[1] + 0.5 + dy * LOOK_DISTANCE_CELLS)
 
 
+def count_on_map(candidates: list[np.ndarray], weights: np.ndarray) -> int:
+    """The fewest instances that explain the sightings (each a set of candidate cells, (n, 2) x, y):
+    greedily, the mapped cell whose ``INSTANCE_RADIUS_CELLS`` neighbourhood explains the most
+    unexplained weight, while that weight reaches ``COUNT_VOTES``. Why not clusters of look points:
+    a big instance seen from two sides gives look points far apart (counted twice), two near ones
+    seen head-on give look points close together (counted once); the view's echoes do neither."""
+    if not candidates:
+        return 0
+    centres = np.unique(np.concatenate(candidates), axis=0)
+    explains = np.stack(
+        [
+            np.min(np.hypot(centres[:, None, 0] - c[None, :, 0], centres[:, None, 1] - c[None, :, 1]), axis=1)
+            <= INSTANCE_RADIUS_CELLS
+            for c in candidates
+        ],
+        axis=1,
+    )
+    left = np.ones(len(candidates), dtype=bool)
+    n = 0
+    while left.any():
+        gain = explains[:, left].astype(float) @ weights[left]
+        best = int(np.argmax(gain))
+        if gain[best] < COUNT_VOTES:
+            break
+        n += 1
+        left &= ~explains[best]
+    return n
+
+
 class MapReader:
     """The sonar occupancy map built along the tour, and where remembered frames looked on it."""
 
@@ -354,11 +395,21 @@ class MapReader:
         self.grid.update(pose, observation["sonar"])
         return pose
 
+    def candidates(self, s: Sighting) -> np.ndarray:
+        """Where the thing a sighting recognised may be: the mapped cells its view rays first hit
+        within ``COUNT_REACH_CELLS``, (n, 2) x, y; with none, the look point's cell."""
+        hits = self.grid.ray_hits(s.pose, self.rays, self.reach) if self.grid is not None else []
+        near = {h for h in hits if math.hypot(h[0] - s.pose[0], h[1] - s.pose[1]) <= COUNT_REACH_CELLS}
+        if not near:
+            gx, gy = look_point(s.pose)
+            near = {(int(gx), int(gy))}
+        return np.array(sorted(near), dtype=float)
+
     def evidence(self, sightings: list[Sighting]) -> PlaceEvidence:
         """Each sighting is placed at the mapped echo nearest its look point: of the cells its view
         rays first hit on the map, the one nearest the point ``LOOK_DISTANCE_CELLS`` straight ahead,
         if within ``SNAP_CELLS`` (the map corrects the range); else at the look point itself, as the
-        text log would."""
+        text log would. Instances are counted from the sightings' candidate cells (:func:`count_on_map`)."""
 
         def locate(s: Sighting) -> Located:
             gx, gy = look_point(s.pose)
@@ -369,7 +420,11 @@ class MapReader:
                     return Located(float(cell[0]), float(cell[1]))
             return Located(gx - 0.5, gy - 0.5)
 
-        return gather(sightings, locate)
+        ev = gather(sightings, locate)
+        for kind, seen in ev.by_kind.items():
+            weights = np.array([s.probability * s.frames for s in seen])
+            ev.counts[kind] = count_on_map([self.candidates(s) for s in seen], weights)
+        return ev
 
 
 class FrameMemoryAnswerer(Answerer):

@@ -22,6 +22,7 @@ from embodmem.eqa.answerers import (
     BlindAnswerer,
     build_answerer,
     check_answerers,
+    count_on_map,
 )
 from embodmem.eqa.files import (
     QUESTION_TYPES,
@@ -221,6 +222,20 @@ def test_answerers_on_dev_tours(dev, embedder) -> None:
     assert acc["frame_memory"] > acc["blind"] + 0.3 * n["blind"]
     scores = type_scores(first.records, {q.id: q for q in qs.questions}, qs.truths, qs.env.size)
     assert {s.type for s in scores} <= set(QUESTION_TYPES)
+
+
+def test_counting_on_the_map_explains_sightings_with_the_fewest_instances() -> None:
+    """One big thing seen from two sides is one (its look points lie apart); two things seven cells
+    apart are two; a stray unsure sighting adds nothing."""
+    import numpy as np
+
+    west_side = np.array([[10.0, 10.0], [10.0, 11.0]])
+    east_side = np.array([[13.0, 10.0], [13.0, 11.0]])
+    far = np.array([[20.0, 10.0]])
+    assert count_on_map([west_side, east_side], np.array([1.0, 1.0])) == 1
+    assert count_on_map([west_side, far], np.array([1.0, 1.0])) == 2
+    assert count_on_map([west_side, far], np.array([2.0, 0.6])) == 1
+    assert count_on_map([], np.zeros(0)) == 0
 
 
 def test_blind_uses_the_prior_only(dev) -> None:
