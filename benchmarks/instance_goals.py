@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from multirun import multirun_command, run_multirun
 
 from embodmem.envs.tasks import get_task
 from embodmem.splits import get_split
@@ -195,33 +192,11 @@ def main() -> None:
     if args.from_dir is None:
         worlds = get_split(args.split).worlds(args.worlds, first=args.first)
         out = args.out or ROOT / "multirun" / f"instance-goals-{args.split}"
-        n_chunks = min(len(worlds), max(1, args.jobs * 2))
-        chunks = [worlds[i::n_chunks] for i in range(n_chunks)]
-        sweep = ",".join("[" + ",".join(map(str, c)) + "]" for c in chunks)
-        cmd = [
-            sys.executable,
-            "-m",
-            "embodmem",
-            "-m",
-            "experiment=instance_goals",
-            "env.instance_goals=true",
-            "embedder.pretrained=variants",
-            f"experiment.split={args.split}",
-            f"experiment.world_seeds={sweep}",
-            "hydra/launcher=joblib",
-            f"hydra.launcher.n_jobs={args.jobs}",
-            f"hydra.sweep.dir={out}",
-            "logger.progress=false",
-            "logger.plots=false",
-            "logger.episode_logs=false",
-            *args.overrides,
-        ]
+        experiment = ["experiment=instance_goals", "env.instance_goals=true", "embedder.pretrained=variants"]
+        cmd = multirun_command(experiment, args.split, worlds, args.jobs, out, args.overrides)
         print(" ".join(cmd), flush=True)
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
-        print(
-            f"\ninstance goals on {args.split} worlds {worlds[0]}-{worlds[-1]}: {time.perf_counter() - t0:.0f} s wall"
-        )
+        seconds = run_multirun(cmd)
+        print(f"\ninstance goals on {args.split} worlds {worlds[0]}-{worlds[-1]}: {seconds:.0f} s wall")
         directory = out
     else:
         directory = args.from_dir

@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from multirun import multirun_command, run_multirun
 
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, paired_ci, ratio_of_means
@@ -254,23 +251,7 @@ def main() -> None:
         except ValueError as err:
             parser.error(str(err))
         out = args.out or ROOT / "multirun" / f"suite-{args.split}"
-        chunks = [worlds[i :: args.jobs * 2] for i in range(min(len(worlds), args.jobs * 2))]
-        sweep = ",".join("[" + ",".join(map(str, c)) + "]" for c in chunks)
-        cmd = [
-            sys.executable,
-            "-m",
-            "embodmem",
-            "-m",
-            "experiment=suite",
-            f"experiment.split={args.split}",
-            f"experiment.world_seeds={sweep}",
-            "hydra/launcher=joblib",
-            f"hydra.launcher.n_jobs={args.jobs}",
-            f"hydra.sweep.dir={out}",
-            "logger.progress=false",
-            "logger.plots=false",
-            "logger.episode_logs=false",
-        ]
+        cmd = multirun_command(["experiment=suite"], args.split, worlds, args.jobs, out)
         cmd += {
             "all": [],
             "core": ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"],
@@ -284,11 +265,9 @@ def main() -> None:
         print(" ".join(cmd), flush=True)
         if args.dry_run:
             return
-        t0 = time.perf_counter()
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        seconds = run_multirun(cmd)
         print(
-            f"\nsuite on {args.split} worlds {worlds[0]}-{worlds[-1]}: {time.perf_counter() - t0:.0f} s wall",
+            f"\nsuite on {args.split} worlds {worlds[0]}-{worlds[-1]}: {seconds:.0f} s wall",
             flush=True,
         )
         directory = out
