@@ -119,19 +119,23 @@ def attribute_choices(kind: str) -> tuple[str, ...]:
 
 
 def balance(items: list[tuple[Question, Truth]], seed: int) -> list[tuple[Question, Truth]]:
-    """Keep, per type and per kind asked about, equally many questions of every answer that occurs
-    (the rarest answer sets the number), drawn with ``seed``; "where" and order questions are kept
-    whole (a point has no prior to exploit; an order question's choices come in random order)."""
+    """Keep, per type and per kind asked about (per pair of kinds for order), equally many questions
+    of every answer that occurs (the rarest answer sets the number), drawn with ``seed``; "where"
+    questions are kept whole (a point has no prior to exploit). Order questions are balanced per pair
+    because some kinds are seen early more often (a tall wind station is seen from afar): a prior
+    over which kind comes first beat chance by 0.05 on unbalanced ones."""
     rng = random.Random(seed)
     groups: dict[tuple[QuestionType, str], dict[str, list[tuple[Question, Truth]]]] = defaultdict(
         lambda: defaultdict(list)
     )
     kept: list[tuple[Question, Truth]] = []
     for q, t in items:
-        if q.type in (QuestionType.where, QuestionType.order):
+        if q.type == QuestionType.where:
             kept.append((q, t))
         elif q.type == QuestionType.relation:
             groups[(q.type, "")][t.answer].append((q, t))
+        elif q.type == QuestionType.order:
+            groups[(q.type, "+".join(sorted(q.kinds)))][t.answer].append((q, t))
         else:
             groups[(q.type, q.kinds[0])][t.answer].append((q, t))
     for (qtype, _), by_answer in sorted(groups.items(), key=lambda kv: (kv[0][0].value, kv[0][1])):

@@ -113,7 +113,7 @@ def test_tours_replay_bit_for_bit_and_refuse_a_mismatch(embedder) -> None:
 
 def test_shipped_files_are_balanced(dev) -> None:
     """Per type and kind, every answer occurs equally often (existence, count); relation answers
-    are balanced over kinds; so the blind answerer cannot beat chance by more than noise."""
+    are balanced over kinds, order answers per pair of kinds; so the blind answerer cannot beat chance by more than noise."""
     for qtype in (QuestionType.existence, QuestionType.count):
         by_kind: dict[str, Counter[str]] = {}
         for q in dev.questions:
@@ -124,6 +124,11 @@ def test_shipped_files_are_balanced(dev) -> None:
             assert len(set(counts.values())) == 1, (qtype, kind, counts)
     relation = Counter(dev.truths[q.id].answer for q in dev.questions if q.type == QuestionType.relation)
     assert len(set(relation.values())) == 1
+    by_pair: dict[tuple[str, ...], Counter[str]] = {}
+    for q in dev.questions:
+        if q.type == QuestionType.order:
+            by_pair.setdefault(tuple(sorted(q.kinds)), Counter())[dev.truths[q.id].answer] += 1
+    assert by_pair and all(len(c) == 2 and len(set(c.values())) == 1 for c in by_pair.values()), by_pair
     test = load_questions(question_file("test"))
     assert test.split == "test" and len(test.tours) >= 100
     assert {t.world_seed for t in test.tours}.isdisjoint({t.world_seed for t in dev.tours})
@@ -277,7 +282,12 @@ def test_run_mode_refuses_a_bad_file_before_work(tmp_path: Path, dev) -> None:
 # ----------------------------------------------------------------------------- the VLM answerer, end to end
 
 GATEWAY_KEY_ENV = "EMBODMEM_TEST_GATEWAY_KEY"
-EQA_MODELS = {"eqa-yes": '{"answer": "yes"}', "eqa-junk": "I think I saw a ship, near the rocks."}
+YELLOW_BAND_DRUMS = "the oil drums with a yellow band"
+EQA_MODELS = {
+    "eqa-yes": '{"answer": "yes"}',
+    "eqa-junk": "I think I saw a ship, near the rocks.",
+    "eqa-drums": json.dumps({"answer": YELLOW_BAND_DRUMS}),
+}
 
 
 @pytest.fixture(scope="module")
@@ -295,10 +305,10 @@ def proxy(tmp_path_factory):
         yield p
 
 
-def vlm_overrides(proxy, model: str, *extra: str) -> list[str]:
+def vlm_overrides(proxy, model: str, *extra: str, tours: int = 1) -> list[str]:
     return [
         "experiment=eqa",
-        "experiment.eqa.tours=1",
+        f"experiment.eqa.tours={tours}",
         "experiment.eqa.answerers=[vlm]",
         f"agent.vlm.base_url={proxy.url}",
         f"agent.vlm.model={model}",
@@ -453,3 +463,57 @@ def test_attribute_answerers_on_dev_tours(attr_dev, variants_embedder) -> None:
     assert acc["frame_memory"] > acc["blind"] + 0.3 * n
     assert acc["frame_memory"] > acc["textlog"] + 0.3 * n
     assert all(r.valid for r in result.records)
+
+
+def test_vlm_answerer_on_attribute_questions_through_a_litellm_proxy(
+    proxy, attr_dev, tmp_path: Path, monkeypatch
+) -> None:
+    """Attribute questions (worlds with variants, the shipped attr_dev file) through the real gateway:
+    a reply naming a variant of the kind asked is scored; one naming another kind's variant is
+    counted as outside the choices (not a format error); unreadable replies are format errors."""
+    from tests.agents.litellm_proxy import MASTER_KEY
+
+    monkeypatch.setenv(GATEWAY_KEY_ENV, MASTER_KEY)
+    attr = ["experiment.eqa.questions=attr_dev", "experiment.eqa.prior=attr_dev", "agent.vlm.cache_dir=null"]
+    records = run(compose_job(vlm_overrides(proxy, "eqa-drums", *attr, tours=2)), tmp_path / "a")
+    assert records and {r["type"] for r in records} == {"attribute"} and {r["answerer"] for r in records} == {"vlm"}
+    kind = {q.id: q.kinds[0] for q in attr_dev.questions}
+    drums = [r for r in records if kind[r["question"]] == "barrel"]
+    other = [r for r in records if kind[r["question"]] != "barrel"]
+    assert drums and other  # attr_dev's first two tours ask about oil drums and about other kinds
+    assert all(r["valid"] and r["answer"] == YELLOW_BAND_DRUMS and not r["format_error"] for r in drums)
+    assert [r["correct"] for r in drums] == [attr_dev.truths[r["question"]].answer == YELLOW_BAND_DRUMS for r in drums]
+    assert not any(r["valid"] or r["correct"] or r["format_error"] for r in other)
+    report = (tmp_path / "a" / "eqa.md").read_text()
+    assert "| vlm |" in report and "attribute" in report
+    assert f"format_errors 0, requests {len(records)}," in report
+    assert f"vlm: {len(other)} answers outside the choices or unreadable" in report
+    junk = run(compose_job(vlm_overrides(proxy, "eqa-junk", *attr, tours=2)), tmp_path / "b")
+    assert len(junk) == len(records)
+    assert all(r["format_error"] and not r["valid"] and not r["correct"] for r in junk)
+    assert f"format_errors {len(junk)}, requests {len(junk)}," in (tmp_path / "b" / "eqa.md").read_text()
+
+
+def test_vlm_request_for_an_attribute_question_holds_frames_of_the_kind(attr_dev, variants_embedder) -> None:
+    """The request for an attribute question carries the frames retrieved for its kind and the
+    kind's three variants as the schema's only allowed answers."""
+    from embodmem.agents.vlm.backend import CallableBackend
+    from embodmem.agents.vlm.config import VLMConfig
+    from embodmem.eqa.vlm import VLMAnswerer, answer_schema
+
+    seen = []
+
+    def model(messages):
+        seen.append(messages)
+        return json.dumps({"answer": YELLOW_BAND_DRUMS})
+
+    qs = small_set(attr_dev, 2)
+    answerer = VLMAnswerer(variants_embedder, CallableBackend(model), VLMConfig(), frames=4)
+    result = answer_question_set(qs, [answerer])
+    assert len(seen) == len(qs.questions) == len(result.records)
+    for q, messages in zip(qs.questions, seen):
+        parts = messages[1]["content"]
+        assert sum(p["type"] == "image_url" for p in parts) >= 1
+        assert q.text in parts[-1]["text"] and all(c in parts[-1]["text"] for c in q.choices)
+        assert answer_schema(q)["properties"]["answer"]["enum"] == list(attribute_choices(q.kinds[0]))
+    assert result.invalid.get("vlm", 0) == sum(q.kinds != ("barrel",) for q in qs.questions)
