@@ -31,7 +31,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -39,31 +38,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from cli_runs import REPO, WARM_ONLY, run_cli, write_results
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from embodmem.memory.persistence import manifest_digest  # noqa: E402
+from embodmem.memory.persistence import manifest_digest
 
 RESULTS = REPO / "benchmarks" / "results" / "map_files_attack.md"
 MUTATIONS = 200
 SEED = 24
 RUN = [
     "experiment.tasks=[wreck,barrel]",
-    "experiment.baselines=[]",
-    "experiment.conditions=[warm]",
     "experiment.split=custom",
+    *WARM_ONLY,
     "env.max_steps=40",
-    "logger.progress=false",
-    "logger.plots=false",
 ]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "embodmem", *RUN, *args], capture_output=True, text=True, env=env, timeout=1200
-    )
+    return run_cli(*RUN, *args, timeout=1200)
 
 
 # -- mutations -------------------------------------------------------------------------------------
@@ -405,8 +396,7 @@ def main() -> None:
         f"Two processes saving 40 times each into one directory: {writers}; the final snapshot {final}.",
         "",
     ]
-    RESULTS.write_text("\n".join(table))
-    print("\n".join(table))
+    write_results(RESULTS, table)
 
 
 if __name__ == "__main__":

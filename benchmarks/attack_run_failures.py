@@ -21,28 +21,22 @@ kept (counted in metrics.jsonl), no run directory for the up-front refusals.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from cli_runs import REPO, WARM_ONLY, cli_env, nonblank_lines, run_cli, write_results
 
-from embodmem.memory.persistence import writer_lock  # noqa: E402
+from embodmem.memory.persistence import writer_lock
 
 RESULTS = REPO / "benchmarks" / "results" / "run_failures_attack.md"
 RUN = [
     "experiment.tasks=[wreck,barrel]",
     "experiment.world_seeds=[1000]",
-    "experiment.baselines=[]",
-    "experiment.conditions=[warm]",
+    *WARM_ONLY,
     "env.max_steps=40",
-    "logger.progress=false",
-    "logger.plots=false",
 ]
 NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
 
@@ -50,12 +44,10 @@ NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-
 def cli(
     out: Path, *args: str, prefix: list[str] | None = None, env_extra: dict[str, str] | None = None
 ) -> tuple[int, float, list[str]]:
-    env = {k: v for k, v in os.environ.items() if k != "EMBODMEM_DEBUG"}
-    env.update({"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", **(env_extra or {})})
-    cmd = [*(prefix or []), sys.executable, "-m", "embodmem", *RUN, f"hydra.run.dir={out}", *args]
+    env = cli_env(drop=("EMBODMEM_DEBUG",), **(env_extra or {}))
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-    return proc.returncode, time.monotonic() - t0, [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    proc = run_cli(*RUN, f"hydra.run.dir={out}", *args, timeout=1200, prefix=prefix or [], env=env)
+    return proc.returncode, time.monotonic() - t0, nonblank_lines(proc.stderr)
 
 
 def records(out: Path) -> int:
@@ -163,8 +155,7 @@ def main() -> None:
         "" if full_ok else "Disk full: mounting a tmpfs was refused here; run the script as root to measure it.",
         "",
     ]
-    RESULTS.write_text("\n".join(table))
-    print("\n".join(table))
+    write_results(RESULTS, table)
 
 
 if __name__ == "__main__":

@@ -28,19 +28,17 @@ import itertools
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from cli_runs import REPO, WARM_ONLY, EveryNth, nonblank_lines, start_cli, write_results
 
-from embodmem.metrics_record import TIMING_FIELDS  # noqa: E402
-from embodmem.runner import read_metrics  # noqa: E402
-from tests.agents.chat_server import ChatServer, Reply  # noqa: E402
+from embodmem.metrics_record import TIMING_FIELDS
+from embodmem.runner import read_metrics
+from tests.agents.chat_server import ChatServer, Reply
 
 RESULTS = REPO / "benchmarks" / "results" / "vlm_server_attack.md"
 BASE = [
@@ -51,11 +49,8 @@ BASE = [
     "agent.vlm.backoff_base_s=0.5",
     "agent.vlm.max_skill_steps=10",
     "experiment.tasks=[wreck,barrel,wreck]",
-    "experiment.baselines=[]",
-    "experiment.conditions=[warm]",
+    *WARM_ONLY,
     "env.max_steps=30",
-    "logger.progress=false",
-    "logger.plots=false",
     "run_id=vlm-attack",
 ]
 VLM_TIMINGS = ("vlm_latency_s",)
@@ -77,15 +72,14 @@ class Outcome:
 
 
 def start(out: Path, url: str, *overrides: str) -> tuple[subprocess.Popen, float]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "embodmem", *BASE, f"agent.vlm.base_url={url}", f"hydra.run.dir={out}", *overrides]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), time.monotonic()
+    proc = start_cli(*BASE, f"agent.vlm.base_url={url}", f"hydra.run.dir={out}", *overrides)
+    return proc, time.monotonic()
 
 
 def cli(out: Path, url: str, *overrides: str) -> Outcome:
     proc, t0 = start(out, url, *overrides)
     _, err = proc.communicate(timeout=900)
-    return Outcome(proc.returncode, time.monotonic() - t0, [ln for ln in err.splitlines() if ln.strip()])
+    return Outcome(proc.returncode, time.monotonic() - t0, nonblank_lines(err))
 
 
 def comparable(path: Path) -> list[dict]:
@@ -125,7 +119,7 @@ def main() -> None:
             proc, t0 = start(tmp_path / "drip", server.url, *extra)
             _, err = proc.communicate(timeout=900)
             end = time.monotonic()
-            o = Outcome(proc.returncode, end - t0, [ln for ln in err.splitlines() if ln.strip()])
+            o = Outcome(proc.returncode, end - t0, nonblank_lines(err))
         firsts = arrivals[::2]  # two attempts per call (max_retries=1)
         gaps = [b - a for a, b in itertools.pairwise(firsts)]  # from one call's start to the next (agent steps too)
         bar = 2 * 2 * (1 + 1) + 1
@@ -157,16 +151,8 @@ def main() -> None:
 
         # -- 20 MB replies -------------------------------------------------------------------------
         with ChatServer(max_requests=2000, lifetime_s=900) as server:
-            count = itertools.count(1)
-            sent = {"huge": 0}
-
-            def huge_every_third(body: dict) -> Reply:
-                if next(count) % 3 == 0:
-                    sent["huge"] += 1
-                    return Reply.huge(20 * 2**20)
-                return explore(body)
-
-            server.respond = huge_every_third
+            huge = EveryNth(3, lambda: Reply.huge(20 * 2**20), explore)
+            server.respond = huge
             cache = tmp_path / "cache"
             o = cli(tmp_path / "huge", server.url, f"agent.vlm.cache_dir={cache}")
         records = read_metrics(tmp_path / "huge" / "metrics.jsonl")
@@ -177,25 +163,17 @@ def main() -> None:
             (
                 "20 MB reply (every 3rd request)",
                 f"exit {o.rc}, {o.seconds:.1f} s, {len(o.stderr)} line(s)",
-                f"sent {sent['huge']}, vlm_attempts_oversize {oversize}, vlm_format_errors {fmt}, "
+                f"sent {huge.sent}, vlm_attempts_oversize {oversize}, vlm_format_errors {fmt}, "
                 f"reply cache {cache_bytes / 1e3:.1f} kB",
-                "pass" if o.rc == 0 and oversize == sent["huge"] == fmt and cache_bytes < 2**20 else "FAIL",
+                "pass" if o.rc == 0 and oversize == huge.sent == fmt and cache_bytes < 2**20 else "FAIL",
             )
         )
         print(rows[-1], flush=True)
 
         # -- invalid UTF-8 -------------------------------------------------------------------------
         with ChatServer(max_requests=2000, lifetime_s=900) as server:
-            count = itertools.count(1)
-            sent = {"bad": 0}
-
-            def bad_every_third(body: dict) -> Reply:
-                if next(count) % 3 == 0:
-                    sent["bad"] += 1
-                    return Reply.bad_utf8()
-                return explore(body)
-
-            server.respond = bad_every_third
+            bad = EveryNth(3, Reply.bad_utf8, explore)
+            server.respond = bad
             o = cli(tmp_path / "utf8", server.url)
         records = read_metrics(tmp_path / "utf8" / "metrics.jsonl")
         malformed = sum(r.get("vlm_attempts_malformed", 0) for r in records)
@@ -204,8 +182,8 @@ def main() -> None:
             (
                 "invalid UTF-8 (every 3rd reply)",
                 f"exit {o.rc}, {o.seconds:.1f} s, {len(o.stderr)} line(s)",
-                f"sent {sent['bad']}, vlm_attempts_malformed {malformed}, vlm_format_errors {fmt}",
-                "pass" if o.rc == 0 and malformed == sent["bad"] == fmt else "FAIL",
+                f"sent {bad.sent}, vlm_attempts_malformed {malformed}, vlm_format_errors {fmt}",
+                "pass" if o.rc == 0 and malformed == bad.sent == fmt else "FAIL",
             )
         )
         print(rows[-1], flush=True)
@@ -314,8 +292,7 @@ def main() -> None:
         f"- changed max_steps: `{steps_line}`",
         "",
     ]
-    RESULTS.write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_results(RESULTS, lines)
 
 
 if __name__ == "__main__":

@@ -18,47 +18,30 @@ case the server's count against the metrics'.
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from cli_runs import WARM_ONLY, EveryNth, run_cli
 
-from tests.agents.chat_server import ChatServer, Reply  # noqa: E402
+from tests.agents.chat_server import ChatServer, Reply
 
 NOT_JSON = "I think I should go forward maybe {not json"
 
 
 def cli(out: Path, url: str, *overrides: str) -> tuple[int, float, list[str]]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     start = time.monotonic()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "embodmem",
-            "agent=vlm",
-            f"agent.vlm.base_url={url}",
-            "agent.vlm.model=test-vlm",
-            "agent.vlm.cache_dir=null",
-            "experiment.baselines=[]",
-            "experiment.conditions=[warm]",
-            "logger.progress=false",
-            "logger.plots=false",
-            f"hydra.run.dir={out}",
-            *overrides,
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_cli(
+        "agent=vlm",
+        f"agent.vlm.base_url={url}",
+        "agent.vlm.model=test-vlm",
+        "agent.vlm.cache_dir=null",
+        *WARM_ONLY,
+        f"hydra.run.dir={out}",
+        *overrides,
         timeout=600,
-        env=env,
     )
     return proc.returncode, time.monotonic() - start, proc.stderr.strip().splitlines()
 
@@ -87,15 +70,7 @@ def main() -> None:
             rows.append(("hanging (timeout_s=2, max_retries=1)", rc, secs, lines, f"chat requests: {server.count}"))
 
         with ChatServer(max_requests=1000, lifetime_s=600) as server:
-            counter = itertools.count(1)
-            sent = {"not_json": 0}
-
-            def every_fifth(body: dict) -> Reply:
-                if next(counter) % 5 == 0:
-                    sent["not_json"] += 1
-                    return Reply.ok(NOT_JSON)
-                return Reply.action("forward")
-
+            every_fifth = EveryNth(5, lambda: Reply.ok(NOT_JSON), lambda body: Reply.action("forward"))
             server.respond = every_fifth
             rc, secs, lines = cli(tmp_path / "d", server.url, "env.max_steps=40")
             records = [json.loads(x) for x in (tmp_path / "d" / "metrics.jsonl").read_text().splitlines()]
@@ -107,7 +82,7 @@ def main() -> None:
                     rc,
                     secs,
                     [],
-                    f"non-JSON sent {sent['not_json']}, vlm_format_errors {counted}, vlm_invalid_replies {invalid}",
+                    f"non-JSON sent {every_fifth.sent}, vlm_format_errors {counted}, vlm_invalid_replies {invalid}",
                 )
             )
 
