@@ -204,14 +204,15 @@ class ChatRequest(_RequiredParams, total=False):
     """``agent.vlm.extra_body``: opaque server-specific JSON, merged into the body by ``openai``."""
 
 
-def unsupported_params(status: int, text: str, request: Mapping[str, object]) -> list[str]:
+def unsupported_params(status: int, text: str, request: ChatRequest) -> list[str]:
     """Optional request parameters that an HTTP ``status`` error with message ``text`` rejects.
 
     A parameter counts when the message names it (as a whole word) and says it is unsupported; a
     400/422 naming only ``response_format`` (or ``json_schema``/"structured output") is enough for it.
     ``model`` and ``messages`` are never returned.
 
-    >>> req = {"model": "m", "messages": [], "seed": 0, "response_format": {}, "temperature": 0}
+    >>> schema = {"type": "json_schema", "json_schema": {"name": "reply"}}
+    >>> req = ChatRequest(model="m", messages=[], seed=0, response_format=schema, temperature=0.0)
     >>> unsupported_params(400, "petals does not support parameters: ['response_format', 'seed'], for model=x", req)
     ['response_format', 'seed']
     >>> unsupported_params(400, "invalid model name passed in model=nope", req)
