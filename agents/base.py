@@ -14,6 +14,7 @@ Only the oracle is given the environment itself; every other agent works from ob
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -94,8 +95,8 @@ class Agent:
     def end_task(self, success: bool) -> None:
         """Called once when a task ends (success or not). Default: nothing."""
 
-    def episode_stats(self) -> dict[str, float]:
-        """Extra per-episode numbers for ``metrics.jsonl`` (e.g. VLM calls). Default: none."""
+    def episode_stats(self) -> Mapping[str, float | str]:
+        """Extra per-episode numbers (or a short text) for ``metrics.jsonl`` (e.g. VLM calls). Default: none."""
         return {}
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.recognizer import KindLabeller
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
-from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, MemoryLoadError, QueryFilter
+from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, MemoryLoadError, QueryFilter, WriteContext
 from embodmem.memory.persistence import writer_lock
 from embodmem.memory.snapshot import (
     GRID_FILE,
@@ -67,7 +67,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
         self.labeller = KindLabeller(embedder)
         """Labels every frame written with the target kind it most likely shows (``kinds`` eviction)."""
-        self.context: dict[str, Any] = {"run_id": "run", "task": "", "episode": 0}
+        self.context: WriteContext = {"run_id": "run", "task": "", "episode": 0}
         self._last_query_step = -(10**9)
         self.scan_turns = 0
         self.current_node: int | None = None

@@ -14,7 +14,8 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from embodmem.memory.config import MemoryConfig
 
 FIFO_ONLY_FRAMES = 256
 """Frames the ``memory_fifo_only`` variant keeps (its long-term store holds the newest this many)."""
@@ -26,10 +27,11 @@ class Variant:
 
     name: str
     description: str
-    agent: dict[str, Any] = field(default_factory=dict)
-    """MemoryAgentConfig fields changed from the ``agent`` group."""
-    memory: dict[str, Any] = field(default_factory=dict)
-    """MemoryConfig fields changed from the ``memory`` group."""
+    agent: dict[str, object] = field(default_factory=dict)
+    """MemoryAgentConfig fields changed from the ``agent`` group (checked by the config when applied)."""
+    memory: dict[str, object] = field(default_factory=dict)
+    """MemoryConfig fields changed from the ``memory`` group (``consolidate_to=None``: the short-term
+    capacity; ``byte_budget="fifo_frames"``: :data:`FIFO_ONLY_FRAMES` frames' code; see :func:`memory_settings`)."""
     textlog: bool = False
     """Replace frame memory by the reference benchmark's text log."""
     naive: bool = False
@@ -84,13 +86,12 @@ def get_variant(name: str) -> Variant:
     return VARIANTS[name]
 
 
-def memory_settings(variant: Variant, base: dict[str, Any], bytes_per_frame: int) -> dict[str, Any]:
-    """The MemoryConfig fields of ``variant`` over ``base`` (symbolic values resolved)."""
-    out = dict(base)
-    for key, value in variant.memory.items():
-        if key == "consolidate_to" and value is None:
-            value = out.get("short_term_capacity", 32)
-        if key == "byte_budget" and value == "fifo_frames":
-            value = FIFO_ONLY_FRAMES * bytes_per_frame
-        out[key] = value
-    return out
+def memory_settings(variant: Variant, base: MemoryConfig) -> MemoryConfig:
+    """``base`` with ``variant``'s MemoryConfig changes (symbolic values resolved), validated again
+    (a field the config does not have is refused by name)."""
+    changes = dict(variant.memory)
+    if "consolidate_to" in changes and changes["consolidate_to"] is None:
+        changes["consolidate_to"] = changes.get("short_term_capacity", base.short_term_capacity)
+    if changes.get("byte_budget") == "fifo_frames":
+        changes["byte_budget"] = FIFO_ONLY_FRAMES * base.bytes_hint
+    return MemoryConfig.from_dict({**base.to_dict(), **changes})

@@ -94,8 +94,7 @@ def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> AgentMemory:
     fields["dim"] = dim
     if cfg.video.enabled or cfg.agent.name == AgentName.vlm:
         fields["keep_thumbnails"] = True
-    fields = memory_settings(variant, fields, MemoryConfig(**fields).bytes_hint)
-    return AgentMemory(MemoryConfig(**fields))
+    return AgentMemory(memory_settings(variant, MemoryConfig(**fields)))
 
 
 def agent_settings(config_class: type[S], cfg: DictConfig, changes: dict[str, Any] | None = None) -> S:

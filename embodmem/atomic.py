@@ -11,9 +11,9 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 
 def atomic_write_with(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> Path:
@@ -55,13 +55,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> Path:
+def atomic_write_json(path: str | os.PathLike[str], obj: object, *, indent: int | None = 2) -> Path:
     """Atomically replace ``path`` with ``obj`` serialised as JSON."""
     return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=False) + "\n")
 
 
-def atomic_append_jsonl(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> Path:
-    """Append JSON records to a ``.jsonl`` file, rewriting it atomically.
+def atomic_append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, object]]) -> Path:
+    """Append JSON records (mappings of JSON-serialisable values) to a ``.jsonl`` file, rewriting it atomically.
 
     The whole file is rewritten so that a crash mid-append never leaves a torn last line.
     Files here are small (one line per episode), so the copy is cheap.

@@ -289,7 +289,7 @@ def run_sequence(
             )
         except Exception as err:
             raise EpisodeAborted(aborted_record(err, env, agent, sequence_record(spec, run_id, agent, i))) from err
-        mem_stats = agent.memory.stats() if agent.memory is not None else {}
+        mem_stats = agent.memory.stats() if agent.memory is not None else None
         finish_record(
             result,
             sequence_record(spec, run_id, agent, i),
@@ -300,8 +300,8 @@ def run_sequence(
             ),
             target_reported_before=env.task.target in reported_before,
             seen_place_spl_bound=seen_place_spl_bound(env, result, seen_cells_before),
-            memory_frames=int(mem_stats.get("frames_kept", 0)),
-            memory_bytes=int(mem_stats.get("code_bytes", 0)),
+            memory_frames=int(mem_stats["frames_kept"]) if mem_stats is not None else 0,
+            memory_bytes=int(mem_stats["code_bytes"]) if mem_stats is not None else 0,
         )
         result.log["task_index"] = i + 1
         result.log["condition"] = spec.condition

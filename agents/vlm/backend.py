@@ -15,10 +15,51 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-Messages = list[dict[str, Any]]
-"""OpenAI chat messages; user content is a list of ``text`` / ``image_url`` parts."""
+from openai.types.chat import ChatCompletionMessageParam
+from pydantic import JsonValue
+
+Messages = list[ChatCompletionMessageParam]
+"""OpenAI chat messages (the ``openai`` package's own types); user content is a list of ``text`` /
+``image_url`` parts."""
+
+
+class _PropertyType(TypedDict):
+    type: str | list[str]
+
+
+class PropertySchema(_PropertyType, total=False):
+    """The JSON schema of one reply field: its JSON type(s) and, for a choice, the allowed values."""
+
+    enum: list[str]
+
+
+class ReplySchema(TypedDict):
+    """The JSON schema a reply must follow: one object with exactly these fields, all required (as
+    strict structured output demands). Sent as ``response_format`` and part of the cache key."""
+
+    type: Literal["object"]
+    properties: dict[str, PropertySchema]
+    required: list[str]
+    additionalProperties: bool
+
+
+class _BackendName(TypedDict):
+    backend: str
+    """The transport: ``openai-chat`` or ``callable``."""
+    model: str
+
+
+class BackendIdentity(_BackendName, total=False):
+    """Everything besides the messages and schema that determines a backend's reply; a backend
+    names only what it has (the disk cache's key hashes exactly these keys)."""
+
+    temperature: float
+    max_tokens: int
+    seed: int | None
+    extra_body: JsonValue
+    """``agent.vlm.extra_body``: opaque server-specific JSON, sent as is."""
 
 
 ATTEMPT_OUTCOMES = ("ok", "5xx", "429", "timeout", "connection", "malformed", "oversize", "redirect")
@@ -100,13 +141,13 @@ class Completion:
 class ChatBackend(Protocol):
     """A model the policy can ask."""
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> BackendIdentity:
         """Everything besides the messages and schema that determines the reply (model name,
         sampling settings, seed). It goes into the cache key; endpoint URLs do not, so a replay
         against another server of the same model still hits the cache."""
         ...
 
-    def complete(self, messages: Messages, schema: dict[str, Any] | None = None) -> Completion:
+    def complete(self, messages: Messages, schema: ReplySchema | None = None) -> Completion:
         """Answer ``messages``; ``schema`` is a JSON schema the reply should follow, if supported.
 
         Raises:
@@ -127,13 +168,13 @@ class CallableBackend:
         if not callable(fn):
             raise TypeError(f"CallableBackend needs a callable (messages) -> str, got {type(fn).__name__}")
         self.fn = fn
-        self.model = model or getattr(fn, "__qualname__", type(fn).__name__)
+        self.model: str = model or str(getattr(fn, "__qualname__", type(fn).__name__))
         self.calls = 0
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> BackendIdentity:
         return {"backend": "callable", "model": self.model}
 
-    def complete(self, messages: Messages, schema: dict[str, Any] | None = None) -> Completion:
+    def complete(self, messages: Messages, schema: ReplySchema | None = None) -> Completion:
         start = time.monotonic()
         self.calls += 1
         text = self.fn(messages)

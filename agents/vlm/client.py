@@ -47,14 +47,18 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 from urllib.parse import urlparse
 
 import openai
+from openai.types.shared_params import ResponseFormatJSONSchema
+from pydantic import JsonValue
 
 from embodmem.agents.vlm.backend import (
+    BackendIdentity,
     Completion,
     Messages,
+    ReplySchema,
     VLMAuthError,
     VLMBudgetError,
     VLMModelError,
@@ -183,14 +187,32 @@ def _short(err: openai.APIStatusError) -> str:
     return " ".join(str(message).split())[:200]
 
 
-def unsupported_params(status: int, text: str, request: Mapping[str, Any]) -> list[str]:
+class _RequiredParams(TypedDict):
+    model: str
+    messages: Messages
+
+
+class ChatRequest(_RequiredParams, total=False):
+    """The keyword arguments of one ``chat.completions.create`` call; the optional ones go when the
+    server rejected them (:func:`unsupported_params`)."""
+
+    temperature: float
+    max_tokens: int
+    seed: int
+    response_format: ResponseFormatJSONSchema
+    extra_body: dict[str, JsonValue]
+    """``agent.vlm.extra_body``: opaque server-specific JSON, merged into the body by ``openai``."""
+
+
+def unsupported_params(status: int, text: str, request: ChatRequest) -> list[str]:
     """Optional request parameters that an HTTP ``status`` error with message ``text`` rejects.
 
     A parameter counts when the message names it (as a whole word) and says it is unsupported; a
     400/422 naming only ``response_format`` (or ``json_schema``/"structured output") is enough for it.
     ``model`` and ``messages`` are never returned.
 
-    >>> req = {"model": "m", "messages": [], "seed": 0, "response_format": {}, "temperature": 0}
+    >>> schema = {"type": "json_schema", "json_schema": {"name": "reply"}}
+    >>> req = ChatRequest(model="m", messages=[], seed=0, response_format=schema, temperature=0.0)
     >>> unsupported_params(400, "petals does not support parameters: ['response_format', 'seed'], for model=x", req)
     ['response_format', 'seed']
     >>> unsupported_params(400, "invalid model name passed in model=nope", req)
@@ -200,7 +222,8 @@ def unsupported_params(status: int, text: str, request: Mapping[str, Any]) -> li
         return []
     text = text.lower()
     optional = [k for k in request if k not in REQUIRED_PARAMS and k != "extra_body"]
-    optional += [k for k in request.get("extra_body") or {} if k not in optional]
+    extra_body = request.get("extra_body")
+    optional += [k for k in extra_body if k not in optional] if isinstance(extra_body, dict) else []
     named = [k for k in optional if re.search(rf"(?<![a-z0-9_]){re.escape(k.lower())}(?![a-z0-9_])", text)]
     if (
         "response_format" in request
@@ -319,13 +342,14 @@ class ChatClient:
         client = self._client
         cancel = threading.Event()
         done = threading.Event()
-        box: dict[str, Any] = {}
+        values: list[T] = []
+        errors: list[BaseException] = []
 
         def run() -> None:
             try:
-                box["value"] = work(client, cancel)
+                values.append(work(client, cancel))
             except BaseException as err:  # handed to the caller's thread
-                box["error"] = err
+                errors.append(err)
             finally:
                 done.set()
 
@@ -338,9 +362,9 @@ class ChatClient:
             with contextlib.suppress(Exception):  # closing a client another thread uses may race; it is abandoned
                 client.close()
             raise AttemptDeadlineError(f"no complete reply after {time.monotonic() - started:.1f} s (wall clock)")
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        if errors:
+            raise errors[0]
+        return values[0]
 
     @property
     def structured_supported(self) -> bool:
@@ -352,7 +376,7 @@ class ChatClient:
         """1 once the server rejected ``response_format`` (kept for the old counter's readers)."""
         return int("response_format" in self.dropped_params)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> BackendIdentity:
         c = self.config
         return {
             "backend": "openai-chat",
@@ -428,7 +452,7 @@ class ChatClient:
 
     # -- one call --------------------------------------------------------------------------------
 
-    def complete(self, messages: Messages, schema: dict[str, Any] | None = None) -> Completion:
+    def complete(self, messages: Messages, schema: ReplySchema | None = None) -> Completion:
         """Send ``messages`` and return the reply; see the module docstring for the error policy.
 
         Args:
@@ -576,7 +600,7 @@ class ChatClient:
         return None
 
     def _send(
-        self, client: openai.OpenAI, cancel: threading.Event, *, request: dict[str, Any], timeout: float
+        self, client: openai.OpenAI, cancel: threading.Event, *, request: ChatRequest, timeout: float
     ) -> tuple[str, tuple[int, int]]:
         """One HTTP attempt (in the worker thread): the body read in chunks up to the size cap, then checked."""
         cap = self.config.max_reply_bytes
@@ -648,28 +672,26 @@ class ChatClient:
         if reason is not None:
             raise VLMBudgetError(reason)
 
-    def _request(self, messages: Messages, schema: dict[str, Any] | None) -> dict[str, Any]:
+    def _request(self, messages: Messages, schema: ReplySchema | None) -> ChatRequest:
+        """The call's keyword arguments, less the parameters the server rejected (top level and
+        ``extra_body`` alike)."""
         c = self.config
-        kwargs: dict[str, Any] = {
-            "model": c.model,
-            "messages": messages,
-            "temperature": c.temperature,
-            "max_tokens": c.max_tokens,
-        }
-        if c.seed is not None:
-            kwargs["seed"] = c.seed
-        if schema is not None:
-            kwargs["response_format"] = {
+        dropped = set(self.dropped_params)
+        request: ChatRequest = {"model": c.model, "messages": messages}
+        if "temperature" not in dropped:
+            request["temperature"] = c.temperature
+        if "max_tokens" not in dropped:
+            request["max_tokens"] = c.max_tokens
+        if c.seed is not None and "seed" not in dropped:
+            request["seed"] = c.seed
+        if schema is not None and "response_format" not in dropped:
+            request["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "embodmem_action", "schema": schema, "strict": True},
+                "json_schema": {"name": "embodmem_action", "schema": dict(schema), "strict": True},
             }
         if c.extra_body:
-            kwargs["extra_body"] = dict(c.extra_body)
-        for name in self.dropped_params:
-            kwargs.pop(name, None)
-            if name in kwargs.get("extra_body", {}):
-                del kwargs["extra_body"][name]
-        return kwargs
+            request["extra_body"] = {k: v for k, v in c.extra_body.items() if k not in dropped}
+        return request
 
     @staticmethod
     def _read_body(raw: bytes) -> tuple[str, tuple[int, int]]:

@@ -14,13 +14,17 @@ Example:
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Literal
 
 import cv2
 import numpy as np
+from openai.types.chat import ChatCompletionContentPartImageParam, ChatCompletionMessageParam
+from openai.types.chat.chat_completion_content_part_image_param import ImageURL
 
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
+_DETAILS: dict[str, Literal["auto", "low", "high"]] = {"auto": "auto", "low": "low", "high": "high"}
+"""The ``detail`` levels OpenAI-compatible servers take for an image."""
 
 
 def encode_image(image: np.ndarray, fmt: str = "png", *, quality: int = 90, size: int | None = None) -> str:
@@ -69,15 +73,21 @@ def decode_data_url(url: str) -> np.ndarray:
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def image_part(url: str, detail: str | None = None) -> dict[str, Any]:
-    """An OpenAI ``image_url`` content part for a data URL."""
-    image_url: dict[str, Any] = {"url": url}
+def image_part(url: str, detail: str | None = None) -> ChatCompletionContentPartImageParam:
+    """An OpenAI ``image_url`` content part for a data URL.
+
+    Raises:
+        ValueError: ``detail`` is not one of ``auto``, ``low``, ``high`` (or ``None``).
+    """
+    image_url: ImageURL = {"url": url}
     if detail is not None:
-        image_url["detail"] = detail
+        if detail not in _DETAILS:
+            raise ValueError(f"image detail {detail!r} is not one of {list(_DETAILS)} (agent.vlm.image_detail)")
+        image_url["detail"] = _DETAILS[detail]
     return {"type": "image_url", "image_url": image_url}
 
 
-def message_images(messages: list[dict[str, Any]]) -> Iterator[np.ndarray]:
+def message_images(messages: Iterable[ChatCompletionMessageParam]) -> Iterator[np.ndarray]:
     """Yield every image in chat ``messages`` as an RGB array, in order (for local models)."""
     for message in messages:
         content = message.get("content")

@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 ACTION_KEYS = ("action", "next_action", "decision", "command", "move")
 NODE_KEYS = ("node", "node_id", "target_node", "goal_node", "target")
@@ -125,9 +125,10 @@ def is_json_object(text: str) -> bool:
 # -- locating an object ------------------------------------------------------------------------
 
 
-def _find_object(text: str) -> dict[str, Any] | None:
+def _find_object(text: str) -> dict[object, object] | None:
     """The first dict with an action key found by the strict, fenced and block stages (else the
-    first dict found at all, so its error message can name its keys), or ``None``."""
+    first dict found at all, so its error message can name its keys), or ``None``. Keys are as the
+    model wrote them: a Python literal may use non-string ones."""
     candidates = [text.strip()]
     candidates += re.findall(r"```(?:json|JSON)?\s*(.*?)```", text, flags=re.DOTALL)
     candidates += _brace_blocks(text)
@@ -141,7 +142,7 @@ def _find_object(text: str) -> dict[str, Any] | None:
     return first
 
 
-def _load(candidate: str) -> Any:
+def _load(candidate: str) -> object:
     candidate = candidate.strip()
     if not candidate.startswith("{"):
         return None
@@ -190,7 +191,7 @@ def _brace_blocks(text: str, limit: int = 5) -> list[str]:
 # -- interpreting ------------------------------------------------------------------------------
 
 
-def _get(obj: dict[str, Any], keys: Sequence[str]) -> Any:
+def _get(obj: dict[object, object], keys: Sequence[str]) -> object:
     lowered = {str(k).strip().lower(): v for k, v in obj.items()}
     for key in keys:
         if key in lowered:
@@ -198,12 +199,14 @@ def _get(obj: dict[str, Any], keys: Sequence[str]) -> Any:
     return None
 
 
-def _from_object(obj: dict[str, Any], legal: Sequence[str], nodes: Collection[int] | None) -> ParseResult:
-    reasoning = _get(obj, REASONING_KEYS)
-    reasoning = "" if reasoning is None else str(reasoning)[:MAX_REASONING_CHARS]
+def _from_object(obj: dict[object, object], legal: Sequence[str], nodes: Collection[int] | None) -> ParseResult:
+    found = _get(obj, REASONING_KEYS)
+    reasoning = "" if found is None else str(found)[:MAX_REASONING_CHARS]
     raw = _get(obj, ACTION_KEYS)
     if raw is None or isinstance(raw, (dict, list)):
-        return ParseResult(None, reasoning, f"the JSON reply has no usable 'action' field (keys: {sorted(obj)})")
+        return ParseResult(
+            None, reasoning, f"the JSON reply has no usable 'action' field (keys: {sorted(obj, key=str)})"
+        )
     choice = _normalise(str(raw))
     if choice is None:
         return ParseResult(None, reasoning, f"action {str(raw)[:60]!r} is not one of {list(legal)}")
@@ -217,7 +220,7 @@ def _from_object(obj: dict[str, Any], legal: Sequence[str], nodes: Collection[in
     return _validate(choice, reasoning, legal, nodes)
 
 
-def _as_node(value: Any) -> int | None:
+def _as_node(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -28,8 +28,11 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,6 +44,7 @@ from embodmem.agents.vlm.backend import (
     ChatBackend,
     Completion,
     Messages,
+    ReplySchema,
     VLMError,
     VLMUnavailableError,
 )
@@ -51,19 +55,38 @@ from embodmem.agents.vlm.parsing import Choice, is_json_object, parse_reply
 from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext
 from embodmem.envs.spec import Action, SensorSpec
 
+
+@dataclass
+class VLMCounts:
+    """One task's counters (see :data:`STAT_KEYS`), reported by :meth:`VLMPolicy.episode_stats`."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    invalid_replies: int = 0
+    format_errors: int = 0
+    format_misses: int = 0
+    retries: int = 0
+    failures: int = 0
+    fallbacks: int = 0
+    params_dropped: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: Counter[str] = field(default_factory=Counter)
+    """HTTP attempts by outcome (:data:`ATTEMPT_OUTCOMES`)."""
+
+    def as_stats(self) -> dict[str, float]:
+        """``vlm_<key>`` -> value in :data:`STAT_KEYS` order (seconds rounded to 0.1 ms)."""
+        stats: dict[str, float] = {
+            f"vlm_{f.name}": getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "attempts"
+        }
+        stats["vlm_latency_s"] = round(self.latency_s, 4)
+        stats.update({f"vlm_attempts_{o}": self.attempts[o] for o in ATTEMPT_OUTCOMES})
+        return stats
+
+
 STAT_KEYS = (
-    "calls",
-    "cache_hits",
-    "invalid_replies",
-    "format_errors",
-    "format_misses",
-    "retries",
-    "failures",
-    "fallbacks",
-    "params_dropped",
-    "prompt_tokens",
-    "completion_tokens",
-    "latency_s",
+    *(f.name for f in dataclasses.fields(VLMCounts) if f.name != "attempts"),
     *(f"attempts_{o}" for o in ATTEMPT_OUTCOMES),
 )
 """Per-episode counters, reported as ``vlm_<key>``: ``calls`` = decisions asked of the model
@@ -102,7 +125,7 @@ class VLMPolicy(Agent):
     _skill_steps: int
     _history: list[str]
     _previous_error: str | None
-    _stats: dict[str, Any]
+    _stats: VLMCounts
 
     def __init__(
         self,
@@ -172,10 +195,8 @@ class VLMPolicy(Agent):
         self._step += 1
         return action
 
-    def episode_stats(self) -> dict[str, Any]:
-        stats: dict[str, Any] = {
-            f"vlm_{k}": (round(v, 4) if isinstance(v, float) else v) for k, v in self._stats.items()
-        }
+    def episode_stats(self) -> dict[str, float | str]:
+        stats: dict[str, float | str] = {**self._stats.as_stats()}
         stats["vlm_dropped_params"] = ",".join(self.dropped_params)
         return stats
 
@@ -248,7 +269,7 @@ class VLMPolicy(Agent):
         )
         messages = self.prompts.build(context)
         schema = self.prompts.schema(legal) if self.config.structured_output else None
-        self._stats["calls"] += 1
+        self._stats.calls += 1
         reasoning: str | None = ""
         error: str | None = None
         try:
@@ -257,8 +278,8 @@ class VLMPolicy(Agent):
             self._count_attempts(err.attempts, err.latency_s)
             if not isinstance(err, VLMUnavailableError):
                 raise  # refused (key, model, request) or out of budget: retrying cannot help
-            self._stats["failures"] += 1
-            self._stats["retries"] += err.retries
+            self._stats.failures += 1
+            self._stats.retries += err.retries
             self._consecutive_failures += 1
             limit = self.config.max_consecutive_failures
             if limit and self._consecutive_failures >= limit:
@@ -274,43 +295,42 @@ class VLMPolicy(Agent):
             self._check_format(completion)
             choice, reasoning, error = parse_reply(completion.text, legal, nodes)
             if error is not None:
-                self._stats["invalid_replies"] += 1
+                self._stats.invalid_replies += 1
         if choice is None:
-            self._stats["fallbacks"] += 1
+            self._stats.fallbacks += 1
             choice = self.default_choice
         self._previous_error = error
         self._history.append(f"step {self._step}: {choice}" + (" (default, reply unusable)" if error else ""))
         self.trace.extra.update(vlm_called=True, vlm_choice=str(choice), vlm_reasoning=reasoning, vlm_error=error)
         return choice
 
-    def _complete(self, messages: Messages, schema: dict[str, Any] | None) -> Completion:
+    def _complete(self, messages: Messages, schema: ReplySchema | None) -> Completion:
         """The backend's answer, through the disk cache when one is configured."""
         return cached_complete(self.backend, self.cache, messages, schema)
 
     def _count(self, completion: Completion) -> None:
         s = self._stats
-        s["cache_hits"] += int(completion.cached)
-        s["retries"] += completion.retries
-        s["prompt_tokens"] += completion.prompt_tokens
-        s["completion_tokens"] += completion.completion_tokens
-        s["params_dropped"] += len(completion.params_dropped)
+        s.cache_hits += int(completion.cached)
+        s.retries += completion.retries
+        s.prompt_tokens += completion.prompt_tokens
+        s.completion_tokens += completion.completion_tokens
+        s.params_dropped += len(completion.params_dropped)
         self.dropped_params += [p for p in completion.params_dropped if p not in self.dropped_params]
         self._count_attempts(completion.attempts, completion.latency_s)
 
     def _count_attempts(self, attempts: Mapping[str, int], latency_s: float) -> None:
-        self._stats["latency_s"] += latency_s
-        for outcome, n in attempts.items():
-            self._stats[f"attempts_{outcome}"] += n
+        self._stats.latency_s += latency_s
+        self._stats.attempts.update(attempts)
         # bodies that were not a completion at all (not UTF-8, not JSON, over the size cap) are format errors too
-        self._stats["format_errors"] += attempts.get("malformed", 0) + attempts.get("oversize", 0)
+        self._stats.format_errors += attempts.get("malformed", 0) + attempts.get("oversize", 0)
 
     def _check_format(self, completion: Completion) -> None:
         """Count a server reply that is not one JSON object; say once if structured output was ignored."""
         if completion.cached or is_json_object(completion.text):
             return
-        self._stats["format_errors"] += 1
+        self._stats.format_errors += 1
         if completion.structured:
-            self._stats["format_misses"] += 1
+            self._stats.format_misses += 1
             if not self._format_miss_reported:
                 self._format_miss_reported = True
                 log.warning(
@@ -338,8 +358,7 @@ class VLMPolicy(Agent):
         self._skill_steps = 0
         self._history = []
         self._previous_error = None
-        self._stats = {k: 0 for k in STAT_KEYS}
-        self._stats["latency_s"] = 0.0
+        self._stats = VLMCounts()
 
     def _annotate_last(self, note: str) -> None:
         if self._history:

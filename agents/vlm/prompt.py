@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
+from openai.types.chat import ChatCompletionContentPartImageParam, ChatCompletionContentPartParam
 
-from embodmem.agents.vlm.backend import Messages
+from embodmem.agents.base import Observation
+from embodmem.agents.vlm.backend import Messages, PropertySchema, ReplySchema
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import encode_image, image_part
 from embodmem.agents.vlm.memory import HEADING_NAMES, placement
@@ -77,7 +78,7 @@ class PromptContext:
         default_action: the action taken in that case.
     """
 
-    observation: dict[str, Any]
+    observation: Observation
     legal: Sequence[str]
     step: int = 0
     cell_size_m: float = 1.0
@@ -97,11 +98,11 @@ class PromptBuilder:
     # -- schema and rules ------------------------------------------------------------------------
 
     @staticmethod
-    def schema(legal: Sequence[str]) -> dict[str, Any]:
+    def schema(legal: Sequence[str]) -> ReplySchema:
         """JSON schema of a reply: reasoning first (so the model thinks before it commits), the action
         from the legal set, and ``node`` (integer or null) when ``goto_node`` is legal. Every property
         is required and no others are allowed, as strict structured output demands."""
-        props: dict[str, Any] = {
+        props: dict[str, PropertySchema] = {
             "reasoning": {"type": "string"},
             "action": {"type": "string", "enum": list(legal)},
         }
@@ -116,7 +117,7 @@ class PromptBuilder:
             if name in ("forward", "backward", "strafe_left", "strafe_right"):
                 help_text += f" ({cell_size_m:g} m)"
             lines.append(f"- {name}: {help_text}")
-        example: dict[str, Any] = {"reasoning": "one or two sentences", "action": legal[0]}
+        example: dict[str, str | int] = {"reasoning": "one or two sentences", "action": legal[0]}
         if "goto_node" in legal:
             example = {"reasoning": "one or two sentences", "action": "goto_node", "node": 3}
         lines += ["", "Reply with one JSON object and nothing else, for example:", json.dumps(example)]
@@ -126,7 +127,7 @@ class PromptBuilder:
 
     # -- messages --------------------------------------------------------------------------------
 
-    def _image(self, image: np.ndarray) -> dict[str, Any]:
+    def _image(self, image: np.ndarray) -> ChatCompletionContentPartImageParam:
         c = self.config
         url = encode_image(image, c.image_format, quality=c.jpeg_quality, size=c.image_size)
         return image_part(url, c.image_detail)
@@ -134,11 +135,12 @@ class PromptBuilder:
     def build(self, ctx: PromptContext) -> Messages:
         """The messages of one request (system + one user message of text and image parts)."""
         obs = ctx.observation
-        parts: list[dict[str, Any]] = []
+        parts: list[ChatCompletionContentPartParam] = []
 
         def text(s: str) -> None:
-            if parts and parts[-1]["type"] == "text":
-                parts[-1]["text"] += "\n" + s
+            last = parts[-1] if parts else None
+            if last is not None and last["type"] == "text":
+                last["text"] += "\n" + s
             else:
                 parts.append({"type": "text", "text": s})
 

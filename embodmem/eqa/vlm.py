@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from typing import Any, cast
+from typing import cast
+
+from openai.types.chat import ChatCompletionContentPartParam
 
 from embodmem.agents.base import RecognitionEmbedder
-from embodmem.agents.vlm.backend import ChatBackend, Messages, VLMError
+from embodmem.agents.vlm.backend import ChatBackend, Messages, PropertySchema, ReplySchema, VLMError
 from embodmem.agents.vlm.cache import ResponseCache, cached_complete
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import encode_image, image_part
@@ -35,9 +37,9 @@ SYSTEM_PROMPT = (
 )
 
 
-def answer_schema(question: Question) -> dict[str, Any]:
+def answer_schema(question: Question) -> ReplySchema:
     if question.type == QuestionType.where:
-        props: dict[str, Any] = {"x": {"type": "number"}, "y": {"type": "number"}}
+        props: dict[str, PropertySchema] = {"x": {"type": "number"}, "y": {"type": "number"}}
     else:
         props = {"answer": {"type": "string", "enum": list(question.choices)}}
     return {"type": "object", "properties": props, "required": sorted(props), "additionalProperties": False}
@@ -83,7 +85,7 @@ class VLMAnswerer(FrameMemoryAnswerer):
         for kind in question.kinds:
             for h in cast(list[Hit], self.memory.query(self.text_vector(kind), per_kind, count_hits=False)):
                 hits[h.id] = h
-        content: list[dict[str, Any]] = []
+        content: list[ChatCompletionContentPartParam] = []
         for h in sorted(hits.values(), key=lambda h: h.meta.step):
             m = h.meta
             content.append(

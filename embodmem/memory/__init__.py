@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from embodmem.memory.config import MemoryConfig
-from embodmem.memory.episodic import AgentMemory
+from embodmem.memory.episodic import AgentMemory, MemoryStats, WriteContext
 from embodmem.memory.fifo import ShortTermFIFO, merge_adjacent
 from embodmem.memory.persistence import MemoryLoadError
 from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter
@@ -31,9 +31,11 @@ __all__ = [
     "LongTermStore",
     "MemoryConfig",
     "MemoryLoadError",
+    "MemoryStats",
     "QueryFilter",
     "ShortTermFIFO",
     "TopologicalMap",
+    "WriteContext",
     "merge_adjacent",
     "sleep",
 ]

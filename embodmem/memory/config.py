@@ -185,8 +185,8 @@ class MemoryConfig:
         """Bytes of vector code per record once trained (what the byte budget counts)."""
         return index_facts(self.dim, self.index_factory).code_bytes
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict (JSON-serialisable)."""
+    def to_dict(self) -> dict[str, int | float | str | bool | None]:
+        """Plain dict of the fields (all JSON scalars), as saved in a snapshot's manifest."""
         return dataclasses.asdict(self)
 
     @classmethod

@@ -15,7 +15,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import faiss
 import numpy as np
@@ -25,9 +25,55 @@ from embodmem.memory.config import MemoryConfig
 from embodmem.memory.fifo import Consolidated
 from embodmem.memory.parts import MemoryParts
 from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter, fit_thumbnail
+from embodmem.memory.sleep import SleepReport
 from embodmem.memory.sleep import sleep as sleep_pass
 
-__all__ = ["AgentMemory", "MemoryConfig"]
+__all__ = ["AgentMemory", "MemoryConfig", "MemorySleepReport", "MemoryStats", "WriteContext"]
+
+
+class WriteContext(TypedDict):
+    """The labels an agent writes with every frame of a task (``FrameMeta.run_id``, ``task``, ``episode``)."""
+
+    run_id: str
+    task: str
+    episode: int
+
+
+class MemorySleepReport(SleepReport):
+    """:meth:`AgentMemory.sleep`'s report: the records flushed from the FIFO, then the sleep pass's."""
+
+    flushed: int
+
+
+class MemoryStats(TypedDict):
+    """:meth:`AgentMemory.stats`: counters, and sizes in bytes unless named (the run's metrics read
+    ``frames_kept`` and ``code_bytes``, the memory agent ``nodes``)."""
+
+    frames_written: int
+    frames_kept: int
+    long_term_records: int
+    short_term_frames: int
+    frames_represented: int
+    """Frames the kept records stand for (a consolidated record counts the frames merged into it)."""
+    bytes_per_frame: int
+    """Vector code per long-term record (what the byte budget counts)."""
+    code_bytes: int
+    byte_budget: int | None
+    metadata_bytes: int
+    index_id_bytes: int
+    fixed_bytes: int
+    raw_buffer_bytes: int
+    raw_disk_bytes: int
+    short_term_bytes: int
+    index: str
+    trained: bool
+    trainings: int
+    evicted: int
+    consolidations: int
+    sleeps: int
+    queries: int
+    nodes: int
+    edges: int
 
 
 class AgentMemory:
@@ -132,7 +178,7 @@ class AgentMemory:
         self._store(out)
         return len(out.ids)
 
-    def sleep(self, retrain: bool | None = None) -> dict[str, Any]:
+    def sleep(self, retrain: bool | None = None) -> MemorySleepReport:
         """Flush, then run the offline consolidation (:func:`embodmem.memory.sleep.sleep`)."""
         flushed = self.flush()
         c = self.config
@@ -214,7 +260,7 @@ class AgentMemory:
         """Long-term records most similar to a long-term record's own stored vector (itself excluded)."""
         return self.store.search_by_id(record_id, k, where)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> MemoryStats:
         """Counters and sizes: frames written/kept, bytes per frame (vector code), metadata and id
         bytes, map size, evictions, consolidations, sleeps, queries."""
         s = self.store.stats()

@@ -31,11 +31,12 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from embodmem.atomic import atomic_write_bytes, atomic_write_with
 
@@ -155,13 +156,15 @@ class Manifest(Strict):
     version: Literal[4]
     generation: int = Field(ge=1, le=999_999)
     dim: int = Field(ge=1)
-    config: dict[str, Any]
-    state: dict[str, Any]
+    config: dict[str, JsonValue]
+    """The memory's settings (:meth:`MemoryConfig.to_dict`; validated by ``MemoryConfig.from_dict``)."""
+    state: dict[str, JsonValue]
+    """The format's own state, validated by its own model (``MemoryState``, ``MapState``)."""
     files: dict[str, FileEntry]
     digest: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
-def validated(model: type[M], data: Any, path: str | os.PathLike[str], field: str) -> M:
+def validated(model: type[M], data: object, path: str | os.PathLike[str], field: str) -> M:
     """``model`` validated from JSON-like ``data`` (JSON semantics: arrays may fill tuples), or a
     :class:`MemoryLoadError` naming ``path`` and the field.
 
@@ -180,7 +183,7 @@ def validated(model: type[M], data: Any, path: str | os.PathLike[str], field: st
         raise MemoryLoadError(path, f"field {loc}: {err['msg']}{got}") from None
 
 
-def manifest_digest(manifest: dict[str, Any]) -> str:
+def manifest_digest(manifest: Mapping[str, JsonValue]) -> str:
     """sha256 of the canonical JSON of ``manifest`` without its ``digest`` key."""
     body = {k: v for k, v in manifest.items() if k != "digest"}
     return _sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode())
@@ -254,15 +257,29 @@ def _write_streamed(path: Path, write: Writer) -> tuple[int, str]:
     return seen[0].bytes, seen[0].sha.hexdigest()
 
 
+@dataclass(frozen=True)
+class SnapshotHeader:
+    """What a format puts in its manifest beside the files: checked on reading by :class:`Manifest`
+    (``dim``) and by the format's own models (``config``, ``state``)."""
+
+    dim: int
+    config: Mapping[str, JsonValue]
+    state: Mapping[str, JsonValue]
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """The manifest's ``dim``, ``config`` and ``state`` fields, in that order."""
+        return {"dim": self.dim, "config": dict(self.config), "state": dict(self.state)}
+
+
 def write_snapshot(
     directory: str | os.PathLike[str],
     files: dict[str, bytes | Writer],
-    header: dict[str, Any],
+    header: SnapshotHeader,
     fmt: str = FORMAT,
 ) -> Path:
     """Write ``files`` (logical name like ``"index.faiss"`` -> bytes, or a :data:`Writer` that streams
-    them) and a manifest of format ``fmt`` carrying ``header`` (must hold ``dim``, ``config`` and
-    ``state``) into ``directory``, holding its :func:`writer_lock`.
+    them) and a manifest of format ``fmt`` carrying ``header`` into ``directory``, holding its
+    :func:`writer_lock`.
 
     Returns:
         The manifest path.
@@ -279,25 +296,31 @@ def write_snapshot(
             raise
 
 
-def _write_snapshot(directory: Path, files: dict[str, bytes | Writer], header: dict[str, Any], fmt: str) -> Path:
+def _write_snapshot(directory: Path, files: dict[str, bytes | Writer], header: SnapshotHeader, fmt: str) -> Path:
     remove_stale_temp_files(directory)
     gen = _current_generation(directory) + 1
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, FileEntry] = {}
     for logical, data in files.items():
         stem, ext = logical.split(".", 1)
         name = f"{stem}.{gen:06d}.{ext}"
         if isinstance(data, bytes):
             atomic_write_bytes(directory / name, data)
-            entries[logical] = {"path": name, "bytes": len(data), "sha256": _sha256(data)}
+            entries[logical] = FileEntry(path=name, bytes=len(data), sha256=_sha256(data))
         else:
             size, digest = _write_streamed(directory / name, data)
-            entries[logical] = {"path": name, "bytes": size, "sha256": digest}
+            entries[logical] = FileEntry(path=name, bytes=size, sha256=digest)
     _fsync_dir(directory)
-    manifest = {"format": fmt, "version": VERSION, "generation": gen, **header, "files": entries}
+    manifest: dict[str, JsonValue] = {
+        "format": fmt,
+        "version": VERSION,
+        "generation": gen,
+        **header.to_json(),
+        "files": {logical: e.model_dump() for logical, e in entries.items()},
+    }
     manifest["digest"] = manifest_digest(manifest)
     atomic_write_bytes(directory / MANIFEST, (json.dumps(manifest, indent=2, allow_nan=False) + "\n").encode())
     _fsync_dir(directory)
-    keep = {e["path"] for e in entries.values()}
+    keep = {e.path for e in entries.values()}
     for p in directory.iterdir():  # the previous generations
         m = _DATA_RE.match(p.name)
         if m and p.name not in keep:

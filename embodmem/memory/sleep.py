@@ -9,7 +9,7 @@ drifted away from what it was trained on, and re-indexes.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -58,6 +58,27 @@ def _leader_clusters(sims: np.ndarray, close: np.ndarray | None, threshold: floa
     return out
 
 
+class SleepReport(TypedDict):
+    """What one :func:`sleep` did: records and bytes before/after, merges, drift, retraining, seconds."""
+
+    records_before: int
+    records_after: int
+    merged_away: int
+    """Records merged into others (a cluster of n records loses n - 1)."""
+    clusters: int
+    code_bytes_before: int
+    code_bytes_after: int
+    metadata_bytes_before: int
+    metadata_bytes_after: int
+    drift: float | None
+    """Reconstruction error of the recent raw vectors over the error at training (None: not trained)."""
+    retrained: bool
+    retrain_reason: str | None
+    dedup_seconds: float
+    retrain_seconds: float
+    seconds: float
+
+
 def sleep(
     store: LongTermStore,
     *,
@@ -68,7 +89,7 @@ def sleep(
     drift_factor: float = 3.0,
     retrain: bool | None = None,
     max_group: int = 2048,
-) -> dict[str, Any]:
+) -> SleepReport:
     """Deduplicate, merge, maybe retrain, and report.
 
     Args:

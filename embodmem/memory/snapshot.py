@@ -19,7 +19,7 @@ from pathlib import Path
 
 import faiss
 import numpy as np
-from pydantic import Field, ValidationError
+from pydantic import Field, JsonValue, ValidationError
 
 from embodmem.memory.config import MemoryConfig
 from embodmem.memory.parts import MemoryCounters, MemoryParts
@@ -27,6 +27,7 @@ from embodmem.memory.persistence import (
     MAP_FORMAT,
     Manifest,
     MemoryLoadError,
+    SnapshotHeader,
     Strict,
     Writer,
     read_files,
@@ -68,7 +69,7 @@ def save_memory(memory: MemoryParts, directory: str | os.PathLike[str]) -> Path:
     arrays["fifo_vecs"] = np.ascontiguousarray(memory.fifo.vectors)
     buf = io.BytesIO()
     np.savez(buf, allow_pickle=False, **arrays)
-    state = {"store": store_js, **memory.counters.model_dump(mode="json")}
+    state = {"store": store_js.model_dump(mode="json"), **memory.counters.model_dump(mode="json")}
     files: dict[str, bytes | Writer] = {
         "index.faiss": index_bytes,
         "arrays.npz": buf.getvalue(),
@@ -76,9 +77,7 @@ def save_memory(memory: MemoryParts, directory: str | os.PathLike[str]) -> Path:
     }
     if memory.store.raw_file is not None:
         files[RAW_FILE] = memory.store.raw_file.write_npy
-    return write_snapshot(
-        directory, files, {"dim": memory.config.dim, "config": memory.config.to_dict(), "state": state}
-    )
+    return write_snapshot(directory, files, SnapshotHeader(memory.config.dim, memory.config.to_dict(), state))
 
 
 @dataclass(frozen=True)
@@ -271,8 +270,8 @@ def save_map_snapshot(
         np.savez(buf, allow_pickle=False, **grid)
         files[GRID_FILE] = buf.getvalue()
         shape = list(next(iter(grid.values())).shape)
-    state = {"companion_digest": companion_digest, "grid_shape": shape}
-    return write_snapshot(directory, files, {"dim": 1, "config": {}, "state": state}, fmt=MAP_FORMAT)
+    state: dict[str, JsonValue] = {"companion_digest": companion_digest, "grid_shape": shape}
+    return write_snapshot(directory, files, SnapshotHeader(1, {}, state), fmt=MAP_FORMAT)
 
 
 def read_map_snapshot(

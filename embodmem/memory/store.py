@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import faiss
 import numpy as np
@@ -79,6 +79,27 @@ class StoreState(Strict):
     trainings: int = Field(ge=0)
     raw_pos: int = Field(ge=0)
     fixed_bytes: int = Field(ge=1)
+
+
+class StoreStats(TypedDict):
+    """Sizes and counts of a :class:`LongTermStore` (:meth:`LongTermStore.stats`); bytes unless named."""
+
+    records: int
+    index: str
+    """The index factory, or "Flat (cold start)" before a trainable quantiser is trained."""
+    trained: bool
+    code_bytes_per_frame: int
+    code_bytes: int
+    byte_budget: int | None
+    index_id_bytes: int
+    metadata_bytes: int
+    fixed_bytes: int
+    raw_buffer_bytes: int
+    raw_vectors: str
+    raw_disk_bytes: int
+    raw_map_bytes: int
+    evicted: int
+    trainings: int
 
 
 class RawBuffer:
@@ -584,7 +605,7 @@ class LongTermStore:
         """Ids FAISS holds, sorted (must equal ``meta.ids``)."""
         return index_ids(self._index)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StoreStats:
         """Sizes in bytes: vector code, ids, metadata, fixed trained parameters, raw buffer (RAM), and
         the raw vectors on disk with their row map (RAM)."""
         n = len(self)
@@ -610,19 +631,19 @@ class LongTermStore:
         }
 
     # ----------------------------------------------------------------------------- persistence
-    def state(self) -> tuple[bytes, dict[str, np.ndarray], dict[str, Any]]:
-        """``(index bytes, arrays, json state)`` for persistence (the raw file, when on disk, is
+    def state(self) -> tuple[bytes, dict[str, np.ndarray], StoreState]:
+        """``(index bytes, arrays, JSON state)`` for persistence (the raw file, when on disk, is
         written apart: :meth:`RawVectorFile.write_npy`)."""
         arrays = self.meta.to_arrays("meta_")
         arrays.update(raw_vecs=self.raw.vecs, raw_ids=self.raw.ids)
-        js = {
-            "trained": self.trained,
-            "train_error": self.train_error,
-            "evicted": self.evicted,
-            "trainings": self.trainings,
-            "raw_pos": self.raw.pos,
-            "fixed_bytes": self._fixed_bytes,
-        }
+        js = StoreState(
+            trained=self.trained,
+            train_error=self.train_error,
+            evicted=self.evicted,
+            trainings=self.trainings,
+            raw_pos=self.raw.pos,
+            fixed_bytes=self._fixed_bytes,
+        )
         return faiss.serialize_index(self._index).tobytes(), arrays, js
 
     def load_state(

@@ -12,12 +12,38 @@ from __future__ import annotations
 import base64
 import json
 import math
-from typing import Any
+from typing import TypedDict
 
 import networkx as nx
 import numpy as np
 
 NODE_RULES = ("pose", "embedding", "pose_or_embedding", "pose_and_embedding")
+
+
+class MapNodeDocument(TypedDict):
+    """One node of ``map.json``: its id (0..n-1 in order), mean pose in cells and visit count."""
+
+    id: int
+    x: float
+    y: float
+    visits: int
+
+
+class MapDocument(TypedDict):
+    """The layout of ``map.json`` (:meth:`TopologicalMap.to_json`, format ``embodmem.topomap`` 1)."""
+
+    format: str
+    version: int
+    dim: int
+    node_distance: float
+    node_similarity: float
+    node_rule: str
+    prev: int | None
+    nodes: list[MapNodeDocument]
+    edges: list[tuple[int, int, float, int]]
+    """``(u, v, weight in cells, traversals)``; JSON writes each as a list."""
+    embedding_sums: str
+    """Base64 of the nodes' embedding sums, little-endian float32, node-major."""
 
 
 class TopologicalMap:
@@ -238,7 +264,7 @@ class TopologicalMap:
     def to_json(self) -> str:
         """JSON text with the settings, nodes (pose, visits), edges and embedding sums (base64
         float32, so a round trip is exact)."""
-        obj: dict[str, Any] = {
+        obj: MapDocument = {
             "format": "embodmem.topomap",
             "version": 1,
             "dim": self.dim,
@@ -247,11 +273,11 @@ class TopologicalMap:
             "node_rule": self.node_rule,
             "prev": self.prev,
             "nodes": [
-                {"id": i, "x": float(p[0]), "y": float(p[1]), "visits": int(v)}
+                MapNodeDocument(id=i, x=float(p[0]), y=float(p[1]), visits=int(v))
                 for i, (p, v) in enumerate(zip(self.positions, self.visits))
             ],
             "edges": [
-                [int(u), int(v), float(d["weight"]), int(d["traversals"])] for u, v, d in self.graph.edges(data=True)
+                (int(u), int(v), float(d["weight"]), int(d["traversals"])) for u, v, d in self.graph.edges(data=True)
             ],
             "embedding_sums": base64.b64encode(
                 np.ascontiguousarray(self._sum[: self._n], dtype="<f4").tobytes()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from embodmem.agents.vlm.cache import ResponseCache
+from embodmem.agents.vlm.cache import CacheEntry, ResponseCache
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import decode_data_url, encode_image, message_images
 from embodmem.agents.vlm.memory import placement
@@ -199,8 +201,43 @@ def test_cache_key_is_canonical_and_entries_persist(tmp_path) -> None:
     assert a == b
     assert a != cache.key({"model": "m", "messages": [{"role": "user", "content": "y"}], "temperature": 0.0})
     assert cache.get(a) is None and cache.misses == 1
-    cache.put(a, {"text": "reply"})
-    assert ResponseCache(tmp_path).get(a)["text"] == "reply"  # a fresh instance reads it from disk
+    cache.put(a, CacheEntry("reply"))
+    assert ResponseCache(tmp_path).get(a) == CacheEntry("reply")  # a fresh instance reads it from disk
     cache.path(a).write_text("{ torn")  # a corrupt entry is a miss, not a crash
     assert cache.get(a) is None
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "allowed"),
+    [
+        ("text", 3, "expected a string"),
+        ("prompt_tokens", -1, "expected an integer >= 0"),
+        ("model", ["m"], "expected a string or null"),
+        ("created", "now", "expected a number"),
+        ("key", "other", "expected the entry's own key"),
+    ],
+)
+def test_cache_entry_with_a_bad_field_is_named_and_missed(tmp_path, field, value, allowed) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache.key({"identity": {"backend": "callable", "model": "m"}, "messages": [], "schema": None})
+    cache.put(key, CacheEntry("reply", 3, 4, "m", 5.0))
+    stored = json.loads(cache.path(key).read_text())
+    assert CacheEntry.from_json(stored, key) == CacheEntry("reply", 3, 4, "m", 5.0)
+    with pytest.raises(ValueError, match=f"^field {field} is .*{allowed}"):
+        CacheEntry.from_json({**stored, field: value}, key)
+    cache.path(key).write_text(json.dumps({**stored, field: value}))
+    assert cache.get(key) is None and cache.misses == 1  # refetched and overwritten, never trusted
+
+
+def test_cache_entry_file_layout_is_unchanged(tmp_path) -> None:
+    """The bytes an entry is stored as (replays read caches written by earlier versions)."""
+    cache = ResponseCache(tmp_path)
+    key = "ab" * 32
+    cache.put(key, CacheEntry("reply", 3, 4, "m", 5.0))
+    expected = (
+        '{"text": "reply", "prompt_tokens": 3, "completion_tokens": 4, "model": "m", "created": 5.0, "key": "'
+        + key
+        + '"}\n'
+    )
+    assert cache.path(key).read_text() == expected

@@ -19,7 +19,7 @@ import pytest
 from embodmem.agents.vlm.backend import VLMUnavailableError
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.agents.vlm.images import decode_data_url, message_images
-from embodmem.agents.vlm.policy import CallablePolicy, VLMPolicy
+from embodmem.agents.vlm.policy import STAT_KEYS, CallablePolicy, VLMPolicy
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.memory import FrameMeta, Hit
 
@@ -472,3 +472,17 @@ def test_consecutive_failures_are_counted_across_tasks(server: ChatServer) -> No
     agent.reset(obs, env.spec)  # a new task does not revive a dead server
     with pytest.raises(VLMUnavailableError, match="3 VLM calls in a row failed"):
         agent.act(obs)
+
+
+def test_episode_stats_keys_and_order_are_unchanged() -> None:
+    """metrics.jsonl columns come in this order (records written before must compare line by line)."""
+    assert STAT_KEYS == (
+        "calls", "cache_hits", "invalid_replies", "format_errors", "format_misses", "retries", "failures",
+        "fallbacks", "params_dropped", "prompt_tokens", "completion_tokens", "latency_s", "attempts_ok",
+        "attempts_5xx", "attempts_429", "attempts_timeout", "attempts_connection", "attempts_malformed",
+        "attempts_oversize", "attempts_redirect",
+    )  # fmt: skip
+    agent = CallablePolicy(lambda messages: '{"action": "forward"}')
+    stats = agent.episode_stats()
+    assert list(stats) == [f"vlm_{k}" for k in STAT_KEYS] + ["vlm_dropped_params"]
+    assert stats["vlm_latency_s"] == 0.0 and stats["vlm_attempts_429"] == 0 and stats["vlm_dropped_params"] == ""
