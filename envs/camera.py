@@ -192,80 +192,88 @@ class ColumnAtlas:
 
     The robot stands at a cell centre facing one of four headings, so a column's ray meets the grid
     at fixed crossings (:class:`RayTable`); what the column shows is fixed by (heading, column,
-    crossing of the first hit, look id hit). Here each such column is computed once: which screen
-    rows the face covers, the texel row of each, and its strip of shaded, fogged texels. Rendering is
-    then a ray lookup, one gather of whole pixel columns and one colour lookup, with no float maths
-    per pixel. A second layer (something taller behind a low object) uses the same columns shaded as
-    a far face, clipped above the near face's top.
+    crossing of the first hit, look id hit). Here each is computed once: which screen rows a face
+    covers and the texel row of each (per face height), and each face's strip of shaded, fogged
+    texels (per look). Rendering is then a ray lookup, one gather of whole pixel columns and one
+    colour lookup, with no float maths per pixel. A second layer (something taller behind a low
+    object) uses the same rows shaded as a far face, clipped above the near face's top.
+
+    Colour rows of one (heading, column): background row ``r`` at ``r * 2L + k`` (repeated for the
+    ``2L`` = 2 x looks slots), then texel row ``tr`` of crossing ``j`` at ``(size + j * TEX + tr) *
+    2L + 2 * look + far``; a pixel's row table entry leaves out ``2 * look + far``, which is added
+    per column.
     """
 
     def __init__(self, camera: Camera, look: WaterLook):
         s = camera.size
-        n_looks = len(LOOK_HEIGHTS)
         tables = [RayTable(h * math.pi / 2 + camera.col_offsets, look.view_range) for h in range(HEADINGS)]
-        crossings = max(1, max(int(t.in_range.sum(axis=1).max()) for t in tables))
-        self.crossings = crossings
-        self.n_looks = n_looks
-        self.t = np.stack([t.t[:, :crossings] for t in tables]).ravel()
+        j = max(1, max(int(t.in_range.sum(axis=1).max()) for t in tables))
+        heights, look_class = np.unique(LOOK_HEIGHTS, return_inverse=True)
+        n_looks, n_heights = len(LOOK_HEIGHTS), len(heights)
+        self.crossings = j
+        self.n_heights = n_heights
+        self.look_class = look_class.astype(np.int64)
+        """Look id -> index of its height in the row tables."""
+        self.t = np.stack([t.t[:, :j] for t in tables]).ravel()
         """(heading, column, crossing) -> distance, flattened."""
-        self.in_range = np.stack([t.in_range[:, :crossings] for t in tables])
-        self.cx = np.stack([t.cx[:, :crossings] for t in tables])
-        self.cy = np.stack([t.cy[:, :crossings] for t in tables])
-        self.cx_flat = self.cx.ravel()
-        self.cy_flat = self.cy.ravel()
-        self.after = tables[0].after[:crossings, :crossings]
+        self.in_range = np.stack([t.in_range[:, :j] for t in tables])
+        self.cx_flat = np.stack([t.cx[:, :j] for t in tables]).ravel()
+        self.cy_flat = np.stack([t.cy[:, :j] for t in tables]).ravel()
+        self._cells = np.stack([(t.cy[:, :j], t.cx[:, :j]) for t in tables])
+        self.after = tables[0].after[:j, :j]
         self._width = -1
         self._offsets = np.zeros(0, dtype=np.int64)
+        t = self.t.reshape(HEADINGS, s, j)
 
-        # One entry per (heading, column, crossing, look): combo = ((h * s + c) * J + j) * L + look.
-        shape = (HEADINGS, s, crossings, n_looks)
-        d = np.broadcast_to(self.t.reshape(HEADINGS, s, crossings, 1), shape).ravel()
-        kind = np.broadcast_to(np.arange(n_looks, dtype=np.uint8), shape).ravel()
-        u = np.broadcast_to(np.stack([t.u[:, :crossings] for t in tables])[..., None], shape).ravel()
-        is_x = np.broadcast_to(np.stack([t.is_x[:, :crossings] for t in tables])[..., None], shape).ravel()
-        col_cos = np.broadcast_to(camera.col_cos[None, :, None, None], shape).ravel()
-        near_shade = np.where(is_x, 1.0, 0.78).astype(np.float32)
-        far_shade = np.full(len(d), 0.78, np.float32)
-        top, floor, texel_row, mask, near_strips, clear = camera._column_model(d, kind, u, near_shade, col_cos, look)
-        far_strips = camera._column_model(d, kind, u, far_shade, col_cos, look)[4]
+        # Rows: one entry per (heading, column, crossing, height).
+        shape = (HEADINGS, s, j, n_heights)
+        top, floor, texel_row, mask = camera._face_rows(
+            np.broadcast_to(t[..., None], shape).ravel(),
+            np.broadcast_to(heights.astype(np.float32), shape).ravel(),
+            np.broadcast_to(camera.col_cos[None, :, None, None], shape).ravel(),
+        )
+        overflow = int((mask & (texel_row >= TEX)).sum())
+        if overflow:  # never seen; in the per-pixel model such a pixel read the next strip
+            raise RuntimeError(f"{overflow} pixels map past their texture strip (size={s}, look={look})")
         rows = camera.rows[:, 0]
         self.start = (rows[None, :] < top[:, None]).sum(axis=1).astype(np.int16)
-        """First screen row the face covers (the count of rows above its top)."""
-        bottom = np.where(kind > 0, floor, -1.0)
-        self.end = (rows[None, :] < bottom[:, None]).sum(axis=1).astype(np.int16)
-        """One past the last row the face covers."""
-        self.pixels = mask.sum(axis=1).astype(np.float32) * clear
-        """Fog-weighted pixels of the near face (nothing in front of it)."""
-        self.clear = clear
-        """1 - fog: weights the far face's pixels once it is clipped."""
-        overflow = int((mask & (texel_row >= TEX)).sum())
-        if overflow:  # never seen; a texel row past the strip would read the next strip
-            raise RuntimeError(f"{overflow} pixels map past their texture strip (size={s}, look={look})")
-
-        # Colours of each (heading, column): its background rows, then a TEX-texel strip per
-        # (crossing, look, near/far). Pixels hold a row index local to their column (int16).
-        local_rows = s + crossings * n_looks * 2 * TEX
-        self.local_rows = local_rows
-        strips = np.stack([near_strips, far_strips], axis=1).reshape(HEADINGS * s, crossings * n_looks * 2 * TEX, 3)
-        background = np.broadcast_to(camera.background_rows(look)[None], (HEADINGS * s, s, 3))
-        self.colours = np.concatenate([background, strips], axis=1).astype(np.uint8).reshape(-1, 3)
-        """(heading * column * local row, 3) uint8: every colour a pixel can take."""
-        self.column_base = (np.arange(HEADINGS * s, dtype=np.int32) * local_rows).reshape(HEADINGS, s)
-        index_type = np.int16 if local_rows < 2**15 else np.int32
-        jl = (np.arange(len(d)) % (crossings * n_looks)).astype(np.int64)
-        row_ids = np.arange(s, dtype=np.int64)[None, :]
-        near = s + (jl * 2)[:, None] * TEX + texel_row
-        self.near_pixels = np.where(mask, near, row_ids).astype(index_type)
-        """(combo, screen row) -> local colour row of the near face (or the background)."""
-        far_mask = (row_ids >= self.start[:, None]) & (row_ids < self.end[:, None])
-        self.far_pixels = np.where(far_mask, near + TEX, row_ids).astype(index_type)
-        """The same for the face seen behind a low object (shaded as a far face), not yet clipped."""
+        """First screen row a face covers (the count of rows above its top)."""
+        self.end = np.where(
+            heights[None, :] > 0, (rows[None, :] < floor[:, None]).sum(axis=1).reshape(-1, n_heights), 0
+        )
+        self.end = self.end.ravel().astype(np.int16)
+        """One past the last row a face covers (0: water, nothing)."""
+        self.count = mask.sum(axis=1)
+        slots = 2 * n_looks
+        row_ids = np.arange(s, dtype=np.int32)[None, :]
+        crossing = (np.arange(len(top)) // n_heights % j).astype(np.int32)[:, None]
+        entries = np.where(mask, (s + crossing * TEX + texel_row) * slots, row_ids * slots)
+        self.row_table = entries.astype(np.int16 if slots * (s + j * TEX) < 2**15 else np.int32)
+        """(heading, column, crossing, height) x screen row -> colour row, less the look's slot."""
         self.row_ids = np.arange(s, dtype=np.int16)
+
+        # Colours: one strip per (heading, column, crossing, look), near and far shade.
+        shape = (HEADINGS, s, j, n_looks)
+        d = np.broadcast_to(t[..., None], shape).ravel()
+        kind = np.broadcast_to(np.arange(n_looks, dtype=np.uint8), shape).ravel()
+        u = np.broadcast_to(np.stack([t.u[:, :j] for t in tables])[..., None], shape).ravel()
+        is_x = np.broadcast_to(np.stack([t.is_x[:, :j] for t in tables])[..., None], shape).ravel()
+        near, clear = camera._face_strips(d, kind, u, np.where(is_x, 1.0, 0.78).astype(np.float32), look)
+        far, _ = camera._face_strips(d, kind, u, np.full(len(d), 0.78, np.float32), look)
+        self.clear = clear.reshape(shape)[..., 0].ravel()
+        """1 - fog at each (heading, column, crossing): weights a face's visible pixels."""
+        strips = np.stack([near.reshape(*shape, TEX, 3), far.reshape(*shape, TEX, 3)], axis=4)
+        strips = strips.transpose(0, 1, 2, 5, 3, 4, 6).reshape(HEADINGS * s, j * TEX * slots, 3)
+        background = np.repeat(camera.background_rows(look), slots, axis=0)
+        colours = np.concatenate([np.broadcast_to(background[None], (HEADINGS * s, s * slots, 3)), strips], axis=1)
+        self.colours = colours.astype(np.uint8).reshape(-1, 3)
+        """Every colour a pixel can take (uint8 RGB)."""
+        self.column_base = (np.arange(HEADINGS * s, dtype=np.int32) * colours.shape[1]).reshape(HEADINGS, s)
 
     def offsets(self, width: int) -> np.ndarray:
         """(heading, column, crossing) offsets into a row-major map ``width`` cells wide (cached)."""
         if self._width != width:
-            self._offsets = (self.cy * width + self.cx).astype(np.int64)
+            self._offsets = (self._cells[:, 0] * width + self._cells[:, 1]).astype(np.int64)
             self._width = width
         return self._offsets
 
@@ -336,31 +344,27 @@ class Camera:
             atlas = _ATLASES[key] = ColumnAtlas(self, look)
         return atlas
 
-    def _column_model(
-        self,
-        dist: np.ndarray,
-        kind: np.ndarray,
-        u: np.ndarray,
-        shade: np.ndarray,
-        col_cos: np.ndarray,
-        look: WaterLook,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """How wall columns look: one entry per column (a face of look ``kind`` at ``dist``).
-
-        Fog and absorption depend only on the column, so they are applied to each column's texture
-        strip (TEX texels); pixels index into the strips. Returns (top and floor in screen rows,
-        texel row per pixel (n, size), mask of the pixels the face covers (n, size), shaded strips
-        (n, TEX, 3) float 0-255, 1 - fog).
-        """
+    def _face_rows(
+        self, d: np.ndarray, height: np.ndarray, col_cos: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Where a face of ``height`` (wall heights) at distance ``d`` sits on screen, one per column:
+        (top, floor, texel row per screen row (n, size) int32, mask of the rows it covers (n, size))."""
         half = self.size / 2.0
-        d = np.where(np.isfinite(dist), dist, look.view_range).astype(np.float32)
         perp = np.maximum(d * col_cos, 1e-3)
-        top = half - self.focal * (LOOK_HEIGHTS[kind] - CAMERA_Z) / perp
+        top = half - self.focal * (height - CAMERA_Z) / perp
         floor = half + self.focal * CAMERA_Z / perp
-        bottom = np.where(kind > 0, floor, -1.0)
+        bottom = np.where(height > 0, floor, -1.0)
         rows = self.rows[:, 0][None, :]
         mask = (rows >= top[:, None]) & (rows < bottom[:, None])
         texel_row = ((rows - top[:, None]) * (TEX / np.maximum(floor - top, 1e-3))[:, None]).astype(np.int32)
+        return top, floor, texel_row, mask
+
+    def _face_strips(
+        self, d: np.ndarray, kind: np.ndarray, u: np.ndarray, shade: np.ndarray, look: WaterLook
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The texel strip (TEX texels, 0-255 float) a face of look ``kind`` shows at distance ``d``,
+        hit at ``u`` along it, and 1 - fog. Fog and absorption depend only on the distance, so they
+        are applied to the strip, not to every pixel."""
         ui = np.minimum((u * TEX).astype(np.int32), TEX - 1)
         fog = 1.0 - np.exp(-FOG_DENSITY * d / look.view_range)
         gain = np.exp(-d[:, None] * ABSORPTION_PER_CELL) * ((look.brightness * shade) * (1.0 - fog))[:, None]
@@ -368,7 +372,7 @@ class Camera:
         strips = self.atlas_flat.take(texels.ravel(), axis=0).reshape(len(d), TEX, 3)
         strips *= gain[:, None, :]
         strips += (look.water_rgb[None, :] * (255.0 * fog[:, None]))[:, None, :]
-        return top, floor, texel_row, mask, strips, 1.0 - fog
+        return strips, 1.0 - fog
 
     def render(
         self,
@@ -478,32 +482,30 @@ class Camera:
         along *= atlas.in_range[heading]
         hit = along > 0
         first = np.argmax(hit, axis=2)
-        kind = np.take_along_axis(along, first[..., None], axis=2)[..., 0]
+        ray = np.arange(first.size).reshape(first.shape) * j
+        kind = along.reshape(-1)[ray + first]
         column = heading[:, None] * s + np.arange(s)[None, :]
         at_first = column * j + first
         dist = np.where(kind > 0, atlas.t[at_first], np.inf)
         behind = hit & atlas.after[first] & (LOOK_HEIGHTS[along] > LOOK_HEIGHTS[kind][..., None] + 1e-3)
         second = np.argmax(behind, axis=2)
-        has2 = np.take_along_axis(behind, second[..., None], axis=2)[..., 0]
-        kind2 = np.where(has2, np.take_along_axis(along, second[..., None], axis=2)[..., 0], 0).astype(np.uint8)
+        kind2 = np.where(behind.reshape(-1)[ray + second], along.reshape(-1)[ray + second], 0).astype(np.uint8)
         at_second = column * j + second
-        near = at_first * atlas.n_looks + kind
-        far = at_second * atlas.n_looks + kind2
+        near = at_first * atlas.n_heights + atlas.look_class[kind]
+        colour_base = atlas.column_base[heading]
 
-        pixels = atlas.near_pixels.take(near, axis=0)
+        index = atlas.row_table.take(near, axis=0) + (colour_base + 2 * kind)[..., None]
         pixels2 = np.zeros(near.shape, np.float32)
         layered = kind2 > 0
         if layered.any():  # something taller stands behind a low object: its face shows above
             top = atlas.start[near[layered]]
-            far_l = far[layered]
-            pixels[layered] = np.where(
-                atlas.row_ids[None, :] < top[:, None], atlas.far_pixels.take(far_l, axis=0), pixels[layered]
-            )
-            shown = np.maximum(np.minimum(atlas.end[far_l], top) - atlas.start[far_l], 0)
-            pixels2[layered] = shown.astype(np.float32) * atlas.clear[far_l]
-        index = pixels + atlas.column_base[heading][..., None]
+            far = at_second[layered] * atlas.n_heights + atlas.look_class[kind2[layered]]
+            far_rows = atlas.row_table.take(far, axis=0) + (colour_base[layered] + 2 * kind2[layered] + 1)[:, None]
+            index[layered] = np.where(atlas.row_ids[None, :] < top[:, None], far_rows, index[layered])
+            shown = np.maximum(np.minimum(atlas.end[far], top) - atlas.start[far], 0)
+            pixels2[layered] = shown.astype(np.float32) * atlas.clear[at_second[layered]]
         out = images if group is None else np.empty((len(x), s, s, 3), np.uint8)
-        atlas.colours.take(index.transpose(0, 2, 1), axis=0, out=out)
+        atlas.colours.take(index.transpose(0, 2, 1), axis=0, out=out, mode="clip")
         sel = slice(None) if group is None else group
         if group is not None:
             images[group] = out
@@ -513,7 +515,7 @@ class Camera:
         vis.cell_y[sel] = y[:, None] + atlas.cy_flat[at_first]
         vis.cell_x2[sel] = x[:, None] + atlas.cx_flat[at_second]
         vis.cell_y2[sel] = y[:, None] + atlas.cy_flat[at_second]
-        vis.pixels[sel] = atlas.pixels[near]
+        vis.pixels[sel] = atlas.count[near].astype(np.float32) * atlas.clear[at_first]
         vis.pixels2[sel] = pixels2
         depth[sel] = np.where(np.isfinite(dist), dist * self.col_cos, np.inf)
 
