@@ -314,11 +314,39 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         return self._batch_infos(merged)
 
     def _batch_infos(self, infos_at: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
-        """Gymnasium's vector info layout (``VectorEnv._add_info``) for (index, info) pairs."""
-        infos: dict[str, Any] = {}
-        for i, info in infos_at:
-            infos = self._add_info(infos, info, i)
-        return infos
+        """Gymnasium's vector info layout (``VectorEnv._add_info``: an array per key and a ``_key``
+        mask) for (index, info) pairs, built a key at a time when every info has the same flat keys."""
+        if not infos_at:
+            return {}
+        keys = list(infos_at[0][1])
+        flat = all(list(info) == keys for _, info in infos_at) and not any(
+            isinstance(value, dict) for value in infos_at[0][1].values()
+        )
+        if not flat:
+            infos: dict[str, Any] = {}
+            for i, info in infos_at:
+                infos = self._add_info(infos, info, i)
+            return infos
+        rows = np.array([i for i, _ in infos_at])
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[rows] = True
+        batched: dict[str, Any] = {}
+        for key in keys:
+            values = [info[key] for _, info in infos_at]
+            first = values[0]
+            if type(first) in (int, float, bool) or issubclass(type(first), np.number):
+                array = np.zeros(self.num_envs, dtype=type(first))
+                array[rows] = values
+            elif isinstance(first, np.ndarray):
+                array = np.zeros((self.num_envs, *first.shape), dtype=first.dtype)
+                array[rows] = values
+            else:
+                array = np.full(self.num_envs, fill_value=None, dtype=object)
+                for i, value in zip(rows.tolist(), values):
+                    array[i] = value
+            batched[key] = array
+            batched[f"_{key}"] = mask.copy()
+        return batched
 
     def _check_actions(self, actions: Any) -> np.ndarray:
         array = np.asarray(actions)
