@@ -125,9 +125,10 @@ def test_make_vec_builds_it_with_mission_indices_like_the_wrapped_sync_env() -> 
     assert envs.observation_space["image"].shape == (3, 16, 16, 3)
     text = gym.make_vec("EmbodMem/Barrel-v0", num_envs=2, image_size=16)
     assert text.reset(seed=0)[0]["mission"] == ("find oil drums", "find oil drums")
-    assert "mission" not in gym.make_vec("EmbodMem/Barrel-v0", num_envs=2, image_size=16, mission_encoding="none").reset(
-        seed=0
-    )[0]
+    assert (
+        "mission"
+        not in gym.make_vec("EmbodMem/Barrel-v0", num_envs=2, image_size=16, mission_encoding="none").reset(seed=0)[0]
+    )
 
 
 def test_same_seeds_same_batches_different_seeds_differ() -> None:
