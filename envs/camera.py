@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from embodmem.envs.kernels import paint_frames
 from embodmem.envs.objects import LOOK_HEIGHTS, LOOK_KIND, TEX, texture_atlas
 
 CAMERA_Z = 0.5
@@ -220,7 +221,10 @@ class ColumnAtlas:
         self.cx_flat = np.stack([t.cx[:, :j] for t in tables]).ravel()
         self.cy_flat = np.stack([t.cy[:, :j] for t in tables]).ravel()
         self._cells = np.stack([(t.cy[:, :j], t.cx[:, :j]) for t in tables])
-        self.after = tables[0].after[:j, :j]
+        self.reach = self.in_range.sum(axis=2).astype(np.int64)
+        """Crossings within the view range of each (heading, column): they come first."""
+        self.taller = LOOK_HEIGHTS[:, None] > LOOK_HEIGHTS[None, :] + 1e-3
+        """``taller[a, b]``: a face of look a shows above a face of look b in front of it."""
         self._width = -1
         self._offsets = np.zeros(0, dtype=np.int64)
         t = self.t.reshape(HEADINGS, s, j)
@@ -475,40 +479,44 @@ class Camera:
         atlas = self.atlas_for(look)
         s = self.size
         j = atlas.crossings
-        worlds = np.arange(len(padded)) if group is None else group
+        n = len(x)
+        frames = np.arange(n) if group is None else group
         height, width = padded.shape[1], padded.shape[2]
-        base = worlds * (height * width) + (y + pad) * width + x + pad
-        along = padded.reshape(-1)[atlas.offsets(width)[heading] + base[:, None, None]]
-        along *= atlas.in_range[heading]
-        hit = along > 0
-        first = np.argmax(hit, axis=2)
-        ray = np.arange(first.size).reshape(first.shape) * j
-        kind = along.reshape(-1)[ray + first]
+        base = frames * (height * width) + (y + pad) * width + x + pad
+        kind = np.empty((n, s), np.uint8)
+        kind2 = np.empty((n, s), np.uint8)
+        first = np.empty((n, s), np.int64)
+        second = np.empty((n, s), np.int64)
+        near = np.empty((n, s), np.int64)
+        shown = np.empty((n, s), np.int64)
+        paint_frames(
+            padded.reshape(-1),
+            base,
+            heading,
+            frames,
+            atlas.offsets(width),
+            atlas.reach,
+            atlas.taller,
+            atlas.look_class,
+            atlas.n_heights,
+            atlas.row_table,
+            atlas.start,
+            atlas.end,
+            atlas.column_base,
+            atlas.colours,
+            images,
+            kind,
+            kind2,
+            first,
+            second,
+            near,
+            shown,
+        )
         column = heading[:, None] * s + np.arange(s)[None, :]
         at_first = column * j + first
-        dist = np.where(kind > 0, atlas.t[at_first], np.inf)
-        behind = hit & atlas.after[first] & (LOOK_HEIGHTS[along] > LOOK_HEIGHTS[kind][..., None] + 1e-3)
-        second = np.argmax(behind, axis=2)
-        kind2 = np.where(behind.reshape(-1)[ray + second], along.reshape(-1)[ray + second], 0).astype(np.uint8)
         at_second = column * j + second
-        near = at_first * atlas.n_heights + atlas.look_class[kind]
-        colour_base = atlas.column_base[heading]
-
-        index = atlas.row_table.take(near, axis=0) + (colour_base + 2 * kind)[..., None]
-        pixels2 = np.zeros(near.shape, np.float32)
-        layered = kind2 > 0
-        if layered.any():  # something taller stands behind a low object: its face shows above
-            top = atlas.start[near[layered]]
-            far = at_second[layered] * atlas.n_heights + atlas.look_class[kind2[layered]]
-            far_rows = atlas.row_table.take(far, axis=0) + (colour_base[layered] + 2 * kind2[layered] + 1)[:, None]
-            index[layered] = np.where(atlas.row_ids[None, :] < top[:, None], far_rows, index[layered])
-            shown = np.maximum(np.minimum(atlas.end[far], top) - atlas.start[far], 0)
-            pixels2[layered] = shown.astype(np.float32) * atlas.clear[at_second[layered]]
-        out = images if group is None else np.empty((len(x), s, s, 3), np.uint8)
-        atlas.colours.take(index.transpose(0, 2, 1), axis=0, out=out, mode="clip")
+        dist = np.where(kind > 0, atlas.t[at_first], np.inf)
         sel = slice(None) if group is None else group
-        if group is not None:
-            images[group] = out
         vis.look[sel] = kind
         vis.look2[sel] = kind2
         vis.cell_x[sel] = x[:, None] + atlas.cx_flat[at_first]
@@ -516,7 +524,7 @@ class Camera:
         vis.cell_x2[sel] = x[:, None] + atlas.cx_flat[at_second]
         vis.cell_y2[sel] = y[:, None] + atlas.cy_flat[at_second]
         vis.pixels[sel] = atlas.count[near].astype(np.float32) * atlas.clear[at_first]
-        vis.pixels2[sel] = pixels2
+        vis.pixels2[sel] = shown.astype(np.float32) * atlas.clear[at_second]
         depth[sel] = np.where(np.isfinite(dist), dist * self.col_cos, np.inf)
 
     def _draw_fish(

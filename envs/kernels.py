@@ -1,0 +1,93 @@
+"""The camera's inner loop, compiled with Numba: cast every column's ray and paint its pixels.
+
+Only integer work happens here (table lookups, comparisons, copies): every float the frame depends
+on was computed once with numpy in the column atlas (:class:`~embodmem.envs.camera.ColumnAtlas`), so
+the compiled loop gives exactly the pixels of the numpy model, for one frame or a batch. Compiled on
+first use and cached on disk (Numba's cache; ``NUMBA_CACHE_DIR`` moves it).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def paint_frames(
+    padded: np.ndarray,
+    base: np.ndarray,
+    heading: np.ndarray,
+    frame_rows: np.ndarray,
+    offsets: np.ndarray,
+    reach: np.ndarray,
+    taller: np.ndarray,
+    look_class: np.ndarray,
+    n_heights: int,
+    row_table: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    column_base: np.ndarray,
+    colours: np.ndarray,
+    images: np.ndarray,
+    kind_out: np.ndarray,
+    kind2_out: np.ndarray,
+    first_out: np.ndarray,
+    second_out: np.ndarray,
+    near_out: np.ndarray,
+    shown_out: np.ndarray,
+) -> None:
+    """For frame b (map ``padded[base[b] + ...]``, heading ``heading[b]``, image ``images[frame_rows[b]]``):
+    each column's first solid look along its ray within range (``reach[h, c]`` crossings) and the
+    first taller one behind it, then its pixels: the near face's rows, the far face's rows above the
+    near face's top, the background elsewhere (rows of ``row_table`` plus the look's colour slot)."""
+    n_frames = base.shape[0]
+    n_cols = offsets.shape[1]
+    crossings = offsets.shape[2]
+    n_rows = row_table.shape[1]
+    for b in range(n_frames):
+        h = heading[b]
+        image = images[frame_rows[b]]
+        for c in range(n_cols):
+            limit = reach[h, c]
+            first = 0
+            k1 = 0
+            for j in range(limit):
+                k = padded[base[b] + offsets[h, c, j]]
+                if k > 0:
+                    first = j
+                    k1 = k
+                    break
+            second = 0
+            k2 = 0
+            if k1 > 0:
+                for j in range(first + 1, limit):
+                    k = padded[base[b] + offsets[h, c, j]]
+                    if k > 0 and taller[k, k1]:
+                        second = j
+                        k2 = k
+                        break
+            column = h * n_cols + c
+            near = (column * crossings + first) * n_heights + look_class[k1]
+            slot = column_base[h, c] + 2 * k1
+            kind_out[b, c] = k1
+            kind2_out[b, c] = k2
+            first_out[b, c] = first
+            second_out[b, c] = second
+            near_out[b, c] = near
+            if k2 > 0:
+                far = (column * crossings + second) * n_heights + look_class[k2]
+                top = start[near]
+                far_slot = column_base[h, c] + 2 * k2 + 1
+                for r in range(n_rows):
+                    index = row_table[far, r] + far_slot if r < top else row_table[near, r] + slot
+                    image[r, c, 0] = colours[index, 0]
+                    image[r, c, 1] = colours[index, 1]
+                    image[r, c, 2] = colours[index, 2]
+                shown_out[b, c] = max(min(end[far], top) - start[far], 0)
+            else:
+                for r in range(n_rows):
+                    index = row_table[near, r] + slot
+                    image[r, c, 0] = colours[index, 0]
+                    image[r, c, 1] = colours[index, 1]
+                    image[r, c, 2] = colours[index, 2]
+                shown_out[b, c] = 0
