@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from embodmem.envs.kernels import paint_frames
+from embodmem.envs.kernels import fish_in_view, paint_frames, sonar_ranges
 from embodmem.envs.objects import LOOK_HEIGHTS, LOOK_KIND, TEX, texture_atlas
 
 CAMERA_Z = 0.5
@@ -538,13 +538,12 @@ class Camera:
         looks: list[WaterLook],
     ) -> None:
         """Fish are small silver-teal sprites, hidden behind nearer walls (a per-column z-buffer)."""
-        fwd = _HEADING_VECTORS[heading][:, None, :]
-        rel = fish - np.stack([x + 0.5, y + 0.5], axis=1)[:, None, :]
-        f = rel[..., 0] * fwd[..., 0] + rel[..., 1] * fwd[..., 1]
-        lat = rel[..., 0] * -fwd[..., 1] + rel[..., 1] * fwd[..., 0]
         s = self.size
-        view_range = np.array([look.view_range for look in looks])[:, None]
-        near = (f > 0.4) & (f < view_range) & (np.abs(lat) < f * (s / (2 * self.focal)) + 0.5)
+        f = np.empty(fish.shape[:2])
+        lat = np.empty(fish.shape[:2])
+        near = np.empty(fish.shape[:2], dtype=np.bool_)
+        view_range = np.array([look.view_range for look in looks])
+        fish_in_view(fish, x, y, _HEADING_VECTORS, heading, view_range, s / (2 * self.focal), f, lat, near)
         for i, k in zip(*np.nonzero(near)):
             fi, li, look = float(f[i, k]), float(lat[i, k]), looks[i]
             cx = s / 2 + self.focal * li / fi
@@ -585,8 +584,8 @@ class Sonar:
         self._tables = [RayTable(h * math.pi / 2 + self.offsets, max_range) for h in range(HEADINGS)]
         beams = len(self.offsets)
         crossings = max([1] + [int(t.in_range.sum(axis=1).max()) for t in self._tables if beams])
-        self._t = np.stack([t.t[:, :crossings] for t in self._tables]).reshape(HEADINGS, beams * crossings)
-        self._in_range = np.stack([t.in_range[:, :crossings] for t in self._tables])
+        self._t = np.stack([t.t[:, :crossings] for t in self._tables])
+        self._reach = np.stack([t.in_range[:, :crossings].sum(axis=1) for t in self._tables]).astype(np.int64)
         self._cells = np.stack([(t.cy[:, :crossings], t.cx[:, :crossings]) for t in self._tables])
         self._width = -1
         self._offsets = np.zeros(0, dtype=np.int64)
@@ -608,13 +607,16 @@ class Sonar:
         if self._width != width:
             self._offsets = (self._cells[:, 0] * width + self._cells[:, 1]).astype(np.int64)
             self._width = width
-        heading = np.asarray(heading, dtype=np.int64)
         base = np.arange(n) * (height * width) + (np.asarray(y) + pad) * width + np.asarray(x) + pad
-        along = padded.reshape(-1)[self._offsets[heading] + base[:, None, None]]
-        along *= self._in_range[heading]
-        hit = along > 0
-        first = np.argmax(hit, axis=2)
-        has = np.take_along_axis(hit, first[..., None], axis=2)[..., 0]
-        crossings = hit.shape[2]
-        t = np.take_along_axis(self._t[heading], np.arange(beams) * crossings + first, axis=1)
-        return np.minimum(np.where(has, t, np.inf), self.max_range).astype(np.float32)
+        out = np.empty((n, beams), np.float32)
+        sonar_ranges(
+            padded.reshape(-1),
+            base,
+            np.asarray(heading, dtype=np.int64),
+            self._offsets,
+            self._reach,
+            self._t,
+            np.float32(self.max_range),
+            out,
+        )
+        return out

@@ -91,3 +91,57 @@ def paint_frames(
                     image[r, c, 1] = colours[index, 1]
                     image[r, c, 2] = colours[index, 2]
                 shown_out[b, c] = 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def sonar_ranges(
+    padded: np.ndarray,
+    base: np.ndarray,
+    heading: np.ndarray,
+    offsets: np.ndarray,
+    reach: np.ndarray,
+    distance: np.ndarray,
+    max_range: np.float32,
+    out: np.ndarray,
+) -> None:
+    """For pose b and beam k: the distance of the first solid crossing within range (``reach``), or
+    ``max_range``; ``distance[h, k, j]`` is the table's float32 distance of crossing j."""
+    for b in range(base.shape[0]):
+        h = heading[b]
+        for k in range(offsets.shape[1]):
+            value = max_range
+            for j in range(reach[h, k]):
+                if padded[base[b] + offsets[h, k, j]] > 0:
+                    value = min(distance[h, k, j], max_range)
+                    break
+            out[b, k] = value
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def fish_in_view(
+    fish: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    forward: np.ndarray,
+    heading: np.ndarray,
+    view_range: np.ndarray,
+    spread: float,
+    along: np.ndarray,
+    across: np.ndarray,
+    near: np.ndarray,
+) -> None:
+    """Each fish's distance ahead of the camera (``along``), to its right (``across``) and whether it
+    lies in the view cone and range (``near``); plain IEEE double arithmetic, as numpy does it."""
+    for b in range(fish.shape[0]):
+        cos_h = forward[heading[b], 0]
+        sin_h = forward[heading[b], 1]
+        ox = x[b] + 0.5
+        oy = y[b] + 0.5
+        for i in range(fish.shape[1]):
+            rx = fish[b, i, 0] - ox
+            ry = fish[b, i, 1] - oy
+            f = rx * cos_h + ry * sin_h
+            lat = rx * -sin_h + ry * cos_h
+            along[b, i] = f
+            across[b, i] = lat
+            near[b, i] = f > 0.4 and f < view_range[b] and abs(lat) < f * spread + 0.5

@@ -106,6 +106,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             obs_spaces["mission"] = spaces.Discrete(len(MISSIONS))
         elif mission_encoding == "none":
             del obs_spaces["mission"]
+        self._spaces = obs_spaces
         self.single_observation_space = spaces.Dict(obs_spaces)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
@@ -131,19 +132,21 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
                 f"options['reset_mask']={mask!r} is not allowed; allowed: a bool array of shape ({self.num_envs},)"
             )
         obs = self._empty_obs()
-        done = [(i, *self._reset_env(i, seeds[i], options or None)) for i in np.flatnonzero(mask)]
+        done = [(i, *self._reset_env(i, seeds[i], options or None)) for i in np.flatnonzero(mask).tolist()]
         for i, sub_obs, _ in done:
             self._put(obs, i, sub_obs)
         self._autoreset[mask] = False
         return self._finish(obs), self._batch_infos([(i, info) for i, _, info in done])
 
-    def reset_one(self, index: int, seed: int | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    def reset_one(
+        self, index: int, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Reset sub-env ``index`` alone with its own ``options`` (a new world, task, start...) and
         return its observation and info; its next ``step`` steps it. For a caller that drives
         resets itself (``autoreset_mode="Disabled"``), e.g. a runner."""
         obs, info = self._reset_env(index, seed, options)
         self._autoreset[index] = False
-        return {"obs": obs, "info": info}
+        return obs, info
 
     def step(self, actions: Any) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action (a sub-env that ended last step is reset instead, in
@@ -274,7 +277,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
     def _empty_obs(self) -> dict[str, Any]:
         """One batch of observations to fill; a text ``mission`` is a list until :meth:`_finish`."""
         obs: dict[str, Any] = {}
-        for key, space in self.single_observation_space.spaces.items():
+        for key, space in self._spaces.items():
             if key == "mission" and self.mission_encoding == "text":
                 obs[key] = [None] * self.num_envs  # a tuple once filled (_finish)
             else:
@@ -393,10 +396,9 @@ class _naming:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
         if error is not None and isinstance(error, Exception) and not isinstance(error, SubEnvError):
             raise SubEnvError(self.index, self.world_seed, error) from error
-        return False
 
 
 def make_underwater_vector(num_envs: int = 1, **kwargs: Any) -> UnderwaterVectorEnv:
