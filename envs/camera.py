@@ -477,21 +477,14 @@ class Camera:
     ) -> None:
         """Cast and draw the frames of one water look into ``images``/``vis``/``depth`` (rows ``group``)."""
         atlas = self.atlas_for(look)
-        s = self.size
-        j = atlas.crossings
-        n = len(x)
-        frames = np.arange(n) if group is None else group
+        frames = np.arange(len(x)) if group is None else group
         height, width = padded.shape[1], padded.shape[2]
         base = frames * (height * width) + (y + pad) * width + x + pad
-        kind = np.empty((n, s), np.uint8)
-        kind2 = np.empty((n, s), np.uint8)
-        first = np.empty((n, s), np.int64)
-        second = np.empty((n, s), np.int64)
-        near = np.empty((n, s), np.int64)
-        shown = np.empty((n, s), np.int64)
         paint_frames(
             padded.reshape(-1),
             base,
+            x,
+            y,
             heading,
             frames,
             atlas.offsets(width),
@@ -502,30 +495,25 @@ class Camera:
             atlas.row_table,
             atlas.start,
             atlas.end,
+            atlas.count,
             atlas.column_base,
             atlas.colours,
+            atlas.t,
+            atlas.clear,
+            atlas.cx_flat,
+            atlas.cy_flat,
+            self.col_cos,
             images,
-            kind,
-            kind2,
-            first,
-            second,
-            near,
-            shown,
+            vis.look,
+            vis.look2,
+            vis.cell_x,
+            vis.cell_y,
+            vis.cell_x2,
+            vis.cell_y2,
+            vis.pixels,
+            vis.pixels2,
+            depth,
         )
-        column = heading[:, None] * s + np.arange(s)[None, :]
-        at_first = column * j + first
-        at_second = column * j + second
-        dist = np.where(kind > 0, atlas.t[at_first], np.inf)
-        sel = slice(None) if group is None else group
-        vis.look[sel] = kind
-        vis.look2[sel] = kind2
-        vis.cell_x[sel] = x[:, None] + atlas.cx_flat[at_first]
-        vis.cell_y[sel] = y[:, None] + atlas.cy_flat[at_first]
-        vis.cell_x2[sel] = x[:, None] + atlas.cx_flat[at_second]
-        vis.cell_y2[sel] = y[:, None] + atlas.cy_flat[at_second]
-        vis.pixels[sel] = atlas.count[near].astype(np.float32) * atlas.clear[at_first]
-        vis.pixels2[sel] = shown.astype(np.float32) * atlas.clear[at_second]
-        depth[sel] = np.where(np.isfinite(dist), dist * self.col_cos, np.inf)
 
     def _draw_fish(
         self,

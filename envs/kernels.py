@@ -16,6 +16,8 @@ import numpy as np
 def paint_frames(
     padded: np.ndarray,
     base: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
     heading: np.ndarray,
     frame_rows: np.ndarray,
     offsets: np.ndarray,
@@ -26,27 +28,38 @@ def paint_frames(
     row_table: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
+    count: np.ndarray,
     column_base: np.ndarray,
     colours: np.ndarray,
+    distance: np.ndarray,
+    clear: np.ndarray,
+    cell_dx: np.ndarray,
+    cell_dy: np.ndarray,
+    col_cos: np.ndarray,
     images: np.ndarray,
-    kind_out: np.ndarray,
-    kind2_out: np.ndarray,
-    first_out: np.ndarray,
-    second_out: np.ndarray,
-    near_out: np.ndarray,
-    shown_out: np.ndarray,
+    look: np.ndarray,
+    look2: np.ndarray,
+    cell_x: np.ndarray,
+    cell_y: np.ndarray,
+    cell_x2: np.ndarray,
+    cell_y2: np.ndarray,
+    pixels: np.ndarray,
+    pixels2: np.ndarray,
+    depth: np.ndarray,
 ) -> None:
-    """For frame b (map ``padded[base[b] + ...]``, heading ``heading[b]``, image ``images[frame_rows[b]]``):
-    each column's first solid look along its ray within range (``reach[h, c]`` crossings) and the
-    first taller one behind it, then its pixels: the near face's rows, the far face's rows above the
-    near face's top, the background elsewhere (rows of ``row_table`` plus the look's colour slot)."""
-    n_frames = base.shape[0]
+    """Frame b: map ``padded[base[b] + ...]``, pose ``x[b], y[b], heading[b]``, written to row
+    ``frame_rows[b]`` of ``images`` and the per-column outputs. Each column: the first solid look
+    along its ray within range (``reach[h, c]`` crossings) and the first taller one behind it; its
+    pixels: the near face's rows, the far face's rows above the near face's top, the background
+    elsewhere (rows of ``row_table`` plus the look's colour slot); what it shows (looks, cells,
+    fog-weighted pixel counts) and its depth for the fish z-buffer."""
     n_cols = offsets.shape[1]
     crossings = offsets.shape[2]
     n_rows = row_table.shape[1]
-    for b in range(n_frames):
+    for b in range(base.shape[0]):
         h = heading[b]
-        image = images[frame_rows[b]]
+        out = frame_rows[b]
+        image = images[out]
         for c in range(n_cols):
             limit = reach[h, c]
             first = 0
@@ -67,15 +80,12 @@ def paint_frames(
                         k2 = k
                         break
             column = h * n_cols + c
-            near = (column * crossings + first) * n_heights + look_class[k1]
+            at_first = column * crossings + first
+            at_second = column * crossings + second
+            near = at_first * n_heights + look_class[k1]
             slot = column_base[h, c] + 2 * k1
-            kind_out[b, c] = k1
-            kind2_out[b, c] = k2
-            first_out[b, c] = first
-            second_out[b, c] = second
-            near_out[b, c] = near
             if k2 > 0:
-                far = (column * crossings + second) * n_heights + look_class[k2]
+                far = at_second * n_heights + look_class[k2]
                 top = start[near]
                 far_slot = column_base[h, c] + 2 * k2 + 1
                 for r in range(n_rows):
@@ -83,14 +93,23 @@ def paint_frames(
                     image[r, c, 0] = colours[index, 0]
                     image[r, c, 1] = colours[index, 1]
                     image[r, c, 2] = colours[index, 2]
-                shown_out[b, c] = max(min(end[far], top) - start[far], 0)
+                shown = max(min(end[far], top) - start[far], 0)
             else:
                 for r in range(n_rows):
                     index = row_table[near, r] + slot
                     image[r, c, 0] = colours[index, 0]
                     image[r, c, 1] = colours[index, 1]
                     image[r, c, 2] = colours[index, 2]
-                shown_out[b, c] = 0
+                shown = 0
+            look[out, c] = k1
+            look2[out, c] = k2
+            cell_x[out, c] = x[b] + cell_dx[at_first]
+            cell_y[out, c] = y[b] + cell_dy[at_first]
+            cell_x2[out, c] = x[b] + cell_dx[at_second]
+            cell_y2[out, c] = y[b] + cell_dy[at_second]
+            pixels[out, c] = np.float32(count[near]) * clear[at_first]
+            pixels2[out, c] = np.float32(shown) * clear[at_second]
+            depth[out, c] = distance[at_first] * col_cos[c] if k1 > 0 else np.inf
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
