@@ -195,14 +195,9 @@ class ColumnAtlas:
     at fixed crossings (:class:`RayTable`); what the column shows is fixed by (heading, column,
     crossing of the first hit, look id hit). Here each is computed once: which screen rows a face
     covers and the texel row of each (per face height), and each face's strip of shaded, fogged
-    texels (per look). Rendering is then a ray lookup, one gather of whole pixel columns and one
-    colour lookup, with no float maths per pixel. A second layer (something taller behind a low
+    texels (per look). Rendering (envs/kernels.py) is then a ray lookup and, per pixel, a texel row
+    and a colour lookup, with no float maths. A second layer (something taller behind a low
     object) uses the same rows shaded as a far face, clipped above the near face's top.
-
-    Colour rows of one (heading, column): background row ``r`` at ``r * 2L + k`` (repeated for the
-    ``2L`` = 2 x looks slots), then texel row ``tr`` of crossing ``j`` at ``(size + j * TEX + tr) *
-    2L + 2 * look + far``; a pixel's row table entry leaves out ``2 * look + far``, which is added
-    per column.
     """
 
     def __init__(self, camera: Camera, look: WaterLook):
@@ -248,13 +243,9 @@ class ColumnAtlas:
         self.end = self.end.ravel().astype(np.int16)
         """One past the last row a face covers (0: water, nothing)."""
         self.count = mask.sum(axis=1)
-        slots = 2 * n_looks
-        row_ids = np.arange(s, dtype=np.int32)[None, :]
-        crossing = (np.arange(len(top)) // n_heights % j).astype(np.int32)[:, None]
-        entries = np.where(mask, (s + crossing * TEX + texel_row) * slots, row_ids * slots)
-        self.row_table = entries.astype(np.int16 if slots * (s + j * TEX) < 2**15 else np.int32)
-        """(heading, column, crossing, height) x screen row -> colour row, less the look's slot."""
-        self.row_ids = np.arange(s, dtype=np.int16)
+        self.texel_rows = np.where(mask, texel_row, -1).astype(np.int8)
+        """(heading, column, crossing, height) x screen row -> the face's texel row there (-1: not
+        covered, the background shows)."""
 
         # Colours: one strip per (heading, column, crossing, look), near and far shade.
         shape = (HEADINGS, s, j, n_looks)
@@ -266,13 +257,10 @@ class ColumnAtlas:
         far, _ = camera._face_strips(d, kind, u, np.full(len(d), 0.78, np.float32), look)
         self.clear = clear.reshape(shape)[..., 0].ravel()
         """1 - fog at each (heading, column, crossing): weights a face's visible pixels."""
-        strips = np.stack([near.reshape(*shape, TEX, 3), far.reshape(*shape, TEX, 3)], axis=4)
-        strips = strips.transpose(0, 1, 2, 5, 3, 4, 6).reshape(HEADINGS * s, j * TEX * slots, 3)
-        background = np.repeat(camera.background_rows(look), slots, axis=0)
-        colours = np.concatenate([np.broadcast_to(background[None], (HEADINGS * s, s * slots, 3)), strips], axis=1)
-        self.colours = colours.astype(np.uint8).reshape(-1, 3)
-        """Every colour a pixel can take (uint8 RGB)."""
-        self.column_base = (np.arange(HEADINGS * s, dtype=np.int32) * colours.shape[1]).reshape(HEADINGS, s)
+        self.strips = np.stack([near, far], axis=1).astype(np.uint8).reshape(-1, 3)
+        """((((heading, column, crossing, look), near/far), texel row) -> uint8 RGB."""
+        self.background = camera.background_rows(look).astype(np.uint8)
+        """(size, 3) uint8: each screen row with nothing in front."""
 
     def offsets(self, width: int) -> np.ndarray:
         """(heading, column, crossing) offsets into a row-major map ``width`` cells wide (cached)."""
@@ -492,12 +480,14 @@ class Camera:
             atlas.taller,
             atlas.look_class,
             atlas.n_heights,
-            atlas.row_table,
+            atlas.texel_rows,
             atlas.start,
             atlas.end,
             atlas.count,
-            atlas.column_base,
-            atlas.colours,
+            atlas.strips,
+            atlas.background,
+            len(LOOK_HEIGHTS),
+            TEX,
             atlas.t,
             atlas.clear,
             atlas.cx_flat,

@@ -25,12 +25,14 @@ def paint_frames(
     taller: np.ndarray,
     look_class: np.ndarray,
     n_heights: int,
-    row_table: np.ndarray,
+    texel_rows: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
     count: np.ndarray,
-    column_base: np.ndarray,
-    colours: np.ndarray,
+    strips: np.ndarray,
+    background: np.ndarray,
+    n_looks: int,
+    strip: int,
     distance: np.ndarray,
     clear: np.ndarray,
     cell_dx: np.ndarray,
@@ -51,11 +53,11 @@ def paint_frames(
     ``frame_rows[b]`` of ``images`` and the per-column outputs. Each column: the first solid look
     along its ray within range (``reach[h, c]`` crossings) and the first taller one behind it; its
     pixels: the near face's rows, the far face's rows above the near face's top, the background
-    elsewhere (rows of ``row_table`` plus the look's colour slot); what it shows (looks, cells,
+    elsewhere; what it shows (looks, cells,
     fog-weighted pixel counts) and its depth for the fish z-buffer."""
     n_cols = offsets.shape[1]
     crossings = offsets.shape[2]
-    n_rows = row_table.shape[1]
+    n_rows = texel_rows.shape[1]
     for b in range(base.shape[0]):
         h = heading[b]
         out = frame_rows[b]
@@ -83,24 +85,26 @@ def paint_frames(
             at_first = column * crossings + first
             at_second = column * crossings + second
             near = at_first * n_heights + look_class[k1]
-            slot = column_base[h, c] + 2 * k1
-            if k2 > 0:
-                far = at_second * n_heights + look_class[k2]
-                top = start[near]
-                far_slot = column_base[h, c] + 2 * k2 + 1
-                for r in range(n_rows):
-                    index = row_table[far, r] + far_slot if r < top else row_table[near, r] + slot
-                    image[r, c, 0] = colours[index, 0]
-                    image[r, c, 1] = colours[index, 1]
-                    image[r, c, 2] = colours[index, 2]
-                shown = max(min(end[far], top) - start[far], 0)
-            else:
-                for r in range(n_rows):
-                    index = row_table[near, r] + slot
-                    image[r, c, 0] = colours[index, 0]
-                    image[r, c, 1] = colours[index, 1]
-                    image[r, c, 2] = colours[index, 2]
-                shown = 0
+            near_strip = (at_first * n_looks + k1) * 2 * strip
+            top = start[near] if k2 > 0 else 0
+            far = at_second * n_heights + look_class[k2]
+            far_strip = ((at_second * n_looks + k2) * 2 + 1) * strip
+            for r in range(n_rows):
+                if r < top:
+                    texel = texel_rows[far, r]
+                    index = far_strip + texel
+                else:
+                    texel = texel_rows[near, r]
+                    index = near_strip + texel
+                if texel < 0:
+                    image[r, c, 0] = background[r, 0]
+                    image[r, c, 1] = background[r, 1]
+                    image[r, c, 2] = background[r, 2]
+                else:
+                    image[r, c, 0] = strips[index, 0]
+                    image[r, c, 1] = strips[index, 1]
+                    image[r, c, 2] = strips[index, 2]
+            shown = max(min(end[far], top) - start[far], 0) if k2 > 0 else 0
             look[out, c] = k1
             look2[out, c] = k2
             cell_x[out, c] = x[b] + cell_dx[at_first]
