@@ -171,17 +171,22 @@ class BatchVisibility:
     cell_y2: np.ndarray
     pixels: np.ndarray
     pixels2: np.ndarray
+    kind: np.ndarray | None = None
+    """The kinds of ``look`` (set by :meth:`Camera.render_batch`)."""
+    kind2: np.ndarray | None = None
 
     def of(self, i: int) -> dict[str, np.ndarray]:
         """The visibility record of frame ``i`` (the dict :meth:`Camera.render` returns)."""
+        if self.kind is None or self.kind2 is None:
+            self.kind, self.kind2 = LOOK_KIND[self.look], LOOK_KIND[self.look2]
         return {
-            "kind": LOOK_KIND[self.look[i]],
+            "kind": self.kind[i],
             "look": self.look[i],
             "look2": self.look2[i],
             "cell_x": self.cell_x[i],
             "cell_y": self.cell_y[i],
             "pixels": self.pixels[i],
-            "kind2": LOOK_KIND[self.look2[i]],
+            "kind2": self.kind2[i],
             "cell_x2": self.cell_x2[i],
             "cell_y2": self.cell_y2[i],
             "pixels2": self.pixels2[i],

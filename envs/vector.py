@@ -228,6 +228,9 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             obs["image"][rows] = images
             for view, frames in views.items():
                 obs[view][rows] = frames
+        clean_sonar = self.envs[0].sonar_noise_m == 0 and self.envs[0].sonar_dropout == 0
+        if clean_sonar:  # no noise, no dropouts: degrade_sonar draws nothing and keeps the values
+            obs["sonar"][rows] = ranges * self.envs[0].cell_size_m
         infos = []
         for k, (i, env) in enumerate(zip(stepped, envs)):
             with _naming(i, env.world_seed):
@@ -235,7 +238,8 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
                 env.particles = particles[k]
                 env._visibility = visibility.of(k)
                 env._last_image = images[k]
-                obs["sonar"][i] = env._sonar_reading(ranges[k])
+                if not clean_sonar:
+                    obs["sonar"][i] = env._sonar_reading(ranges[k])
                 obs["pose"][i] = env._pose_reading()
                 self._put_rest(obs, i, env)
                 infos.append((i, env._info(bool(successes[i]))))
