@@ -29,8 +29,8 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 from minigrid.wrappers import RGBImgPartialObsWrapper  # noqa: E402
 
+import embodmem  # noqa: E402, F401  (registers EmbodMem/*)
 from embodmem.atomic import atomic_write_text  # noqa: E402
-from embodmem.envs.underwater import UnderwaterEnv  # noqa: E402
 from embodmem.envs.vector import UnderwaterVectorEnv  # noqa: E402
 
 MINIGRID = "MiniGrid-Empty-16x16 RGBImgPartialObs (tile 8)"
@@ -85,7 +85,7 @@ def build_rows() -> list[Row]:
         "underwater 128x128, camera 64x64": dict(size=128, image_size=64),
     }
     for name, settings in singles.items():
-        rows.append(Row(name, single_env_rate(UnderwaterEnv(task="wreck", world_seed=0, **settings))))
+        rows.append(Row(name, single_env_rate(gym.make("EmbodMem/Wreck-v0", world_seed=0, **settings))))
     for b in BATCH_SIZES:
         envs = UnderwaterVectorEnv(num_envs=b, world_seeds=list(range(b)), task="wreck", mission_encoding="index")
         rows.append(Row(f"batched B={b}, 32x32 worlds, camera 64x64 + sonar + pose", batched_rate(envs)))

@@ -222,6 +222,8 @@ class ColumnAtlas:
         self.cy_flat = np.stack([t.cy[:, :j] for t in tables]).ravel()
         self._cells = np.stack([(t.cy[:, :j], t.cx[:, :j]) for t in tables])
         self.reach = self.in_range.sum(axis=2).astype(np.int64)
+        self.pad_needed = tables[0].reach
+        """Rock cells a map must be padded with so that no ray leaves it."""
         """Crossings within the view range of each (heading, column): they come first."""
         self.taller = LOOK_HEIGHTS[:, None] > LOOK_HEIGHTS[None, :] + 1e-3
         """``taller[a, b]``: a face of look a shows above a face of look b in front of it."""
@@ -422,6 +424,7 @@ class Camera:
         x = np.asarray(x, dtype=np.int64)
         y = np.asarray(y, dtype=np.int64)
         heading = np.asarray(heading, dtype=np.int64)
+        _check_poses(padded, pad, x, y, heading, 0)
         images = np.empty((n, s, s, 3), dtype=np.uint8)
         vis = BatchVisibility(
             look=np.empty((n, s), np.uint8),
@@ -470,6 +473,8 @@ class Camera:
     ) -> None:
         """Cast and draw the frames of one water look into ``images``/``vis``/``depth`` (rows ``group``)."""
         atlas = self.atlas_for(look)
+        if pad < atlas.pad_needed:
+            raise ValueError(f"pad={pad} is too small; allowed: >= {atlas.pad_needed} (rays reach that far)")
         frames = np.arange(len(x)) if group is None else group
         height, width = padded.shape[1], padded.shape[2]
         base = frames * (height * width) + (y + pad) * width + x + pad
@@ -550,6 +555,22 @@ class Camera:
             )
 
 
+def _check_poses(padded: np.ndarray, pad: int, x: np.ndarray, y: np.ndarray, heading: np.ndarray, needed: int) -> None:
+    """The compiled loops read the maps unchecked: refuse, in one line, a pose or pad they would
+    read outside of."""
+    if padded.ndim != 3 or padded.dtype != np.uint8 or not padded.flags.c_contiguous:
+        raise ValueError(f"padded: {padded.dtype} {padded.shape}; allowed: a C-contiguous (B, H, W) uint8 array")
+    if pad < needed:
+        raise ValueError(f"pad={pad} is too small; allowed: >= {needed} (rays reach that far)")
+    height, width = padded.shape[1] - 2 * pad, padded.shape[2] - 2 * pad
+    if len(x) != len(padded) or len(y) != len(x) or len(heading) != len(x):
+        raise ValueError(f"{len(x)} x, {len(y)} y, {len(heading)} headings for {len(padded)} maps; allowed: one each")
+    if len(x) and (x.min() < 0 or y.min() < 0 or x.max() >= width or y.max() >= height):
+        raise ValueError(f"poses x={x.tolist()}, y={y.tolist()}; allowed: cells inside the {width}x{height} map")
+    if len(x) and (heading.min() < 0 or heading.max() >= HEADINGS):
+        raise ValueError(f"heading={heading.tolist()}; allowed: 0-3")
+
+
 _ATLASES: dict[tuple[int, float, float, float], ColumnAtlas] = {}
 """Column atlases by (size, fov, view range, brightness): one per camera geometry and light, shared
 by every camera of the process (they are read-only)."""
@@ -590,12 +611,16 @@ class Sonar:
         if self._width != width:
             self._offsets = (self._cells[:, 0] * width + self._cells[:, 1]).astype(np.int64)
             self._width = width
-        base = np.arange(n) * (height * width) + (np.asarray(y) + pad) * width + np.asarray(x) + pad
+        x = np.asarray(x, dtype=np.int64)
+        y = np.asarray(y, dtype=np.int64)
+        heading = np.asarray(heading, dtype=np.int64)
+        _check_poses(padded, pad, x, y, heading, self.reach)
+        base = np.arange(n) * (height * width) + (y + pad) * width + x + pad
         out = np.empty((n, beams), np.float32)
         sonar_ranges(
             padded.reshape(-1),
             base,
-            np.asarray(heading, dtype=np.int64),
+            heading,
             self._offsets,
             self._reach,
             self._t,
