@@ -156,3 +156,23 @@ def test_bad_input_and_sub_env_errors_name_the_sub_env_and_its_world() -> None:
         UnderwaterVectorEnv(num_envs=1, autoreset_mode="sometimes")
     with pytest.raises(SubEnvError, match=r"sub-env 0 \(world_seed=3\): ValueError: EnvConfig.size: 5"):
         UnderwaterVectorEnv(num_envs=1, world_seed=3, size=5)
+
+
+def test_the_batched_camera_refuses_what_its_compiled_loop_would_read_outside_of() -> None:
+    from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
+
+    kinds = np.zeros((8, 8), np.uint8)
+    kinds[:, 6] = 1
+    cam, look = Camera(16, 90.0), WaterLook.for_light(10.0, 8.0)
+    padded = pad_kinds(kinds, 12)[None]
+    with pytest.raises(ValueError, match=r"poses x=\[8\], y=\[4\]; allowed: cells inside the 8x8 map"):
+        cam.render_batch(padded, 12, np.array([8]), np.array([4]), np.array([0]), [look])
+    with pytest.raises(ValueError, match=r"pad=3 is too small; allowed: >= 10"):
+        cam.render_batch(pad_kinds(kinds, 3)[None], 3, np.array([2]), np.array([4]), np.array([0]), [look])
+    with pytest.raises(ValueError, match=r"heading=\[4\]; allowed: 0-3"):
+        Sonar(np.linspace(-1, 1, 5), 8.0).scan_batch(padded, 12, np.array([2]), np.array([4]), np.array([4]))
+    images, _ = cam.render_batch(
+        np.concatenate([padded, padded]), 12, np.array([2, 2]), np.array([4, 4]), np.array([0, 2]), [look, look]
+    )
+    assert np.array_equal(images[0], cam.render(padded[0], 12, 2, 4, 0, look)[0])
+    assert not np.array_equal(images[0], images[1])  # facing the wall and facing away differ
