@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-import embodmem  # noqa: F401  (registers the ids)
+import embodmem  # registers the ids; compose
 from embodmem.envs.tasks import MISSIONS
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.vector import SubEnvError, UnderwaterVectorEnv
@@ -72,6 +72,25 @@ def test_matches_gymnasiums_sync_vector_env_bit_for_bit(mode: str, settings: dic
         ends += int(mine[2].sum() + mine[3].sum())
         assert ours.observation_space.contains(mine[0])
     assert ends >= 20  # autoreset really happened, many times
+
+
+def test_env_noisy_as_the_app_builds_it_matches_sync_vector_env() -> None:
+    """``env=noisy`` (sonar noise and dropouts, drift carried across the tasks of a visit), with the
+    keywords the app gives the env, over a two-task sequence."""
+    from embodmem.app import env_kwargs
+
+    settings = {**env_kwargs(embodmem.compose(["env=noisy"])), "image_size": 32, "max_steps": 30}
+    assert settings["odometry_carry"] and settings["sonar_dropout"] > 0 and settings["odometry_drift_pct"] > 0
+    seeds = [2, 6, 10]
+    ours = UnderwaterVectorEnv(num_envs=3, world_seeds=seeds, tasks=("wreck", "barrel"), **settings)
+    ref = gym.vector.SyncVectorEnv(
+        [lambda s=s: UnderwaterEnv(world_seed=s, tasks=("wreck", "barrel"), **settings) for s in seeds]
+    )
+    assert_same(ours.reset(seed=1, options={"start": "random"}), ref.reset(seed=1, options={"start": "random"}))
+    rng = np.random.default_rng(4)
+    for _ in range(150):
+        actions = random_actions(rng, 3)
+        assert_same(ours.step(actions), ref.step(actions))
 
 
 def test_each_sub_env_is_the_single_env_alone_with_per_world_options() -> None:
