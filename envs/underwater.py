@@ -455,16 +455,27 @@ class UnderwaterEnv(MiniGridEnv):
     def gen_obs(self) -> dict[str, Any]:
         look = self._look()
         x, y, d = self.agent_pos[0], self.agent_pos[1], self.agent_dir
-        image, self._visibility = self.camera.render(self._padded, self._pad, x, y, d, look, self.fish, self.particles)
-        self._last_image = image
-        obs: dict[str, Any] = {"image": image}
-        for view in self.extra_views:
-            obs[view], _ = self.camera.render(
+        image, visibility = self.camera.render(self._padded, self._pad, x, y, d, look, self.fish, self.particles)
+        views = {
+            view: self.camera.render(
                 self._padded, self._pad, x, y, (d + EXTRA_VIEWS[view]) % 4, look, self.fish, self.particles
-            )
+            )[0]
+            for view in self.extra_views
+        }
+        return self._observation(image, visibility, views, self.sonar.scan(self._padded, self._pad, x, y, d))
+
+    def _observation(
+        self, image: np.ndarray, visibility: dict[str, np.ndarray], views: dict[str, np.ndarray], sonar: np.ndarray
+    ) -> dict[str, Any]:
+        """The observation from what the sensors caught this step (camera frame and its visibility,
+        extra views, clean sonar ranges in cells); ``gen_obs`` and the batched env (envs/vector.py)
+        both end here, so anything an observation sets belongs here."""
+        self._visibility = visibility
+        self._last_image = image
+        obs: dict[str, Any] = {"image": image, **views}
         if self.topdown:
             obs["topdown"] = self.get_pov_render(tile_size=8)
-        obs["sonar"] = self._sonar_reading(self.sonar.scan(self._padded, self._pad, x, y, d))
+        obs["sonar"] = self._sonar_reading(sonar)
         obs["pose"] = self._pose_reading()
         obs["mission"] = self.mission
         if self.instance_goals:

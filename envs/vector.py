@@ -228,31 +228,20 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             obs["image"][rows] = images
             for view, frames in views.items():
                 obs[view][rows] = frames
-        clean_sonar = self.envs[0].sonar_noise_m == 0 and self.envs[0].sonar_dropout == 0
-        if clean_sonar:  # no noise, no dropouts: degrade_sonar draws nothing and keeps the values
-            obs["sonar"][rows] = ranges * self.envs[0].cell_size_m
         infos = []
         for k, (i, env) in enumerate(zip(stepped, envs)):
             with _naming(i, env.world_seed):
                 env.fish = fish[k]
                 env.particles = particles[k]
-                env._visibility = visibility.of(k)
-                env._last_image = images[k]
-                if not clean_sonar:
-                    obs["sonar"][i] = env._sonar_reading(ranges[k])
-                obs["pose"][i] = env._pose_reading()
-                self._put_rest(obs, i, env)
+                sub_views = {view: frames[k] for view, frames in views.items()}
+                sub_obs = env._observation(images[k], visibility.of(k), sub_views, ranges[k])
+                for key, value in sub_obs.items():
+                    if key == "mission":
+                        obs[key][i] = self._mission(i, value)
+                    elif key != "image" and key not in views:
+                        obs[key][i] = value
                 infos.append((i, env._info(bool(successes[i]))))
         return infos
-
-    def _put_rest(self, obs: dict[str, Any], i: int, env: UnderwaterEnv) -> None:
-        """The observation keys that are not batched arrays of the camera or sensors."""
-        if "topdown" in obs:
-            obs["topdown"][i] = env.get_pov_render(tile_size=8)
-        if "goal_image" in obs:
-            obs["goal_image"][i] = env.goal_image(env.task)
-        if "mission" in obs:
-            obs["mission"][i] = self._mission(i, env.mission)
 
     def _mission(self, i: int, mission: str) -> Any:
         if self.mission_encoding == "text":
