@@ -110,6 +110,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         self.single_observation_space = spaces.Dict(obs_spaces)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._last: dict[str, Any] | None = None
         self._maps_of: list[int] = []
         self._padded = np.zeros(0, np.uint8)
         self._kinds = np.zeros(0, np.uint8)
@@ -131,7 +132,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             raise ValueError(
                 f"options['reset_mask']={mask!r} is not allowed; allowed: a bool array of shape ({self.num_envs},)"
             )
-        obs = self._empty_obs()
+        obs = self._empty_obs() if mask.all() or self._last is None else self._copy(self._last)
         done = [(i, *self._reset_env(i, seeds[i], options or None)) for i in np.flatnonzero(mask).tolist()]
         for i, sub_obs, _ in done:
             self._put(obs, i, sub_obs)
@@ -251,12 +252,18 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"mission_encoding='index': mission {mission!r} is not one of {list(MISSIONS)}")
         return index
 
-    @staticmethod
-    def _finish(obs: dict[str, Any]) -> dict[str, Any]:
-        """Text missions as Gymnasium batches a custom space: a tuple."""
+    def _finish(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """Text missions as Gymnasium batches a custom space: a tuple. Keeps the batch: a reset of
+        some sub-envs returns the others' latest observations, as ``SyncVectorEnv`` does."""
         if isinstance(obs.get("mission"), list):
             obs["mission"] = tuple(obs["mission"])
+        self._last = obs
         return obs
+
+    @staticmethod
+    def _copy(obs: dict[str, Any]) -> dict[str, Any]:
+        """A batch to fill from an earlier one (text missions as a list again)."""
+        return {key: np.copy(value) if isinstance(value, np.ndarray) else list(value) for key, value in obs.items()}
 
     def _put(self, obs: dict[str, Any], i: int, sub_obs: dict[str, Any]) -> None:
         """Copy one sub-env's own observation (from its reset) into row ``i``."""

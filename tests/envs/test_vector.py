@@ -195,3 +195,19 @@ def test_the_batched_camera_refuses_what_its_compiled_loop_would_read_outside_of
     )
     assert np.array_equal(images[0], cam.render(padded[0], 12, 2, 4, 0, look)[0])
     assert not np.array_equal(images[0], images[1])  # facing the wall and facing away differ
+
+
+def test_a_masked_reset_keeps_the_other_sub_envs_observations_like_sync_vector_env() -> None:
+    settings = {"task": "wreck", "image_size": 16}
+    ours = UnderwaterVectorEnv(num_envs=3, world_seeds=[1, 2, 3], autoreset_mode="Disabled", **settings)
+    ref = gym.vector.SyncVectorEnv(
+        [lambda s=s: UnderwaterEnv(world_seed=s, **settings) for s in (1, 2, 3)], autoreset_mode="Disabled"
+    )
+    assert_same(ours.reset(seed=0), ref.reset(seed=0))
+    for _ in range(5):
+        assert_same(ours.step(np.array([2, 2, 1])), ref.step(np.array([2, 2, 1])))
+    mask = np.array([False, True, False])
+    assert_same(
+        ours.reset(seed=[None, 9, None], options={"reset_mask": mask, "start": "random"}),
+        ref.reset(seed=[None, 9, None], options={"reset_mask": mask.copy(), "start": "random"}),
+    )
