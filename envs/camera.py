@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from embodmem.envs.kernels import fish_in_view, paint_frames, sonar_ranges
 from embodmem.envs.objects import LOOK_HEIGHTS, LOOK_KIND, TEX, texture_atlas
 
 CAMERA_Z = 0.5
@@ -148,8 +149,136 @@ class WaterLook:
         return WaterLook(view_range=view_range, brightness=b, water_rgb=water)
 
 
+HEADINGS = 4
+"""The robot faces east, south, west or north (``spec.DIR_TO_VEC``)."""
+_HEADING_VECTORS = np.array(
+    [[math.cos(h * math.pi / 2), math.sin(h * math.pi / 2)] for h in range(HEADINGS)], dtype=np.float64
+)
+"""Forward vector of each heading as ``cos``/``sin`` give it (fish positions are projected on it)."""
+_FISH_RGB = np.array([0.55, 0.85, 0.8])
+
+
+@dataclass
+class BatchVisibility:
+    """What each column of B frames shows (arrays (B, size)): looks, kinds and cells hit (two layers)
+    and their fog-weighted visible pixel counts (for ``target_in_view`` and captions)."""
+
+    look: np.ndarray
+    look2: np.ndarray
+    cell_x: np.ndarray
+    cell_y: np.ndarray
+    cell_x2: np.ndarray
+    cell_y2: np.ndarray
+    pixels: np.ndarray
+    pixels2: np.ndarray
+    kind: np.ndarray | None = None
+    """The kinds of ``look`` (set by :meth:`Camera.render_batch`)."""
+    kind2: np.ndarray | None = None
+
+    def of(self, i: int) -> dict[str, np.ndarray]:
+        """The visibility record of frame ``i`` (the dict :meth:`Camera.render` returns)."""
+        if self.kind is None or self.kind2 is None:
+            self.kind, self.kind2 = LOOK_KIND[self.look], LOOK_KIND[self.look2]
+        return {
+            "kind": self.kind[i],
+            "look": self.look[i],
+            "look2": self.look2[i],
+            "cell_x": self.cell_x[i],
+            "cell_y": self.cell_y[i],
+            "pixels": self.pixels[i],
+            "kind2": self.kind2[i],
+            "cell_x2": self.cell_x2[i],
+            "cell_y2": self.cell_y2[i],
+            "pixels2": self.pixels2[i],
+        }
+
+
+class ColumnAtlas:
+    """Every wall column a camera can show under one water look, for the four headings, precomputed.
+
+    The robot stands at a cell centre facing one of four headings, so a column's ray meets the grid
+    at fixed crossings (:class:`RayTable`); what the column shows is fixed by (heading, column,
+    crossing of the first hit, look id hit). Here each is computed once: which screen rows a face
+    covers and the texel row of each (per face height), and each face's strip of shaded, fogged
+    texels (per look). Rendering (envs/kernels.py) is then a ray lookup and, per pixel, a texel row
+    and a colour lookup, with no float maths. A second layer (something taller behind a low
+    object) uses the same rows shaded as a far face, clipped above the near face's top.
+    """
+
+    def __init__(self, camera: Camera, look: WaterLook):
+        s = camera.size
+        tables = [RayTable(h * math.pi / 2 + camera.col_offsets, look.view_range) for h in range(HEADINGS)]
+        j = max(1, max(int(t.in_range.sum(axis=1).max()) for t in tables))
+        heights, look_class = np.unique(LOOK_HEIGHTS, return_inverse=True)
+        n_looks, n_heights = len(LOOK_HEIGHTS), len(heights)
+        self.crossings = j
+        self.n_heights = n_heights
+        self.look_class = look_class.astype(np.int64)
+        """Look id -> index of its height in the row tables."""
+        self.t = np.stack([t.t[:, :j] for t in tables]).ravel()
+        """(heading, column, crossing) -> distance, flattened."""
+        self.in_range = np.stack([t.in_range[:, :j] for t in tables])
+        self.cx_flat = np.stack([t.cx[:, :j] for t in tables]).ravel()
+        self.cy_flat = np.stack([t.cy[:, :j] for t in tables]).ravel()
+        self._cells = np.stack([(t.cy[:, :j], t.cx[:, :j]) for t in tables])
+        self.reach = self.in_range.sum(axis=2).astype(np.int64)
+        self.pad_needed = tables[0].reach
+        """Rock cells a map must be padded with so that no ray leaves it."""
+        """Crossings within the view range of each (heading, column): they come first."""
+        self.taller = LOOK_HEIGHTS[:, None] > LOOK_HEIGHTS[None, :] + 1e-3
+        """``taller[a, b]``: a face of look a shows above a face of look b in front of it."""
+        self._width = -1
+        self._offsets = np.zeros(0, dtype=np.int64)
+        t = self.t.reshape(HEADINGS, s, j)
+
+        # Rows: one entry per (heading, column, crossing, height).
+        shape = (HEADINGS, s, j, n_heights)
+        top, floor, texel_row, mask = camera._face_rows(
+            np.broadcast_to(t[..., None], shape).ravel(),
+            np.broadcast_to(heights.astype(np.float32), shape).ravel(),
+            np.broadcast_to(camera.col_cos[None, :, None, None], shape).ravel(),
+        )
+        overflow = int((mask & (texel_row >= TEX)).sum())
+        if overflow:  # never seen; in the per-pixel model such a pixel read the next strip
+            raise RuntimeError(f"{overflow} pixels map past their texture strip (size={s}, look={look})")
+        rows = camera.rows[:, 0]
+        self.start = (rows[None, :] < top[:, None]).sum(axis=1).astype(np.int16)
+        """First screen row a face covers (the count of rows above its top)."""
+        self.end = np.where(
+            heights[None, :] > 0, (rows[None, :] < floor[:, None]).sum(axis=1).reshape(-1, n_heights), 0
+        )
+        self.end = self.end.ravel().astype(np.int16)
+        """One past the last row a face covers (0: water, nothing)."""
+        self.count = mask.sum(axis=1)
+        self.texel_rows = np.where(mask, texel_row, -1).astype(np.int8)
+        """(heading, column, crossing, height) x screen row -> the face's texel row there (-1: not
+        covered, the background shows)."""
+
+        # Colours: one strip per (heading, column, crossing, look), near and far shade.
+        shape = (HEADINGS, s, j, n_looks)
+        d = np.broadcast_to(t[..., None], shape).ravel()
+        kind = np.broadcast_to(np.arange(n_looks, dtype=np.uint8), shape).ravel()
+        u = np.broadcast_to(np.stack([t.u[:, :j] for t in tables])[..., None], shape).ravel()
+        is_x = np.broadcast_to(np.stack([t.is_x[:, :j] for t in tables])[..., None], shape).ravel()
+        near, clear = camera._face_strips(d, kind, u, np.where(is_x, 1.0, 0.78).astype(np.float32), look)
+        far, _ = camera._face_strips(d, kind, u, np.full(len(d), 0.78, np.float32), look)
+        self.clear = clear.reshape(shape)[..., 0].ravel()
+        """1 - fog at each (heading, column, crossing): weights a face's visible pixels."""
+        self.strips = np.stack([near, far], axis=1).astype(np.uint8).reshape(-1, 3)
+        """((((heading, column, crossing, look), near/far), texel row) -> uint8 RGB."""
+        self.background = camera.background_rows(look).astype(np.uint8)
+        """(size, 3) uint8: each screen row with nothing in front."""
+
+    def offsets(self, width: int) -> np.ndarray:
+        """(heading, column, crossing) offsets into a row-major map ``width`` cells wide (cached)."""
+        if self._width != width:
+            self._offsets = (self._cells[:, 0] * width + self._cells[:, 1]).astype(np.int64)
+            self._width = width
+        return self._offsets
+
+
 class Camera:
-    """Renders (size, size, 3) uint8 first-person frames of a kind map.
+    """Renders (size, size, 3) uint8 first-person frames of a kind map, one or a batch at a time.
 
     Example:
         >>> import numpy as np
@@ -162,22 +291,19 @@ class Camera:
 
     def __init__(self, size: int = 64, fov_deg: float = 90.0):
         self.size = size
+        self.fov_deg = float(fov_deg)
         self.fov = math.radians(fov_deg)
         half = size / 2.0
         self.focal = half / math.tan(self.fov / 2)
         cols = np.arange(size, dtype=np.float64) + 0.5 - half
         self.col_offsets = np.arctan(cols / self.focal)
         self.col_cos = np.cos(self.col_offsets).astype(np.float32)
-        self.col_cos2 = np.concatenate([self.col_cos, self.col_cos])
         self.rows = (np.arange(size, dtype=np.float32) + 0.5)[:, None]
         self.atlas = texture_atlas()
         self._backgrounds: dict[tuple[float, float], np.ndarray] = {}
-        self._tables: dict[tuple[int, float], RayTable] = {}
         self._background_rows: dict[tuple[float, float], np.ndarray] = {}
         self.atlas_flat = self.atlas.reshape(-1, 3) * 255.0
-        self._no_clip = np.full(size, np.inf, dtype=np.float32)
         self.tex_row_offsets = (np.arange(TEX, dtype=np.int32) * TEX)[None, :]
-        self.row_index = np.broadcast_to(np.arange(size, dtype=np.int32)[:, None], (size, size))
 
     def background_rows(self, look: WaterLook) -> np.ndarray:
         """(size, 3) colour (0-255 float) of each row with nothing in front: it depends on the row only."""
@@ -209,41 +335,35 @@ class Camera:
             self._backgrounds[key] = bg
         return bg
 
-    def table(self, heading: int, max_dist: float) -> RayTable:
-        """Ray table for heading index 0-3 (east, south, west, north), built once per range."""
-        key = (heading, max_dist)
-        table = self._tables.get(key)
-        if table is None:
-            table = RayTable(heading * math.pi / 2 + self.col_offsets, max_dist)
-            self._tables[key] = table
-        return table
+    def atlas_for(self, look: WaterLook) -> ColumnAtlas:
+        """The column atlas of ``look`` (built on first use, shared by cameras of the same geometry)."""
+        key = (self.size, self.fov_deg, look.view_range, look.brightness)
+        atlas = _ATLASES.get(key)
+        if atlas is None:
+            atlas = _ATLASES[key] = ColumnAtlas(self, look)
+        return atlas
 
-    def _columns(
-        self,
-        dist: np.ndarray,
-        kind: np.ndarray,
-        u: np.ndarray,
-        shade: np.ndarray,
-        look: WaterLook,
-        clip_bottom: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Textured columns for any number of layers side by side (arrays of n * size columns).
-
-        Fog and absorption depend only on the column, so they are applied to each column's texture
-        strip (TEX texels) rather than to every pixel; pixels then index into the strips.
-        Returns (mask, strip index per pixel, shaded strips (n*size*TEX, 3), top row, fog-weighted
-        visible pixels per column).
-        """
+    def _face_rows(
+        self, d: np.ndarray, height: np.ndarray, col_cos: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Where a face of ``height`` (wall heights) at distance ``d`` sits on screen, one per column:
+        (top, floor, texel row per screen row (n, size) int32, mask of the rows it covers (n, size))."""
         half = self.size / 2.0
-        d = np.where(np.isfinite(dist), dist, look.view_range).astype(np.float32)
-        perp = np.maximum(d * (self.col_cos if len(d) == self.size else self.col_cos2), 1e-3)
-        top = half - self.focal * (LOOK_HEIGHTS[kind] - CAMERA_Z) / perp
+        perp = np.maximum(d * col_cos, 1e-3)
+        top = half - self.focal * (height - CAMERA_Z) / perp
         floor = half + self.focal * CAMERA_Z / perp
-        bottom = np.where(kind > 0, np.minimum(floor, clip_bottom), -1.0)
-        rows = self.rows
-        mask = (rows >= top) & (rows < bottom)
-        index = ((rows - top) * (TEX / np.maximum(floor - top, 1e-3))).astype(np.int32)
-        index += (np.arange(len(d), dtype=np.int32) * TEX)[None, :]
+        bottom = np.where(height > 0, floor, -1.0)
+        rows = self.rows[:, 0][None, :]
+        mask = (rows >= top[:, None]) & (rows < bottom[:, None])
+        texel_row = ((rows - top[:, None]) * (TEX / np.maximum(floor - top, 1e-3))[:, None]).astype(np.int32)
+        return top, floor, texel_row, mask
+
+    def _face_strips(
+        self, d: np.ndarray, kind: np.ndarray, u: np.ndarray, shade: np.ndarray, look: WaterLook
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The texel strip (TEX texels, 0-255 float) a face of look ``kind`` shows at distance ``d``,
+        hit at ``u`` along it, and 1 - fog. Fog and absorption depend only on the distance, so they
+        are applied to the strip, not to every pixel."""
         ui = np.minimum((u * TEX).astype(np.int32), TEX - 1)
         fog = 1.0 - np.exp(-FOG_DENSITY * d / look.view_range)
         gain = np.exp(-d[:, None] * ABSORPTION_PER_CELL) * ((look.brightness * shade) * (1.0 - fog))[:, None]
@@ -251,7 +371,7 @@ class Camera:
         strips = self.atlas_flat.take(texels.ravel(), axis=0).reshape(len(d), TEX, 3)
         strips *= gain[:, None, :]
         strips += (look.water_rgb[None, :] * (255.0 * fog[:, None]))[:, None, :]
-        return mask, index, strips.reshape(-1, 3), top, mask.sum(axis=0).astype(np.float32) * (1.0 - fog)
+        return strips, 1.0 - fog
 
     def render(
         self,
@@ -270,83 +390,161 @@ class Camera:
         ``embodmem.envs.objects.LOOK_KIND``) surrounded by ``pad`` rock cells (see :func:`pad_kinds`).
         Returns the uint8 image and a visibility record: per column the kinds and cells hit (two
         layers) and their fog-weighted visible pixel counts (for ``target_in_view`` and captions).
-        The frame is one table lookup into background rows, near strips and far strips.
+        The same code as :meth:`render_batch` with one frame, so both give the same pixels.
         """
+        images, vis = self.render_batch(
+            padded[None],
+            pad,
+            np.array([x]),
+            np.array([y]),
+            np.array([heading]),
+            [look],
+            None if fish is None else fish[None],
+            None if particles is None else particles[None],
+        )
+        return images[0], vis.of(0)
+
+    def render_batch(
+        self,
+        padded: np.ndarray,
+        pad: int,
+        x: np.ndarray,
+        y: np.ndarray,
+        heading: np.ndarray,
+        looks: list[WaterLook],
+        fish: np.ndarray | None = None,
+        particles: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, BatchVisibility]:
+        """Render B frames at once: ``padded`` (B, H, W) look maps (one per world, padded alike),
+        poses ``x``, ``y``, ``heading`` (B,), one water look per frame, fish (B, n, 2) and
+        particles (B, m, 3) or None. Returns (B, size, size, 3) uint8 and the visibility per column.
+        """
+        n = len(x)
         s = self.size
-        hits = self.table(heading, look.view_range).cast(padded, pad, x, y, look.view_range)
-        shade = np.where(hits.side_x, 1.0, 0.78).astype(np.float32)
-        if hits.kind2.any():  # something taller stands behind a low object: draw both layers
-            perp1 = np.maximum(np.where(np.isfinite(hits.dist), hits.dist, 1.0) * self.col_cos, 1e-3)
-            top1 = s / 2.0 - self.focal * (LOOK_HEIGHTS[hits.kind] - CAMERA_Z) / perp1
-            mask, index, strips, _, vis = self._columns(
-                np.concatenate([hits.dist, hits.dist2]),
-                np.concatenate([hits.kind, hits.kind2]),
-                np.concatenate([hits.u, hits.u2]),
-                np.concatenate([shade, np.full(s, 0.78, np.float32)]),
-                look,
-                np.concatenate([np.full(s, np.inf, np.float32), top1]),
+        x = np.asarray(x, dtype=np.int64)
+        y = np.asarray(y, dtype=np.int64)
+        heading = np.asarray(heading, dtype=np.int64)
+        _check_poses(padded, pad, x, y, heading, 0)
+        images = np.empty((n, s, s, 3), dtype=np.uint8)
+        vis = BatchVisibility(
+            look=np.empty((n, s), np.uint8),
+            look2=np.empty((n, s), np.uint8),
+            cell_x=np.empty((n, s), np.int64),
+            cell_y=np.empty((n, s), np.int64),
+            cell_x2=np.empty((n, s), np.int64),
+            cell_y2=np.empty((n, s), np.int64),
+            pixels=np.empty((n, s), np.float32),
+            pixels2=np.empty((n, s), np.float32),
+        )
+        depth = np.empty((n, s), np.float32)
+        keys = [(look.view_range, look.brightness) for look in looks]
+        for key in dict.fromkeys(keys):
+            group = np.array([i for i, k in enumerate(keys) if k == key], dtype=np.int64)
+            every = len(group) == n
+            look = looks[int(group[0])]
+            sel = slice(None) if every else group
+            self._frames(
+                padded, pad, x[sel], y[sel], heading[sel], look, group if not every else None, images, vis, depth
             )
-            index += s
-            index = np.where(mask[:, :s], index[:, :s], np.where(mask[:, s:], index[:, s:], self.row_index))
-        else:
-            mask, index, strips, _, vis = self._columns(hits.dist, hits.kind, hits.u, shade, look, self._no_clip)
-            index += s
-            index = np.where(mask, index, self.row_index)
-            vis = np.concatenate([vis, np.zeros(s, np.float32)])
-        # Every entry is a convex mix of texels (<= 1) and water (<= 1): no clipping needed.
-        table = np.concatenate([self.background_rows(look), strips]).astype(np.uint8)
-        img = table.take(index, axis=0)
-        if fish is not None and len(fish):
-            depth = np.where(np.isfinite(hits.dist), hits.dist * self.col_cos, np.inf)
-            self._draw_fish(img, fish, x + 0.5, y + 0.5, heading * math.pi / 2, depth, look)
-        if particles is not None and len(particles):
-            py, px = particles[:, 0].astype(np.int32), particles[:, 1].astype(np.int32)
-            add = (particles[:, 2] * 255.0 * look.brightness).astype(np.int16)
-            img[py, px] = np.minimum(img[py, px].astype(np.int16) + add[:, None], 255).astype(np.uint8)
-        visibility = {
-            "kind": LOOK_KIND[hits.kind],
-            "look": hits.kind,
-            "look2": hits.kind2,
-            "cell_x": hits.cell_x,
-            "cell_y": hits.cell_y,
-            "pixels": vis[:s],
-            "kind2": LOOK_KIND[hits.kind2],
-            "cell_x2": hits.cell_x2,
-            "cell_y2": hits.cell_y2,
-            "pixels2": vis[s:],
-        }
-        return img, visibility
+        if fish is not None and fish.shape[1]:
+            self._draw_fish(images, fish, x, y, heading, depth, looks)
+        if particles is not None and particles.shape[1]:
+            py, px = particles[..., 0].astype(np.int32), particles[..., 1].astype(np.int32)
+            brightness = np.array([look.brightness for look in looks])[:, None]
+            add = (particles[..., 2] * 255.0 * brightness).astype(np.int16)
+            frame = np.arange(n)[:, None]
+            images[frame, py, px] = np.minimum(images[frame, py, px].astype(np.int16) + add[..., None], 255).astype(
+                np.uint8
+            )
+        return images, vis
+
+    def _frames(
+        self,
+        padded: np.ndarray,
+        pad: int,
+        x: np.ndarray,
+        y: np.ndarray,
+        heading: np.ndarray,
+        look: WaterLook,
+        group: np.ndarray | None,
+        images: np.ndarray,
+        vis: BatchVisibility,
+        depth: np.ndarray,
+    ) -> None:
+        """Cast and draw the frames of one water look into ``images``/``vis``/``depth`` (rows ``group``)."""
+        atlas = self.atlas_for(look)
+        if pad < atlas.pad_needed:
+            raise ValueError(f"pad={pad} is too small; allowed: >= {atlas.pad_needed} (rays reach that far)")
+        frames = np.arange(len(x)) if group is None else group
+        height, width = padded.shape[1], padded.shape[2]
+        base = frames * (height * width) + (y + pad) * width + x + pad
+        paint_frames(
+            padded.reshape(-1),
+            base,
+            x,
+            y,
+            heading,
+            frames,
+            atlas.offsets(width),
+            atlas.reach,
+            atlas.taller,
+            atlas.look_class,
+            atlas.n_heights,
+            atlas.texel_rows,
+            atlas.start,
+            atlas.end,
+            atlas.count,
+            atlas.strips,
+            atlas.background,
+            len(LOOK_HEIGHTS),
+            TEX,
+            atlas.t,
+            atlas.clear,
+            atlas.cx_flat,
+            atlas.cy_flat,
+            self.col_cos,
+            images,
+            vis.look,
+            vis.look2,
+            vis.cell_x,
+            vis.cell_y,
+            vis.cell_x2,
+            vis.cell_y2,
+            vis.pixels,
+            vis.pixels2,
+            depth,
+        )
 
     def _draw_fish(
         self,
-        img: np.ndarray,
+        images: np.ndarray,
         fish: np.ndarray,
-        ox: float,
-        oy: float,
-        heading: float,
+        x: np.ndarray,
+        y: np.ndarray,
+        heading: np.ndarray,
         depth: np.ndarray,
-        look: WaterLook,
+        looks: list[WaterLook],
     ) -> None:
         """Fish are small silver-teal sprites, hidden behind nearer walls (a per-column z-buffer)."""
-        fwd = np.array([math.cos(heading), math.sin(heading)])
-        right = np.array([-fwd[1], fwd[0]])
-        rel = fish - np.array([ox, oy])
-        f = rel @ fwd
-        lat = rel @ right
         s = self.size
-        near = (f > 0.4) & (f < look.view_range) & (np.abs(lat) < f * (s / (2 * self.focal)) + 0.5)
-        for fi, li in zip(f[near], lat[near]):
+        f = np.empty(fish.shape[:2])
+        lat = np.empty(fish.shape[:2])
+        near = np.empty(fish.shape[:2], dtype=np.bool_)
+        view_range = np.array([look.view_range for look in looks])
+        fish_in_view(fish, x, y, _HEADING_VECTORS, heading, view_range, s / (2 * self.focal), f, lat, near)
+        for i, k in zip(*np.nonzero(near)):
+            fi, li, look = float(f[i, k]), float(lat[i, k]), looks[i]
             cx = s / 2 + self.focal * li / fi
             col = int(min(max(cx, 0), s - 1))
-            if depth[col] <= fi:  # a nearer wall hides it (z-buffer at the fish's centre column)
+            if depth[i, col] <= fi:  # a nearer wall hides it (z-buffer at the fish's centre column)
                 continue
             r = self.focal * 0.12 / fi
             cy = s / 2 - self.focal * 0.08 / fi
             fog = 1.0 - math.exp(-FOG_DENSITY * fi / look.view_range)
-            color = np.array([0.55, 0.85, 0.8]) * look.brightness * (1 - fog) + look.water_rgb * fog
+            color = _FISH_RGB * look.brightness * (1 - fog) + look.water_rgb * fog
             axes = (max(1, int(round(2 * r))), max(1, int(round(r))))
             cv2.ellipse(
-                img,
+                images[i],
                 (int(round(cx)), int(round(cy))),
                 axes,
                 0,
@@ -355,6 +553,27 @@ class Camera:
                 tuple(int(c) for c in np.clip(color, 0, 1) * 255),
                 -1,
             )
+
+
+def _check_poses(padded: np.ndarray, pad: int, x: np.ndarray, y: np.ndarray, heading: np.ndarray, needed: int) -> None:
+    """The compiled loops read the maps unchecked: refuse, in one line, a pose or pad they would
+    read outside of."""
+    if padded.ndim != 3 or padded.dtype != np.uint8 or not padded.flags.c_contiguous:
+        raise ValueError(f"padded: {padded.dtype} {padded.shape}; allowed: a C-contiguous (B, H, W) uint8 array")
+    if pad < needed:
+        raise ValueError(f"pad={pad} is too small; allowed: >= {needed} (rays reach that far)")
+    height, width = padded.shape[1] - 2 * pad, padded.shape[2] - 2 * pad
+    if len(x) != len(padded) or len(y) != len(x) or len(heading) != len(x):
+        raise ValueError(f"{len(x)} x, {len(y)} y, {len(heading)} headings for {len(padded)} maps; allowed: one each")
+    if len(x) and (x.min() < 0 or y.min() < 0 or x.max() >= width or y.max() >= height):
+        raise ValueError(f"poses x={x.tolist()}, y={y.tolist()}; allowed: cells inside the {width}x{height} map")
+    if len(x) and (heading.min() < 0 or heading.max() >= HEADINGS):
+        raise ValueError(f"heading={heading.tolist()}; allowed: 0-3")
+
+
+_ATLASES: dict[tuple[int, float, float, float], ColumnAtlas] = {}
+"""Column atlases by (size, fov, view range, brightness): one per camera geometry and light, shared
+by every camera of the process (they are read-only)."""
 
 
 class Sonar:
@@ -366,7 +585,14 @@ class Sonar:
     def __init__(self, offsets: np.ndarray, max_range: float):
         self.offsets = np.asarray(offsets, dtype=np.float64)
         self.max_range = max_range
-        self._tables = [RayTable(h * math.pi / 2 + self.offsets, max_range) for h in range(4)]
+        self._tables = [RayTable(h * math.pi / 2 + self.offsets, max_range) for h in range(HEADINGS)]
+        beams = len(self.offsets)
+        crossings = max([1] + [int(t.in_range.sum(axis=1).max()) for t in self._tables if beams])
+        self._t = np.stack([t.t[:, :crossings] for t in self._tables])
+        self._reach = np.stack([t.in_range[:, :crossings].sum(axis=1) for t in self._tables]).astype(np.int64)
+        self._cells = np.stack([(t.cy[:, :crossings], t.cx[:, :crossings]) for t in self._tables])
+        self._width = -1
+        self._offsets = np.zeros(0, dtype=np.int64)
 
     @property
     def reach(self) -> int:
@@ -374,7 +600,31 @@ class Sonar:
 
     def scan(self, padded: np.ndarray, pad: int, x: int, y: int, heading: int) -> np.ndarray:
         """Ranges in cells from the centre of cell (x, y) facing heading index ``heading``."""
-        if len(self.offsets) == 0:
-            return np.zeros(0, dtype=np.float32)
-        hits = self._tables[heading].cast(padded, pad, x, y, self.max_range, second_layer=False)
-        return np.minimum(hits.dist, self.max_range).astype(np.float32)
+        return self.scan_batch(padded[None], pad, np.array([x]), np.array([y]), np.array([heading]))[0]
+
+    def scan_batch(self, padded: np.ndarray, pad: int, x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
+        """(B, beams) ranges in cells for B poses, each in its own padded map (``padded`` is (B, H, W))."""
+        n, beams = len(x), len(self.offsets)
+        if beams == 0:
+            return np.zeros((n, 0), dtype=np.float32)
+        height, width = padded.shape[1], padded.shape[2]
+        if self._width != width:
+            self._offsets = (self._cells[:, 0] * width + self._cells[:, 1]).astype(np.int64)
+            self._width = width
+        x = np.asarray(x, dtype=np.int64)
+        y = np.asarray(y, dtype=np.int64)
+        heading = np.asarray(heading, dtype=np.int64)
+        _check_poses(padded, pad, x, y, heading, self.reach)
+        base = np.arange(n) * (height * width) + (y + pad) * width + x + pad
+        out = np.empty((n, beams), np.float32)
+        sonar_ranges(
+            padded.reshape(-1),
+            base,
+            heading,
+            self._offsets,
+            self._reach,
+            self._t,
+            np.float32(self.max_range),
+            out,
+        )
+        return out

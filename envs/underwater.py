@@ -25,6 +25,7 @@ from minigrid.minigrid_env import MiniGridEnv
 
 from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
 from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
+from embodmem.envs.fauna import drift
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
@@ -39,7 +40,6 @@ VISIBLE_FRACTION = 0.01
 START_MODES = ("fixed0", "fixed1", "random", "continue")
 
 
-_FISH_MOVES = np.array([(1, 0), (-1, 0), (0, 1), (0, -1), (0, 0)], dtype=np.float64)
 _IS_TARGET = np.array([k.is_target for k in KINDS])
 
 
@@ -390,7 +390,15 @@ class UnderwaterEnv(MiniGridEnv):
         return obs, self._info(success=False)
 
     def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        if not self.action_space.contains(action):
+        terminated, truncated, success = self._act(action)
+        self._move_fish()
+        obs = self.gen_obs()
+        return obs, float(success), terminated, truncated, self._info(success)
+
+    def _act(self, action: int) -> tuple[bool, bool, bool]:
+        """Apply one action to the robot (no fish, no observation): (terminated, truncated, success).
+        ``step`` and the batched env (envs/vector.py) share it."""
+        if not (type(action) is int or self.action_space.contains(action)) or not 0 <= action < len(ACTION_NAMES):
             raise ValueError(f"action={action!r} is not one of {ACTION_NAMES}")
         action = int(action)
         self.step_count += 1
@@ -422,28 +430,23 @@ class UnderwaterEnv(MiniGridEnv):
                 self.dead_reckoning.move(self.np_random)
             else:
                 self.collisions += 1
-        self._move_fish()
         truncated = not terminated and self.step_count >= self.max_steps
         if terminated or truncated:
             self._last_end_pose = (self.agent_pos[0], self.agent_pos[1], self.agent_dir)
-        obs = self.gen_obs()
-        return obs, float(success), terminated, truncated, self._info(success)
+        return terminated, truncated, success
 
     # ------------------------------------------------------------------ observations
 
     def _move_fish(self) -> None:
-        """Each fish drifts to a random neighbouring water cell with probability 0.3."""
-        r = self.np_random.random(len(self.fish) + len(self.particles))
-        rf = r[: len(self.fish)]
-        # r < 0.3 moves: the value picks one of four directions; r >= 0.3 stays (index 4 = no move).
-        step = _FISH_MOVES[np.minimum((rf * (4 / 0.3)).astype(np.int64), 4)]
-        new = self.fish + step
-        ok = self.world.kinds[new[:, 1].astype(np.int64), new[:, 0].astype(np.int64)] == 0
-        self.fish = np.where(ok[:, None], new, self.fish)
-        p = self.particles
-        p[:, 0] += 0.35
-        p[:, 1] += (r[len(self.fish) :] - 0.5) * 0.8
-        np.mod(p[:, :2], self.camera.size, out=p[:, :2])
+        """Each fish drifts to a random neighbouring water cell with probability 0.3 (envs/fauna.py)."""
+        draws = self._fauna_draws()
+        self.fish = drift(self.fish[None], self.particles[None], self.world.kinds[None], draws[None], self.camera.size)[
+            0
+        ]
+
+    def _fauna_draws(self) -> np.ndarray:
+        """This step's uniform draws for the fish and particles (one per fish, one per particle)."""
+        return self.np_random.random(len(self.fish) + len(self.particles))
 
     def _look(self) -> WaterLook:
         vr = self.deep_view_range_cells if self.task.deep else self.view_range_cells
@@ -452,30 +455,52 @@ class UnderwaterEnv(MiniGridEnv):
     def gen_obs(self) -> dict[str, Any]:
         look = self._look()
         x, y, d = self.agent_pos[0], self.agent_pos[1], self.agent_dir
-        image, self._visibility = self.camera.render(self._padded, self._pad, x, y, d, look, self.fish, self.particles)
-        self._last_image = image
-        obs: dict[str, Any] = {"image": image}
-        for view in self.extra_views:
-            obs[view], _ = self.camera.render(
+        image, visibility = self.camera.render(self._padded, self._pad, x, y, d, look, self.fish, self.particles)
+        views = {
+            view: self.camera.render(
                 self._padded, self._pad, x, y, (d + EXTRA_VIEWS[view]) % 4, look, self.fish, self.particles
-            )
+            )[0]
+            for view in self.extra_views
+        }
+        return self._observation(image, visibility, views, self.sonar.scan(self._padded, self._pad, x, y, d))
+
+    def _observation(
+        self, image: np.ndarray, visibility: dict[str, np.ndarray], views: dict[str, np.ndarray], sonar: np.ndarray
+    ) -> dict[str, Any]:
+        """The observation from what the sensors caught this step (camera frame and its visibility,
+        extra views, clean sonar ranges in cells); ``gen_obs`` and the batched env (envs/vector.py)
+        both end here, so anything an observation sets belongs here."""
+        self._visibility = visibility
+        self._last_image = image
+        obs: dict[str, Any] = {"image": image, **views}
         if self.topdown:
             obs["topdown"] = self.get_pov_render(tile_size=8)
-        sonar = self.sonar.scan(self._padded, self._pad, x, y, d) * self.cell_size_m
-        sonar = degrade_sonar(
-            sonar, self.np_random, self.sonar_noise_m, self.sonar_dropout, self.spec_sensors.sonar_max_range_m
-        )
-        obs["sonar"] = sonar.astype(np.float32, copy=False)
-        px = self.agent_pos[0] + self.dead_reckoning.error[0]
-        py = self.agent_pos[1] + self.dead_reckoning.error[1]
-        obs["pose"] = np.array(
-            [min(max(px, -self.width), 2 * self.width), min(max(py, -self.height), 2 * self.height), self.agent_dir],
-            dtype=np.float32,
-        )
+        obs["sonar"] = self._sonar_reading(sonar)
+        obs["pose"] = self._pose_reading()
         obs["mission"] = self.mission
         if self.instance_goals:
             obs["goal_image"] = self.goal_image(self.task)
         return obs
+
+    def _sonar_reading(self, ranges_cells: np.ndarray) -> np.ndarray:
+        """The sonar observation from the clean ranges in cells: metres, noise and dropouts (draws)."""
+        sonar = degrade_sonar(
+            ranges_cells * self.cell_size_m,
+            self.np_random,
+            self.sonar_noise_m,
+            self.sonar_dropout,
+            self.spec_sensors.sonar_max_range_m,
+        )
+        return sonar.astype(np.float32, copy=False)
+
+    def _pose_reading(self) -> np.ndarray:
+        """The pose observation: the dead-reckoned position (clipped to 3x the world) and the heading."""
+        px = self.agent_pos[0] + self.dead_reckoning.error[0]
+        py = self.agent_pos[1] + self.dead_reckoning.error[1]
+        return np.array(
+            [min(max(px, -self.width), 2 * self.width), min(max(py, -self.height), 2 * self.height), self.agent_dir],
+            dtype=np.float32,
+        )
 
     def visible_pixels(self) -> dict[str, float]:
         """Fog-weighted pixel count per kind in the last camera frame (for captions and metrics)."""

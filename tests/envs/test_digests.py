@@ -57,3 +57,63 @@ def observation_digest(world_seed: int, seed: int, task: str, image_size: int, s
 @pytest.mark.parametrize("case", sorted(RECORDED))
 def test_observations_match_the_recorded_digests(case: tuple[int, int, str, int]) -> None:
     assert observation_digest(*case) == " ".join(RECORDED[case])
+
+
+LONG_STREAMS = {
+    # digests recorded with the per-pixel numpy camera (before the column atlas and compiled loops,
+    # issue 27): 300 steps with resets, every observation and info
+    "shallow": (dict(task="wreck", world_seed=0), 0, "18fbdb01e748"),
+    "deep": (dict(task="deep_wreck", world_seed=5), 1, "026ee70c0124"),
+    "drift and noisy sonar": (
+        dict(
+            tasks=("wreck", "barrel"),
+            world_seed=11,
+            odometry_drift_pct=1.0,
+            odometry_noise=0.05,
+            sonar_noise_m=0.3,
+            sonar_dropout=0.05,
+        ),
+        0,
+        "b36fae96d1bb",
+    ),
+    "extra views": (
+        dict(task="pipeline", world_seed=3, image_size=32, extra_views=["image_left", "image_back"]),
+        0,
+        "5365020349e2",
+    ),
+    "instance goals": (
+        dict(tasks=("image.mining_robot.yellow", "description.mining_robot.toppled", "deep_wreck"), world_seed=4),
+        0,
+        "a47dc7adb58c",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_STREAMS))
+def test_long_streams_are_those_of_the_per_pixel_camera(name: str) -> None:
+    """The column atlas and the compiled loops (envs/camera.py, envs/kernels.py) change no pixel,
+    sonar range, pose or info of the per-pixel renderer they replaced."""
+    settings, seed, recorded = LONG_STREAMS[name]
+    env = UnderwaterEnv(**settings)
+    rng = np.random.default_rng(seed)
+    h = hashlib.sha256()
+
+    def add(obs: dict, info: dict) -> None:
+        for key in sorted(obs):
+            value = obs[key]
+            h.update(key.encode())
+            h.update(value.tobytes() if isinstance(value, np.ndarray) else str(value).encode())
+        h.update(repr(sorted(info.items())).encode())
+
+    add(*env.reset(seed=seed, options={"start": "random"}))
+    for i in range(300):
+        moves = [0, 1, 2, 2, 2, 4, 5, 6, 3] if i % 97 == 96 else [0, 1, 2, 2, 2, 4, 5, 6]
+        obs, _, terminated, truncated, info = env.step(int(rng.choice(moves)))
+        add(obs, info)
+        if terminated or truncated or i % 150 == 149:
+            if i % 2:
+                options: dict = {"start": "random"}
+            else:
+                options = {"next_task": len(env.tasks) > 1 and env.task_index == 0, "start": "continue"}
+            add(*env.reset(seed=seed + i, options=options))
+    assert h.hexdigest()[:12] == recorded

@@ -1,0 +1,406 @@
+"""B underwater worlds stepped together in one process: a Gymnasium ``VectorEnv``.
+
+Each world is an :class:`~embodmem.envs.underwater.UnderwaterEnv` with its own random generator,
+so its robot, fish, noise and resets are exactly what it would do alone; only the expensive, shared
+arithmetic is batched: one ray cast and one colour lookup render every camera
+(:meth:`~embodmem.envs.camera.Camera.render_batch`), one cast scans every sonar, one call moves every
+world's fish (:func:`~embodmem.envs.fauna.drift`). Every sub-env's observations, rewards, ends and
+infos are bit-identical to the single env's for the same seeds and actions (tests/envs/test_vector.py
+checks it against Gymnasium's ``SyncVectorEnv``), and to the single env run alone.
+
+Autoreset follows Gymnasium's modes (``metadata["autoreset_mode"]``, default ``NEXT_STEP``, as
+``SyncVectorEnv`` and CleanRL expect): an episode that ends is reset on the next ``step``, whose
+action for it is ignored. ``SAME_STEP`` resets at once and puts the last observation and info in
+``infos["final_obs"]`` / ``infos["final_info"]``; ``DISABLED`` leaves resets to the caller
+(``reset(options={"reset_mask": ...})``, or :meth:`reset_one` with per-world options). An error in a
+sub-env is re-raised as :class:`SubEnvError` naming its index and world seed.
+
+    >>> import gymnasium as gym, embodmem
+    >>> envs = gym.make_vec("EmbodMem/Wreck-v0", num_envs=4, vectorization_mode="vector_entry_point",
+    ...                     image_size=16, mission_encoding="index")
+    >>> obs, infos = envs.reset(seed=0)
+    >>> obs["image"].shape, obs["sonar"].shape, obs["pose"].shape, obs["mission"].tolist()
+    ((4, 16, 16, 3), (4, 24), (4, 3), [3, 3, 3, 3])
+    >>> obs, rewards, terminated, truncated, infos = envs.step([2, 2, 0, 1])
+    >>> infos["world_seed"].tolist()
+    [0, 0, 0, 0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from embodmem.envs.config import EXTRA_VIEWS
+from embodmem.envs.entry import MISSION_ENCODINGS
+from embodmem.envs.fauna import drift
+from embodmem.envs.spec import ACTION_NAMES
+from embodmem.envs.tasks import MISSIONS
+from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.envs.wrappers import MISSION_INDEX
+
+
+class SubEnvError(RuntimeError):
+    """An error inside one sub-env of :class:`UnderwaterVectorEnv`: says which one and which world."""
+
+    def __init__(self, index: int, world_seed: int, error: BaseException):
+        super().__init__(f"sub-env {index} (world_seed={world_seed}): {type(error).__name__}: {error}")
+        self.index = index
+        self.world_seed = world_seed
+
+
+class UnderwaterVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` underwater worlds (all of ``world_seed``, as ``make_vec``'s other modes make them,
+    or one per entry of ``world_seeds``), each configured as :class:`UnderwaterEnv` (``task``/``tasks``, ``config`` and
+    any ``EnvConfig`` field), stepped together. ``mission_encoding`` as for the registered ids
+    (:mod:`embodmem.envs.entry`): ``"text"`` (a tuple of strings), ``"index"`` or ``"none"``."""
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        world_seed: int = 0,
+        world_seeds: Sequence[int] | None = None,
+        mission_encoding: str = "text",
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        **env_kwargs: Any,
+    ):
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r} is not allowed; allowed: an integer >= 1")
+        if world_seeds is None:
+            world_seeds = [int(world_seed)] * num_envs
+        elif len(world_seeds) != num_envs:
+            raise ValueError(
+                f"world_seeds={list(world_seeds)!r} is not allowed; allowed: {num_envs} seeds, one per sub-env"
+            )
+        if mission_encoding not in MISSION_ENCODINGS:
+            raise ValueError(
+                f"mission_encoding={mission_encoding!r} is not allowed; allowed: {', '.join(MISSION_ENCODINGS)}"
+            )
+        allowed_modes = [m.value for m in AutoresetMode]
+        if not isinstance(autoreset_mode, AutoresetMode) and autoreset_mode not in allowed_modes:
+            raise ValueError(f"autoreset_mode={autoreset_mode!r} is not allowed; allowed: {', '.join(allowed_modes)}")
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        self.mission_encoding = mission_encoding
+        self.envs: list[UnderwaterEnv] = []
+        for i, seed in enumerate(world_seeds):
+            with _naming(i, int(seed)):
+                self.envs.append(UnderwaterEnv(world_seed=int(seed), **env_kwargs))
+        self.num_envs = len(self.envs)
+        first = self.envs[0]
+        self.render_mode = first.render_mode
+        self.camera = first.camera
+        self.sonar = first.sonar
+        self.single_action_space = first.action_space
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        obs_spaces = dict(first.observation_space.__dict__["spaces"])
+        if mission_encoding == "index":
+            obs_spaces["mission"] = spaces.Discrete(len(MISSIONS))
+        elif mission_encoding == "none":
+            del obs_spaces["mission"]
+        self._spaces = obs_spaces
+        self.single_observation_space = spaces.Dict(obs_spaces)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._last: dict[str, Any] | None = None
+        self._maps_of: list[int] = []
+        self._padded = np.zeros(0, np.uint8)
+        self._kinds = np.zeros(0, np.uint8)
+
+    # ------------------------------------------------------------------ Gymnasium API
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Reset every sub-env (or those in ``options["reset_mask"]``), as ``SyncVectorEnv`` does:
+        ``seed`` an int (sub-env i gets ``seed + i``), a list, or None; the other ``options`` go to each
+        sub-env (``UnderwaterEnv.reset``)."""
+        seeds = self._seeds(seed)
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if mask is None:
+            mask = np.ones(self.num_envs, dtype=bool)
+        elif not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (self.num_envs,)):
+            raise ValueError(
+                f"options['reset_mask']={mask!r} is not allowed; allowed: a bool array of shape ({self.num_envs},)"
+            )
+        obs = self._empty_obs() if mask.all() or self._last is None else self._copy(self._last)
+        done = [(i, *self._reset_env(i, seeds[i], options or None)) for i in np.flatnonzero(mask).tolist()]
+        for i, sub_obs, _ in done:
+            self._put(obs, i, sub_obs)
+        self._autoreset[mask] = False
+        return self._finish(obs), self._batch_infos([(i, info) for i, _, info in done])
+
+    def reset_one(
+        self, index: int, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Reset sub-env ``index`` alone with its own ``options`` (a new world, task, start...) and
+        return its observation and info; its next ``step`` steps it. For a caller that drives
+        resets itself (``autoreset_mode="Disabled"``), e.g. a runner."""
+        obs, info = self._reset_env(index, seed, options)
+        self._autoreset[index] = False
+        return obs, info
+
+    def step(self, actions: Any) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-env with its action (a sub-env that ended last step is reset instead, in
+        ``NEXT_STEP`` mode). The actions are checked before any sub-env moves."""
+        actions = self._check_actions(actions)
+        n = self.num_envs
+        rewards = np.zeros(n, dtype=np.float64)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        successes = np.zeros(n, dtype=bool)
+        obs = self._empty_obs()
+        resets: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        stepped: list[int] = []
+        draws: list[np.ndarray] = []
+        for i, env in enumerate(self.envs):
+            if self._autoreset[i] and self.autoreset_mode == AutoresetMode.NEXT_STEP:
+                resets.append((i, *self._reset_env(i, None, None)))
+                continue
+            with _naming(i, env.world_seed):
+                terminated[i], truncated[i], successes[i] = env._act(int(actions[i]))
+                draws.append(env._fauna_draws())
+            stepped.append(i)
+        infos_at: list[tuple[int, dict[str, Any]]] = []
+        if stepped:
+            infos_at = self._observe(stepped, np.stack(draws), successes, obs)
+        rewards[stepped] = successes[stepped].astype(np.float64)
+        for i, sub_obs, info in resets:
+            self._put(obs, i, sub_obs)
+            infos_at.append((i, info))
+        infos_at.sort(key=lambda pair: pair[0])
+        ended = terminated | truncated
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
+            infos = self._same_step_resets(obs, ended, infos_at)
+            return self._finish(obs), rewards, terminated, truncated, infos
+        self._autoreset = ended
+        return self._finish(obs), rewards, terminated, truncated, self._batch_infos(infos_at)
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Each sub-env's ``render()`` (``rgb_array``: camera beside the top-down map)."""
+        if self.render_mode is None:
+            return None
+        return tuple(env.render() for env in self.envs)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        for env in self.envs:
+            env.close()
+
+    # ------------------------------------------------------------------ batched observation
+
+    def _observe(
+        self, stepped: list[int], draws: np.ndarray, successes: np.ndarray, obs: dict[str, Any]
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """Move the fish of the stepped sub-envs, render and scan them in one batch, and fill their
+        rows of ``obs``; returns their infos. The per-world draws (sonar noise) stay in order."""
+        envs = [self.envs[i] for i in stepped]
+        every = len(stepped) == self.num_envs
+        self._refresh_maps()
+        rows = slice(None) if every else np.array(stepped)
+        fish = np.stack([env.fish for env in envs])
+        particles = np.stack([env.particles for env in envs])
+        fish = drift(fish, particles, self._kinds[rows], draws, self.camera.size)
+        x = np.array([env.agent_pos[0] for env in envs])
+        y = np.array([env.agent_pos[1] for env in envs])
+        heading = np.array([env.agent_dir for env in envs])
+        looks = [env._look() for env in envs]
+        padded = self._padded if every else self._padded[rows]
+        pad = envs[0]._pad
+        images, visibility = self.camera.render_batch(padded, pad, x, y, heading, looks, fish, particles)
+        views = {
+            view: self.camera.render_batch(padded, pad, x, y, (heading + turn) % 4, looks, fish, particles)[0]
+            for view, turn in EXTRA_VIEWS.items()
+            if view in obs
+        }
+        ranges = self.sonar.scan_batch(padded, pad, x, y, heading)
+        if every:
+            obs["image"] = images
+            obs.update(views)
+        else:
+            obs["image"][rows] = images
+            for view, frames in views.items():
+                obs[view][rows] = frames
+        infos = []
+        for k, (i, env) in enumerate(zip(stepped, envs)):
+            with _naming(i, env.world_seed):
+                env.fish = fish[k]
+                env.particles = particles[k]
+                sub_views = {view: frames[k] for view, frames in views.items()}
+                sub_obs = env._observation(images[k], visibility.of(k), sub_views, ranges[k])
+                for key, value in sub_obs.items():
+                    if key == "mission":
+                        obs[key][i] = self._mission(i, value)
+                    elif key != "image" and key not in views:
+                        obs[key][i] = value
+                infos.append((i, env._info(bool(successes[i]))))
+        return infos
+
+    def _mission(self, i: int, mission: str) -> Any:
+        if self.mission_encoding == "text":
+            return mission
+        index = MISSION_INDEX.get(mission)
+        if index is None:
+            raise ValueError(f"mission_encoding='index': mission {mission!r} is not one of {list(MISSIONS)}")
+        return index
+
+    def _finish(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """Text missions as Gymnasium batches a custom space: a tuple. Keeps the batch: a reset of
+        some sub-envs returns the others' latest observations, as ``SyncVectorEnv`` does."""
+        if isinstance(obs.get("mission"), list):
+            obs["mission"] = tuple(obs["mission"])
+        self._last = obs
+        return obs
+
+    @staticmethod
+    def _copy(obs: dict[str, Any]) -> dict[str, Any]:
+        """A batch to fill from an earlier one (text missions as a list again)."""
+        return {key: np.copy(value) if isinstance(value, np.ndarray) else list(value) for key, value in obs.items()}
+
+    def _put(self, obs: dict[str, Any], i: int, sub_obs: dict[str, Any]) -> None:
+        """Copy one sub-env's own observation (from its reset) into row ``i``."""
+        for key, value in sub_obs.items():
+            if key == "mission":
+                if "mission" in obs:
+                    obs["mission"][i] = self._mission(i, value)
+            else:
+                obs[key][i] = value
+
+    def _empty_obs(self) -> dict[str, Any]:
+        """One batch of observations to fill; a text ``mission`` is a list until :meth:`_finish`."""
+        obs: dict[str, Any] = {}
+        for key, space in self._spaces.items():
+            if key == "mission" and self.mission_encoding == "text":
+                obs[key] = [None] * self.num_envs  # a tuple once filled (_finish)
+            else:
+                assert space.shape is not None and space.dtype is not None
+                obs[key] = np.zeros((self.num_envs, *space.shape), dtype=space.dtype)
+        return obs
+
+    # ------------------------------------------------------------------ helpers
+
+    def _reset_env(
+        self, i: int, seed: int | None, options: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        env = self.envs[i]
+        with _naming(i, env.world_seed):
+            obs, info = env.reset(seed=seed, options=options)
+            if "mission" in obs:
+                self._mission(i, obs["mission"])
+        return obs, info
+
+    def _same_step_resets(
+        self, obs: dict[str, Any], ended: np.ndarray, infos_at: list[tuple[int, dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """``SAME_STEP``: reset the ended sub-envs now; their last observation and info go to
+        ``final_obs`` / ``final_info`` (as ``SyncVectorEnv`` lays them out)."""
+        merged: list[tuple[int, dict[str, Any]]] = []
+        for i, info in infos_at:
+            if not ended[i]:
+                merged.append((i, info))
+                continue
+            final_obs = {
+                key: np.copy(value[i]) if isinstance(value, np.ndarray) else value[i] for key, value in obs.items()
+            }
+            sub_obs, reset_info = self._reset_env(i, None, None)
+            self._put(obs, i, sub_obs)
+            merged.append((i, {"final_obs": final_obs, "final_info": info, **reset_info}))
+        self._autoreset[:] = False
+        return self._batch_infos(merged)
+
+    def _batch_infos(self, infos_at: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+        """Gymnasium's vector info layout (``VectorEnv._add_info``: an array per key and a ``_key``
+        mask) for (index, info) pairs, built a key at a time when every info has the same flat keys."""
+        if not infos_at:
+            return {}
+        keys = list(infos_at[0][1])
+        flat = all(list(info) == keys for _, info in infos_at) and not any(
+            isinstance(value, dict) for value in infos_at[0][1].values()
+        )
+        if not flat:
+            infos: dict[str, Any] = {}
+            for i, info in infos_at:
+                infos = self._add_info(infos, info, i)
+            return infos
+        rows = np.array([i for i, _ in infos_at])
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[rows] = True
+        batched: dict[str, Any] = {}
+        for key in keys:
+            values = [info[key] for _, info in infos_at]
+            first = values[0]
+            if type(first) in (int, float, bool) or issubclass(type(first), np.number):
+                array = np.zeros(self.num_envs, dtype=type(first))
+                array[rows] = values
+            elif isinstance(first, np.ndarray):
+                array = np.zeros((self.num_envs, *first.shape), dtype=first.dtype)
+                array[rows] = values
+            else:
+                array = np.full(self.num_envs, fill_value=None, dtype=object)
+                for i, value in zip(rows.tolist(), values):
+                    array[i] = value
+            batched[key] = array
+            batched[f"_{key}"] = mask.copy()
+        return batched
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        array = np.asarray(actions)
+        if array.shape != (self.num_envs,) or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                f"actions={actions!r} is not allowed; allowed: {self.num_envs} integer actions, one per sub-env"
+            )
+        bad = np.flatnonzero((array < 0) | (array >= len(ACTION_NAMES)))
+        if len(bad):
+            i = int(bad[0])
+            raise ValueError(
+                f"actions[{i}]={int(array[i])} (sub-env {i}, world_seed={self.envs[i].world_seed}) "
+                f"is not allowed; allowed: {ACTION_NAMES}"
+            )
+        return array
+
+    def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + i for i in range(self.num_envs)]
+        if len(seed) != self.num_envs:
+            raise ValueError(
+                f"seed has {len(seed)} entries; allowed: one per sub-env ({self.num_envs}), an int or None"
+            )
+        return list(seed)
+
+    def _refresh_maps(self) -> None:
+        """Stack the worlds' padded look maps and kind maps (again only when a world changed)."""
+        ids = [id(env._padded) for env in self.envs]
+        if ids != self._maps_of:
+            self._padded = np.stack([env._padded for env in self.envs])
+            self._kinds = np.stack([env.world.kinds for env in self.envs])
+            self._maps_of = ids
+
+
+class _naming:
+    """Re-raise an error of sub-env ``index`` as :class:`SubEnvError` naming it and its world."""
+
+    def __init__(self, index: int, world_seed: int):
+        self.index = index
+        self.world_seed = world_seed
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        if error is not None and isinstance(error, Exception) and not isinstance(error, SubEnvError):
+            raise SubEnvError(self.index, self.world_seed, error) from error
+
+
+def make_underwater_vector(num_envs: int = 1, **kwargs: Any) -> UnderwaterVectorEnv:
+    """``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` for the registered ids."""
+    return UnderwaterVectorEnv(num_envs=num_envs, **kwargs)
