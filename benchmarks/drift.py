@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--split", default="test", choices=SPLIT_NAMES)
     parser.add_argument("--worlds", type=int, default=20)
     parser.add_argument("--first", type=int, default=None, help="first world seed (required with --split custom)")
-    parser.add_argument("--rates", default="0.5,2,5", help="comma-separated drift rates, % of distance travelled")
+    parser.add_argument("--rates", default="0.5,2,5", help="comma-separated drift rates, %% of distance travelled")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="directory of the runs (one folder per rate)")
     parser.add_argument("--plot", type=Path, default=None, help="write the plot here (PNG)")
