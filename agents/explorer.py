@@ -165,13 +165,15 @@ class FrontierExplorer(Agent, Navigator):
         n = self.grid.size
         believed = raw + self.pose_correction
         cell = np.clip(np.round(believed).astype(np.int64), 0, n - 1)
-        if self.config.relocalise and len(sonar_m) and self.grid.occupied.any():
+        margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
+        # A cell's fit is at most its echoes on obstacles: with fewer echoes than a fix needs, no
+        # cell can move the estimate or fix it, so the match is skipped (same outcome, no cost).
+        if self.config.relocalise and len(sonar_m) and self.grid.echoes(sonar_m) >= enough and self.grid.occupied.any():
             candidates = cell[None, :] + _NEIGHBOURHOOD
             scores = self.grid.scan_fit(candidates, heading, sonar_m)
             best = int(np.argmax(scores))
             here = scores[_CENTRE]
-            others = np.delete(scores, _CENTRE)
-            margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
+            others = np.concatenate([scores[:_CENTRE], scores[_CENTRE + 1 :]])
             if best != _CENTRE and scores[best] >= enough and scores[best] - here >= margin:
                 offset = (int(_NEIGHBOURHOOD[best][0]), int(_NEIGHBOURHOOD[best][1]))
                 self._favoured_count = self._favoured_count + 1 if offset == self._favoured else 1
