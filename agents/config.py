@@ -63,6 +63,21 @@ class ExplorerConfig:
     relocalise_agree: int = 5
     """Informative scans in a row that must favour the same neighbouring cell before the estimate
     moves there (one noisy scan never moves it; a real drift persists)."""
+    clean_background_stop: bool = False
+    """Judge a candidate only from viewing cells whose view beyond it (the middle of the view, up to
+    the visibility) holds no other obstacle the map knows, when such a cell exists: a target seen
+    above or behind a low object in front is then not taken for that object (issue 30, "an occluder
+    taken for the target"). Off by default until the README's tables are re-run with it."""
+    coverage_by_kind: bool = False
+    """Carry camera coverage between missions per target kind: a cell counts as searched for a kind
+    only if it was looked at from within that kind's detection range in the light of the time
+    (:data:`~embodmem.agents.recognizer.DETECTION_RANGE_CELLS`), not within one range for every
+    kind (issue 30, "coverage without detection"). Off by default until the tables are re-run."""
+    seen_within_detection_range: bool = False
+    """Within a mission, count a cell as looked at only from within the mission's kind's detection
+    range in this light (at most ``look_range_cells``): what the robot faced from farther, where the
+    recogniser misses the kind, is searched again (issue 30, "not seen, deep water"). Off by
+    default until the tables are re-run."""
 
     def __post_init__(self) -> None:
         check_types(self)

@@ -20,7 +20,8 @@ import numpy as np
 from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
-from embodmem.agents.recognizer import TargetRecognizer, centre_view
+from embodmem.agents.recognizer import TargetRecognizer, centre_view, detection_range, mission_kind
+from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 _NEIGHBOURHOOD = np.array([(dx, dy) for dy in range(-2, 3) for dx in range(-2, 3)], dtype=np.int64)
@@ -50,6 +51,8 @@ class FrontierExplorer(Agent, Navigator):
         self.rejected: set[tuple[int, int]] = set()
         self._look_closer: set[tuple[int, int]] = set()
         """Candidates a look from a distance left unclear: judged from next to them."""
+        self._judged_clean: set[tuple[int, int]] = set()
+        """Candidates judged only from viewing cells with nothing else behind them (``clean_background_stop``)."""
         self.candidate: tuple[int, int] | None = None
         self.path: list[tuple[int, int]] = []
         self.goal_kind = ""
@@ -87,10 +90,21 @@ class FrontierExplorer(Agent, Navigator):
         """Cells within which a small target shows clearly in this light (less in deep water)."""
         self.searched_range = min(self.config.look_range_cells, self.clear_sight)
         """Cells this close count as searched for later missions too."""
-        self.reset_spatial_memory_if_cold()
         self.recognizer.set_goal(observation)  # mission text, or the words the goal image shows
+        self.mission_kind = mission_kind(self.recognizer.mission or "")
+        """The target kind the mission asks for (None: a mission naming none)."""
+        self.kind_ranges = np.array(
+            [min(self.config.look_range_cells, detection_range(k, spec.view_range_m)) for k in TARGET_KINDS]
+        )
+        """Per target kind, cells within which a look counts as searched for it (``coverage_by_kind``)."""
+        self.seen_range = self.config.look_range_cells
+        """Cells within which a look counts as a look for this mission."""
+        if self.config.seen_within_detection_range and self.mission_kind is not None:
+            self.seen_range = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+        self.reset_spatial_memory_if_cold()
         self.rejected = set()
         self._look_closer = set()
+        self._judged_clean = set()
         self.candidate = None
         self.path = []
         self.goal_kind = ""
@@ -137,7 +151,9 @@ class FrontierExplorer(Agent, Navigator):
         self._last_raw = raw
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
-            self.grid.look(self.pose, self.view_rays, self.config.look_range_cells, self.searched_range)
+            self.grid.look(self.pose, self.view_rays, self.seen_range, self.searched_range)
+            if self.config.coverage_by_kind:
+                self.grid.look_by_kind(self.pose, self.view_rays, self.kind_ranges)
         with self.timed("embedding"):
             image = observation["image"]
             small = None
@@ -241,6 +257,9 @@ class FrontierExplorer(Agent, Navigator):
             if abs(cell[0] - x) + abs(cell[1] - y) > 1 and self.last_probability >= self.config.confirm_probability:
                 self._look_closer.add(cell)  # the target is in view, but maybe beside it: look from next to it
                 return self.approach_action(observation)
+            if cell in self._judged_clean:
+                # Seen alone, from close, and not the target: no other part of that object is either.
+                self.rejected |= self.grid.occupied_around(cell, 1)
             self.rule_out(cell)
             return None
         action = self._follow(self.approach_goals(), "approach")
@@ -293,7 +312,37 @@ class FrontierExplorer(Agent, Navigator):
                 occupied[cy + by, cx + bx] for bx, by in between if 0 <= cx + bx < n and 0 <= cy + by < n
             ):
                 mask[gy, gx] = True
+        if self.config.clean_background_stop and mask.any():
+            clean = self._clean_background(cell, mask)
+            if clean.any():  # none: judge from where it can be judged at all
+                mask = clean
+                self._judged_clean.add(cell)
         return mask
+
+    def _clean_background(self, cell: tuple[int, int], viewing: np.ndarray) -> np.ndarray:
+        """The viewing cells (a mask) from which the middle of the view, facing ``cell``, shows no
+        obstacle the map knows beyond it (over low things too) within the range at which the
+        mission's kind is recognised, other than the parts of ``cell``'s own object: from there a
+        recognised target can only be ``cell``. From elsewhere a target behind a low cable or rock
+        would be confirmed at the cable."""
+        assert self.grid is not None and self.spec is not None
+        own = self.grid.occupied_around(cell, 2)
+        reach = self.config.look_range_cells
+        if self.mission_kind is not None:
+            reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+        rays = np.linspace(-0.5 * self.half_fov, 0.5 * self.half_fov, 5)
+        clean = np.zeros_like(viewing)
+        for gy, gx in zip(*np.nonzero(viewing)):
+            pose = (int(gx), int(gy), facing((int(gx), int(gy)), cell))
+            rows, cols = self.grid.view_cells(pose, rays, reach, occlusion=False)
+            beyond = np.hypot(cols - gx, rows - gy) > np.hypot(cell[0] - gx, cell[1] - gy) + 0.5
+            others = [
+                (int(x), int(y))
+                for x, y in zip(cols[beyond], rows[beyond])
+                if self.grid.occupied[y, x] and (int(x), int(y)) not in own
+            ]
+            clean[gy, gx] = not others
+        return clean
 
     @staticmethod
     @functools.cache

@@ -12,6 +12,7 @@ import math
 import cv2
 import numpy as np
 
+from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 ESTABLISHED = 4
@@ -43,6 +44,9 @@ class OccupancyGrid:
         """Cells the camera has looked at from close enough to recognise a target there."""
         self.searched = np.zeros((n, n), dtype=bool)
         """Cells looked at from close enough to be sure for any later mission (fog permitting)."""
+        self.searched_by_kind = np.zeros((len(TARGET_KINDS), n, n), dtype=bool)
+        """Per target kind (:data:`TARGET_KINDS` order): cells looked at from within the range at
+        which that kind is recognised, in the light of the time (``coverage_by_kind``)."""
         self.max_range = spec.sonar_max_range_m / spec.cell_size_m
         self._t = np.arange(SAMPLE_STEP, self.max_range + SAMPLE_STEP, SAMPLE_STEP)
         offsets = np.array(spec.sonar_angles())
@@ -81,6 +85,7 @@ class OccupancyGrid:
         self.evidence[:] = 0
         self.seen[:] = False
         self.searched[:] = False
+        self.searched_by_kind[:] = False
 
     def _march(
         self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float
@@ -128,9 +133,20 @@ class OccupancyGrid:
             ok = ok[:, :near]
             self.searched[py[:, :near][ok], px[:, :near][ok]] = True
 
-    def carry_to_next_mission(self) -> None:
-        """Start a new mission on this map: only what was searched closely enough counts as seen."""
-        self.seen[:] = self.searched
+    def look_by_kind(self, pose: tuple[int, int, int], angles: np.ndarray, ranges: np.ndarray) -> None:
+        """Mark the cells in view as searched for each target kind up to that kind's range (cells,
+        :data:`TARGET_KINDS` order): one march, each kind a prefix of it."""
+        px, py, inside, occ = self._march(pose, angles, float(ranges.max()))
+        ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0)
+        for k, reach in enumerate(ranges):
+            near = len(np.arange(0.25, reach, 0.25))
+            sel = ok[:, :near]
+            self.searched_by_kind[k][py[:, :near][sel], px[:, :near][sel]] = True
+
+    def carry_to_next_mission(self, kind: str | None = None) -> None:
+        """Start a new mission on this map: only what was searched closely enough counts as seen
+        (with ``kind``: closely enough to recognise that kind, ``coverage_by_kind``)."""
+        self.seen[:] = self.searched if kind is None else self.searched_by_kind[TARGET_KINDS.index(kind)]
 
     def view_cells(
         self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, occlusion: bool = True

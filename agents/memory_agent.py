@@ -133,7 +133,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             self._loaded_grid = None
         if not self.config.carry_map:
             self.grid.reset()
-        self.grid.carry_to_next_mission()
+        self.grid.carry_to_next_mission(self.mission_kind if self.config.coverage_by_kind else None)
 
     _GRID_ARRAYS = ("free", "occupied", "evidence", "seen", "searched")
     _loaded_grid: dict[str, np.ndarray] | None = None
