@@ -180,7 +180,7 @@ class FrontierExplorer(Agent, Navigator):
         assert self.grid is not None
         n = self.grid.size
         believed = raw + self.pose_correction
-        cell = np.clip(np.round(believed).astype(np.int64), 0, n - 1)
+        cell = np.minimum(np.maximum(np.round(believed).astype(np.int64), 0), n - 1)
         margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
         # A cell's fit is at most its echoes on obstacles: with fewer echoes than a fix needs, no
         # cell can move the estimate or fix it, so the match is skipped (same outcome, no cost).

@@ -188,22 +188,30 @@ class OccupancyGrid:
             r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
             px, py = self._beam_cells(x, y, h)
             inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
-            passed = inside & (self._t[None, :] < r[:, None] - 0.1)
-            flat = py * n + px
-            votes = -np.bincount(flat[passed], minlength=n * n)
-            echo = r < self.max_range - 1e-3
-            if echo.any():
-                j = np.minimum(np.searchsorted(self._t, r[echo] + 0.05), len(self._t) - 1)
-                ok = inside[echo, j]
-                votes += 2 * np.bincount(flat[echo, j][ok], minlength=n * n)
-            self.free.ravel()[flat[passed]] = True
-            self.evidence += np.clip(votes.reshape(n, n), -8, 8).astype(np.int16)
-            np.clip(self.evidence, -20, 100, out=self.evidence)
+            # Only the window the beams cover changes: count votes there, not over the whole map.
+            x0, x1 = max(int(px.min()), 0), min(int(px.max()) + 1, n)
+            y0, y1 = max(int(py.min()), 0), min(int(py.max()) + 1, n)
+            if x0 < x1 and y0 < y1:
+                width, height = x1 - x0, y1 - y0
+                passed = inside & (self._t[None, :] < r[:, None] - 0.1)
+                flat = (py - y0) * width + (px - x0)
+                votes = -np.bincount(flat[passed], minlength=width * height)
+                echo = r < self.max_range - 1e-3
+                if echo.any():
+                    j = np.minimum(np.searchsorted(self._t, r[echo] + 0.05), len(self._t) - 1)
+                    ok = inside[echo, j]
+                    votes += 2 * np.bincount(flat[echo, j][ok], minlength=width * height)
+                self.free[py[passed], px[passed]] = True
+                evidence = self.evidence[y0:y1, x0:x1]
+                evidence += np.minimum(np.maximum(votes.reshape(height, width), -8), 8).astype(np.int16)
+                np.maximum(evidence, -20, out=evidence)
+                np.minimum(evidence, 100, out=evidence)
+                np.greater(evidence, 0, out=self.occupied[y0:y1, x0:x1])
+                self.free[y0:y1, x0:x1] &= ~self.occupied[y0:y1, x0:x1]
         if 0 <= x < n and 0 <= y < n:
             self.evidence[y, x] = min(self.evidence[y, x], -1)
             self.free[y, x] = True
-        self.occupied = self.evidence > 0
-        self.free &= ~self.occupied
+            self.occupied[y, x] = False
 
     def echoes(self, sonar_m: np.ndarray) -> int:
         """Beams of a scan that echoed (read short of the maximum range), as :meth:`scan_fit` counts

@@ -143,3 +143,47 @@ def test_planning_stops_the_wavefront_early_with_the_same_path() -> None:
             )
 
         assert (beside(quick)[wanted] == beside(whole)[wanted]).all()
+
+
+def _update_plainly(grid: OccupancyGrid, pose: tuple[int, int, int], sonar_m: np.ndarray) -> None:
+    """OccupancyGrid.update as it was, over the whole map: what the windowed one must equal."""
+    x, y, h = pose
+    n = grid.size
+    r = np.asarray(sonar_m, dtype=np.float64) / grid.spec.cell_size_m
+    px = np.floor(x + grid._dx[h]).astype(np.int64)
+    py = np.floor(y + grid._dy[h]).astype(np.int64)
+    inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+    passed = inside & (grid._t[None, :] < r[:, None] - 0.1)
+    flat = py * n + px
+    votes = -np.bincount(flat[passed], minlength=n * n)
+    echo = r < grid.max_range - 1e-3
+    if echo.any():
+        j = np.minimum(np.searchsorted(grid._t, r[echo] + 0.05), len(grid._t) - 1)
+        ok = inside[echo, j]
+        votes += 2 * np.bincount(flat[echo, j][ok], minlength=n * n)
+    grid.free.ravel()[flat[passed]] = True
+    grid.evidence += np.clip(votes.reshape(n, n), -8, 8).astype(np.int16)
+    np.clip(grid.evidence, -20, 100, out=grid.evidence)
+    if 0 <= x < n and 0 <= y < n:
+        grid.evidence[y, x] = min(grid.evidence[y, x], -1)
+        grid.free[y, x] = True
+    grid.occupied = grid.evidence > 0
+    grid.free &= ~grid.occupied
+
+
+def test_the_windowed_update_equals_the_whole_map_one() -> None:
+    rng = np.random.default_rng(3)
+    spec = SensorSpec(5.0, 64, 75.0, 40.0, 24, 120.0, 40.0, 30)
+    fast, plain = OccupancyGrid(spec), OccupancyGrid(spec)
+    for step in range(3000):
+        pose = (int(rng.integers(-2, 32)), int(rng.integers(-2, 32)), int(rng.integers(4)))
+        sonar = rng.uniform(0.0, 40.0, size=24)
+        sonar[rng.random(24) < 0.4] = 40.0
+        if step % 50 == 7:
+            cell = (int(rng.integers(30)), int(rng.integers(30)))
+            fast.mark_occupied(*cell)
+            plain.mark_occupied(*cell)
+        fast.update(pose, sonar)
+        _update_plainly(plain, pose, sonar)
+        for name in ("free", "occupied", "evidence"):
+            assert (getattr(fast, name) == getattr(plain, name)).all(), (step, name)
