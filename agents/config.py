@@ -74,10 +74,11 @@ class ExplorerConfig:
     (:data:`~embodmem.agents.recognizer.DETECTION_RANGE_CELLS`), not within one range for every
     kind (issue 30, "coverage without detection"). Off by default until the tables are re-run."""
     seen_within_detection_range: bool = False
-    """Within a mission, count a cell as looked at only from within the mission's kind's detection
-    range in this light (at most ``look_range_cells``): what the robot faced from farther, where the
-    recogniser misses the kind, is searched again (issue 30, "not seen, deep water"). Off by
-    default until the tables are re-run."""
+    """Within a mission, when every reachable place has been looked at and the target was not
+    found, look again first at what was looked at only from beyond the mission's kind's detection
+    range in this light (the recogniser misses it there), from within that range, before the search
+    starts over (issue 30, "not seen, deep water": drums faced from 3-4 cells at a score of 0.01
+    and never revisited). Off by default until the tables are re-run."""
 
     def __post_init__(self) -> None:
         check_types(self)

@@ -99,8 +99,13 @@ class FrontierExplorer(Agent, Navigator):
         """Per target kind, cells within which a look counts as searched for it (``coverage_by_kind``)."""
         self.seen_range = self.config.look_range_cells
         """Cells within which a look counts as a look for this mission."""
+        self.close_range: float | None = None
+        """With ``seen_within_detection_range``: cells within which this mission's kind is recognised
+        in this light; what was looked at only from farther is looked at again, from this close,
+        before the search starts over."""
         if self.config.seen_within_detection_range and self.mission_kind is not None:
-            self.seen_range = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+            self.close_range = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+        self._close_pass = False
         self.reset_spatial_memory_if_cold()
         self.rejected = set()
         self._look_closer = set()
@@ -151,7 +156,11 @@ class FrontierExplorer(Agent, Navigator):
         self._last_raw = raw
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
-            self.grid.look(self.pose, self.view_rays, self.seen_range, self.searched_range)
+            if self.close_range is None:
+                self.grid.look(self.pose, self.view_rays, self.seen_range, self.searched_range)
+            else:  # the second pass counts only close looks as looks
+                reach = self.close_range if self._close_pass else self.seen_range
+                self.grid.look(self.pose, self.view_rays, reach, self.searched_range, self.close_range)
             if self.config.coverage_by_kind:
                 self.grid.look_by_kind(self.pose, self.view_rays, self.kind_ranges)
         with self.timed("embedding"):
@@ -257,8 +266,8 @@ class FrontierExplorer(Agent, Navigator):
             if abs(cell[0] - x) + abs(cell[1] - y) > 1 and self.last_probability >= self.config.confirm_probability:
                 self._look_closer.add(cell)  # the target is in view, but maybe beside it: look from next to it
                 return self.approach_action(observation)
-            if cell in self._judged_clean:
-                # Seen alone, from close, and not the target: no other part of that object is either.
+            if cell in self._judged_clean and abs(cell[0] - x) + abs(cell[1] - y) <= 1:
+                # Seen alone, from next to it, and not the target: no other part of that object is either.
                 self.rejected |= self.grid.occupied_around(cell, 1)
             self.rule_out(cell)
             return None
@@ -397,6 +406,13 @@ class FrontierExplorer(Agent, Navigator):
                 return action
         unknown = ~(self.grid.free | self.grid.occupied)
         if self.grid.seen.any() and not (frontiers & ~unknown).any():
+            far_only = self.grid.seen & ~self.grid.close
+            if self.close_range is not None and not self._close_pass and far_only.any():
+                # Looked at only from beyond where this kind is recognised (deep water, small
+                # targets): look at those again, from close enough, before anything else.
+                self._close_pass = True
+                self.grid.seen[far_only] = False
+                return self.frontier_action()
             # Every place the robot knows how to reach has been looked at and the target was missed
             # (a small object at the edge of the fog is easy to miss): forget what was searched
             # (not the occupancy) and look again.

@@ -44,6 +44,9 @@ class OccupancyGrid:
         """Cells the camera has looked at from close enough to recognise a target there."""
         self.searched = np.zeros((n, n), dtype=bool)
         """Cells looked at from close enough to be sure for any later mission (fog permitting)."""
+        self.close = np.zeros((n, n), dtype=bool)
+        """Cells looked at, this mission, from within the range at which its target is recognised
+        (``seen_within_detection_range``): the rest of ``seen`` is looked at again before giving up."""
         self.searched_by_kind = np.zeros((len(TARGET_KINDS), n, n), dtype=bool)
         """Per target kind (:data:`TARGET_KINDS` order): cells looked at from within the range at
         which that kind is recognised, in the light of the time (``coverage_by_kind``)."""
@@ -86,6 +89,7 @@ class OccupancyGrid:
         self.seen[:] = False
         self.searched[:] = False
         self.searched_by_kind[:] = False
+        self.close[:] = False
 
     def _march(
         self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float
@@ -117,14 +121,24 @@ class OccupancyGrid:
         return rays
 
     def look(
-        self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, searched_range: float | None = None
+        self,
+        pose: tuple[int, int, int],
+        angles: np.ndarray,
+        look_range: float,
+        searched_range: float | None = None,
+        close_range: float | None = None,
     ) -> None:
         """Mark the cells inside the camera's view up to ``look_range`` cells as seen, and up to
-        ``searched_range`` (default: the same) as searched for later missions. What was only swept
-        by sonar is not "seen": a small target there may have gone unnoticed."""
+        ``searched_range`` (default: the same) as searched for later missions; with ``close_range``
+        (at most ``look_range``), the cells up to it as looked at closely. What was only swept by
+        sonar is not "seen": a small target there may have gone unnoticed."""
         px, py, inside, occ = self._march(pose, angles, look_range)
         ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0)
         self.seen[py[ok], px[ok]] = True
+        if close_range is not None:
+            near = len(np.arange(0.25, close_range, 0.25))
+            sel = ok[:, :near]
+            self.close[py[:, :near][sel], px[:, :near][sel]] = True
         if searched_range is None or searched_range >= look_range:
             self.searched[py[ok], px[ok]] = True
         else:
@@ -147,6 +161,7 @@ class OccupancyGrid:
         """Start a new mission on this map: only what was searched closely enough counts as seen
         (with ``kind``: closely enough to recognise that kind, ``coverage_by_kind``)."""
         self.seen[:] = self.searched if kind is None else self.searched_by_kind[TARGET_KINDS.index(kind)]
+        self.close[:] = self.seen
 
     def view_cells(
         self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, occlusion: bool = True

@@ -144,21 +144,31 @@ def test_a_carried_map_gives_each_mission_its_own_coverage(embedder: ClipEmbedde
 # ---------------------------------------------------------------- (c) deep water: faced but not seen
 
 
-def test_deep_water_counts_a_look_only_within_the_kinds_detection_range(embedder: ClipEmbedder) -> None:
-    """Deep water, oil drums: faced from four cells (where the recogniser misses them in every
-    frame), the cell stays unsearched with the switch on, so exploration comes back to it."""
+def test_deep_water_looks_again_closely_at_what_it_faced_from_afar(embedder: ClipEmbedder) -> None:
+    """Deep water, oil drums: a cell faced from four cells (where the recogniser misses drums in
+    every frame) counts as looked at on the first pass; once every reachable place has been looked
+    at, the switch sends the robot back to such cells (and then only a look from two cells counts)
+    instead of forgetting the whole search."""
     off, _ = _agent(embedder, "deep_barrel")
     on, _ = _agent(embedder, "deep_barrel", seen_within_detection_range=True)
-    assert off.seen_range == 4.0 and on.seen_range == 2.0
+    assert off.close_range is None and on.close_range == 2.0
     for agent in (off, on):
-        assert agent.grid is not None
-        agent.grid.free[:] = True
-        agent.grid.look((10, 16, 0), agent.view_rays, agent.seen_range, agent.searched_range)
+        grid = agent.grid
+        assert grid is not None
+        grid.free[:] = True
+        grid.mark_occupied(14, 16)
+        agent.pose = (10, 16, 0)
+        grid.look(agent.pose, agent.view_rays, agent.seen_range, agent.searched_range, agent.close_range)
+        assert grid.seen[16, 13]  # first pass: faced from three cells, looked at
+        grid.seen[:] = True  # ... and so was everything else reachable
+        grid.seen[16, 14] = False
+        agent.frontier_action()
     assert off.grid is not None and on.grid is not None
-    assert off.grid.seen[16, 13] and not on.grid.seen[16, 13]
-    assert on.grid.seen[16, 12]
+    assert not off.grid.seen.any()  # old: the whole search starts over
+    assert not on.grid.seen[16, 13] and on.grid.seen[16, 11] and on._close_pass  # new: the far ones first
+    assert on.grid.seen.sum() > 0 and (on.grid.seen == on.grid.close).all()
     shallow, _ = _agent(embedder, "wreck", seen_within_detection_range=True)
-    assert shallow.seen_range == 4.0  # a wreck is recognised from four cells: nothing changes
+    assert shallow.close_range == 4.0  # a wreck is recognised from four cells: nothing to look at again
 
 
 def test_the_dev_world_case_of_a_cable_before_a_wreck(embedder: ClipEmbedder) -> None:
