@@ -330,15 +330,15 @@ class FrontierExplorer(Agent, Navigator):
 
     def _clean_background(self, cell: tuple[int, int], viewing: np.ndarray) -> np.ndarray:
         """The viewing cells (a mask) from which the middle of the view, facing ``cell``, shows no
-        obstacle the map knows beyond it (over low things too) within the range at which the
-        mission's kind is recognised, other than the parts of ``cell``'s own object: from there a
+        obstacle the map knows beyond it (over low things too) within a cell more than the range at
+        which the mission's kind is recognised, other than the parts of ``cell``'s own object: from there a
         recognised target can only be ``cell``. From elsewhere a target behind a low cable or rock
         would be confirmed at the cable."""
         assert self.grid is not None and self.spec is not None
         own = self.grid.occupied_around(cell, 2)
         reach = self.config.look_range_cells
-        if self.mission_kind is not None:
-            reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+        if self.mission_kind is not None:  # a cell past the detection range is still found at times
+            reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)]) + 1.0
         rays = np.linspace(-0.5 * self.half_fov, 0.5 * self.half_fov, 5)
         clean = np.zeros_like(viewing)
         for gy, gx in zip(*np.nonzero(viewing)):

@@ -20,7 +20,7 @@ def embedder() -> ClipEmbedder:
     return ClipEmbedder(threads=1)
 
 
-def _agent(embedder: ClipEmbedder, task: str, agent_type: type = FrontierExplorer, **switches: bool):
+def _agent(embedder: ClipEmbedder, task: str, agent_type: type = FrontierExplorer, **switches: bool | float):
     """An agent reset on a task of an open 32x32 world, its map then replaced by a blank one."""
     env = UnderwaterEnv(tasks=(task,), world_seed=1001, max_steps=50)
     obs, _ = env.reset(seed=0)
@@ -91,15 +91,17 @@ def test_a_lone_object_with_nothing_behind_keeps_every_viewing_cell(embedder: Cl
 
 
 def test_with_clutter_all_round_the_old_viewing_cells_remain(embedder: ClipEmbedder) -> None:
-    on, _ = _agent(embedder, "barrel", clean_background_stop=True)
+    """Judged from next to it only: whichever side, another object stands three cells behind."""
+    on, _ = _agent(embedder, "barrel", clean_background_stop=True, stop_range_cells=1.0)
     grid = on.grid
     assert grid is not None
     grid.free[:] = True
     for x, y in [(16, 16), (16, 13), (16, 19), (13, 16), (19, 16), (14, 14), (18, 18), (14, 18), (18, 14)]:
         grid.mark_occupied(x, y)
-    off, _ = _agent(embedder, "barrel")
+    off, _ = _agent(embedder, "barrel", stop_range_cells=1.0)
     assert off.grid is not None
     off.grid.occupied[:] = grid.occupied
+    assert on.viewing_cells((16, 16)).sum() == 4
     assert (on.viewing_cells((16, 16)) == off.viewing_cells((16, 16))).all()
 
 
