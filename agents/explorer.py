@@ -298,12 +298,17 @@ class FrontierExplorer(Agent, Navigator):
         where the cell straight ahead is)."""
         if self.last_probability < self.config.confirm_probability:
             return False
-        if abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1]) <= 1:
+        adjacent = abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1]) <= 1
+        # With clean_background_stop, a candidate that could only be judged with other things behind
+        # it must show the target in the middle of the view from next to it too (a wind station
+        # beside a collapsed tower fills the frame's edge, not its middle).
+        crowded = self.config.clean_background_stop and cell not in self._judged_clean
+        if adjacent and not crowded:
             return True
         with self.timed("embedding"):
             centre = self.embedder.embed_images(centre_view(observation["image"])[None])
             p_centre = float(self.recognizer.probability(centre)[0])
-        return p_centre >= self.config.centre_probability
+        return p_centre >= (self.config.confirm_probability if adjacent else self.config.centre_probability)
 
     def viewing_cells(self, cell: tuple[int, int]) -> np.ndarray:
         """Cells (a bool mask) from which to judge ``cell``: next to it, or up to ``stop_range_cells``

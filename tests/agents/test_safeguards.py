@@ -4,6 +4,7 @@ default), and the same situation with the switch off, where the old behaviour sh
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from embodmem.agents.config import MemoryAgentConfig
@@ -78,6 +79,19 @@ def test_an_occluder_ruled_out_from_a_clean_view_takes_its_object_with_it(embedd
     agent.viewing_cells(cable)
     action = agent.approach_action(obs)
     assert action is None and {(10, 15), (11, 15)} <= agent.rejected and agent.candidate is None
+
+
+def test_a_crowded_candidate_must_show_the_target_in_the_middle_of_the_view(embedder: ClipEmbedder) -> None:
+    """Judged from next to it with other things behind it (no clean viewing cell), a frame that
+    shows the target somewhere (whole frame above the bar) but open water in the middle does not
+    stop the robot with the switch on; the old agent stops."""
+    water = np.zeros((64, 64, 3), np.uint8)
+    water[:] = (20, 60, 90)
+    for switch, expect in ((False, True), (True, False)):
+        agent, obs = _agent(embedder, "wind_station", clean_background_stop=switch)
+        agent.pose = (17, 25, 3)
+        agent.last_probability = 0.94  # the whole frame: the wind station at its edge
+        assert agent.confirmed_ahead(dict(obs, image=water), (17, 24)) is expect
 
 
 def test_a_lone_object_with_nothing_behind_keeps_every_viewing_cell(embedder: ClipEmbedder) -> None:
