@@ -63,6 +63,22 @@ class ExplorerConfig:
     relocalise_agree: int = 5
     """Informative scans in a row that must favour the same neighbouring cell before the estimate
     moves there (one noisy scan never moves it; a real drift persists)."""
+    clean_background_stop: bool = False
+    """Judge a candidate only from viewing cells whose view beyond it (the middle of the view, up to
+    the visibility) holds no other obstacle the map knows, when such a cell exists: a target seen
+    above or behind a low object in front is then not taken for that object (issue 30, "an occluder
+    taken for the target"). Off by default until the README's tables are re-run with it."""
+    coverage_by_kind: bool = False
+    """Carry camera coverage between missions per target kind: a cell counts as searched for a kind
+    only if it was looked at from within that kind's detection range in the light of the time
+    (:data:`~embodmem.agents.recognizer.DETECTION_RANGE_CELLS`), not within one range for every
+    kind (issue 30, "coverage without detection"). Off by default until the tables are re-run."""
+    seen_within_detection_range: bool = False
+    """Within a mission, when every reachable place has been looked at and the target was not
+    found, look again first at what was looked at only from beyond the mission's kind's detection
+    range in this light (the recogniser misses it there), from within that range, before the search
+    starts over (issue 30, "not seen, deep water": drums faced from 3-4 cells at a score of 0.01
+    and never revisited). Off by default until the tables are re-run."""
 
     def __post_init__(self) -> None:
         check_types(self)

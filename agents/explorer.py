@@ -20,7 +20,8 @@ import numpy as np
 from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
-from embodmem.agents.recognizer import TargetRecognizer, centre_view
+from embodmem.agents.recognizer import TargetRecognizer, centre_view, detection_range, mission_kind
+from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 _NEIGHBOURHOOD = np.array([(dx, dy) for dy in range(-2, 3) for dx in range(-2, 3)], dtype=np.int64)
@@ -50,6 +51,8 @@ class FrontierExplorer(Agent, Navigator):
         self.rejected: set[tuple[int, int]] = set()
         self._look_closer: set[tuple[int, int]] = set()
         """Candidates a look from a distance left unclear: judged from next to them."""
+        self._judged_clean: set[tuple[int, int]] = set()
+        """Candidates judged only from viewing cells with nothing else behind them (``clean_background_stop``)."""
         self.candidate: tuple[int, int] | None = None
         self.path: list[tuple[int, int]] = []
         self.goal_kind = ""
@@ -87,10 +90,26 @@ class FrontierExplorer(Agent, Navigator):
         """Cells within which a small target shows clearly in this light (less in deep water)."""
         self.searched_range = min(self.config.look_range_cells, self.clear_sight)
         """Cells this close count as searched for later missions too."""
-        self.reset_spatial_memory_if_cold()
         self.recognizer.set_goal(observation)  # mission text, or the words the goal image shows
+        self.mission_kind = mission_kind(self.recognizer.mission or "")
+        """The target kind the mission asks for (None: a mission naming none)."""
+        self.kind_ranges = np.array(
+            [min(self.config.look_range_cells, detection_range(k, spec.view_range_m)) for k in TARGET_KINDS]
+        )
+        """Per target kind, cells within which a look counts as searched for it (``coverage_by_kind``)."""
+        self.seen_range = self.config.look_range_cells
+        """Cells within which a look counts as a look for this mission."""
+        self.close_range: float | None = None
+        """With ``seen_within_detection_range``: cells within which this mission's kind is recognised
+        in this light; what was looked at only from farther is looked at again, from this close,
+        before the search starts over."""
+        if self.config.seen_within_detection_range and self.mission_kind is not None:
+            self.close_range = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+        self._close_pass = False
+        self.reset_spatial_memory_if_cold()
         self.rejected = set()
         self._look_closer = set()
+        self._judged_clean = set()
         self.candidate = None
         self.path = []
         self.goal_kind = ""
@@ -137,7 +156,13 @@ class FrontierExplorer(Agent, Navigator):
         self._last_raw = raw
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
-            self.grid.look(self.pose, self.view_rays, self.config.look_range_cells, self.searched_range)
+            if self.close_range is None:
+                self.grid.look(self.pose, self.view_rays, self.seen_range, self.searched_range)
+            else:  # the second pass counts only close looks as looks
+                reach = self.close_range if self._close_pass else self.seen_range
+                self.grid.look(self.pose, self.view_rays, reach, self.searched_range, self.close_range)
+            if self.config.coverage_by_kind:
+                self.grid.look_by_kind(self.pose, self.view_rays, self.kind_ranges)
         with self.timed("embedding"):
             image = observation["image"]
             small = None
@@ -164,14 +189,16 @@ class FrontierExplorer(Agent, Navigator):
         assert self.grid is not None
         n = self.grid.size
         believed = raw + self.pose_correction
-        cell = np.clip(np.round(believed).astype(np.int64), 0, n - 1)
-        if self.config.relocalise and len(sonar_m) and self.grid.occupied.any():
+        cell = np.minimum(np.maximum(np.round(believed).astype(np.int64), 0), n - 1)
+        margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
+        # A cell's fit is at most its echoes on obstacles: with fewer echoes than a fix needs, no
+        # cell can move the estimate or fix it, so the match is skipped (same outcome, no cost).
+        if self.config.relocalise and len(sonar_m) and self.grid.echoes(sonar_m) >= enough and self.grid.occupied.any():
             candidates = cell[None, :] + _NEIGHBOURHOOD
             scores = self.grid.scan_fit(candidates, heading, sonar_m)
             best = int(np.argmax(scores))
             here = scores[_CENTRE]
-            others = np.delete(scores, _CENTRE)
-            margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
+            others = np.concatenate([scores[:_CENTRE], scores[_CENTRE + 1 :]])
             if best != _CENTRE and scores[best] >= enough and scores[best] - here >= margin:
                 offset = (int(_NEIGHBOURHOOD[best][0]), int(_NEIGHBOURHOOD[best][1]))
                 self._favoured_count = self._favoured_count + 1 if offset == self._favoured else 1
@@ -239,6 +266,9 @@ class FrontierExplorer(Agent, Navigator):
             if abs(cell[0] - x) + abs(cell[1] - y) > 1 and self.last_probability >= self.config.confirm_probability:
                 self._look_closer.add(cell)  # the target is in view, but maybe beside it: look from next to it
                 return self.approach_action(observation)
+            if cell in self._judged_clean and abs(cell[0] - x) + abs(cell[1] - y) <= 1:
+                # Seen alone, from next to it, and not the target: no other part of that object is either.
+                self.rejected |= self.grid.occupied_around(cell, 1)
             self.rule_out(cell)
             return None
         action = self._follow(self.approach_goals(), "approach")
@@ -268,12 +298,17 @@ class FrontierExplorer(Agent, Navigator):
         where the cell straight ahead is)."""
         if self.last_probability < self.config.confirm_probability:
             return False
-        if abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1]) <= 1:
+        adjacent = abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1]) <= 1
+        # With clean_background_stop, a candidate that could only be judged with other things behind
+        # it must show the target in the middle of the view from next to it too (a wind station
+        # beside a collapsed tower fills the frame's edge, not its middle).
+        crowded = self.config.clean_background_stop and cell not in self._judged_clean
+        if adjacent and not crowded:
             return True
         with self.timed("embedding"):
             centre = self.embedder.embed_images(centre_view(observation["image"])[None])
             p_centre = float(self.recognizer.probability(centre)[0])
-        return p_centre >= self.config.centre_probability
+        return p_centre >= (self.config.confirm_probability if adjacent else self.config.centre_probability)
 
     def viewing_cells(self, cell: tuple[int, int]) -> np.ndarray:
         """Cells (a bool mask) from which to judge ``cell``: next to it, or up to ``stop_range_cells``
@@ -291,7 +326,37 @@ class FrontierExplorer(Agent, Navigator):
                 occupied[cy + by, cx + bx] for bx, by in between if 0 <= cx + bx < n and 0 <= cy + by < n
             ):
                 mask[gy, gx] = True
+        if self.config.clean_background_stop and mask.any():
+            clean = self._clean_background(cell, mask)
+            if clean.any():  # none: judge from where it can be judged at all
+                mask = clean
+                self._judged_clean.add(cell)
         return mask
+
+    def _clean_background(self, cell: tuple[int, int], viewing: np.ndarray) -> np.ndarray:
+        """The viewing cells (a mask) from which the middle of the view, facing ``cell``, shows no
+        obstacle the map knows beyond it (over low things too) within a cell more than the range at
+        which the mission's kind is recognised, other than the parts of ``cell``'s own object: from there a
+        recognised target can only be ``cell``. From elsewhere a target behind a low cable or rock
+        would be confirmed at the cable."""
+        assert self.grid is not None and self.spec is not None
+        own = self.grid.occupied_around(cell, 2)
+        reach = self.config.look_range_cells
+        if self.mission_kind is not None:  # a cell past the detection range is still found at times
+            reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)]) + 1.0
+        rays = np.linspace(-0.5 * self.half_fov, 0.5 * self.half_fov, 5)
+        clean = np.zeros_like(viewing)
+        for gy, gx in zip(*np.nonzero(viewing)):
+            pose = (int(gx), int(gy), facing((int(gx), int(gy)), cell))
+            rows, cols = self.grid.view_cells(pose, rays, reach, occlusion=False)
+            beyond = np.hypot(cols - gx, rows - gy) > np.hypot(cell[0] - gx, cell[1] - gy) + 0.5
+            others = [
+                (int(x), int(y))
+                for x, y in zip(cols[beyond], rows[beyond])
+                if self.grid.occupied[y, x] and (int(x), int(y)) not in own
+            ]
+            clean[gy, gx] = not others
+        return clean
 
     @staticmethod
     @functools.cache
@@ -346,6 +411,13 @@ class FrontierExplorer(Agent, Navigator):
                 return action
         unknown = ~(self.grid.free | self.grid.occupied)
         if self.grid.seen.any() and not (frontiers & ~unknown).any():
+            far_only = self.grid.seen & ~self.grid.close
+            if self.close_range is not None and not self._close_pass and far_only.any():
+                # Looked at only from beyond where this kind is recognised (deep water, small
+                # targets): look at those again, from close enough, before anything else.
+                self._close_pass = True
+                self.grid.seen[far_only] = False
+                return self.frontier_action()
             # Every place the robot knows how to reach has been looked at and the target was missed
             # (a small object at the edge of the fog is easy to miss): forget what was searched
             # (not the occupancy) and look again.

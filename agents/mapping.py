@@ -12,7 +12,7 @@ import math
 import cv2
 import numpy as np
 
-from embodmem.envs.geodesic import bfs_distance
+from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
 ESTABLISHED = 4
@@ -44,6 +44,12 @@ class OccupancyGrid:
         """Cells the camera has looked at from close enough to recognise a target there."""
         self.searched = np.zeros((n, n), dtype=bool)
         """Cells looked at from close enough to be sure for any later mission (fog permitting)."""
+        self.close = np.zeros((n, n), dtype=bool)
+        """Cells looked at, this mission, from within the range at which its target is recognised
+        (``seen_within_detection_range``): the rest of ``seen`` is looked at again before giving up."""
+        self.searched_by_kind = np.zeros((len(TARGET_KINDS), n, n), dtype=bool)
+        """Per target kind (:data:`TARGET_KINDS` order): cells looked at from within the range at
+        which that kind is recognised, in the light of the time (``coverage_by_kind``)."""
         self.max_range = spec.sonar_max_range_m / spec.cell_size_m
         self._t = np.arange(SAMPLE_STEP, self.max_range + SAMPLE_STEP, SAMPLE_STEP)
         offsets = np.array(spec.sonar_angles())
@@ -54,6 +60,21 @@ class OccupancyGrid:
             ang = h * math.pi / 2 + offsets
             self._dx.append(0.5 + np.cos(ang)[:, None] * self._t[None, :])
             self._dy.append(0.5 + np.sin(ang)[:, None] * self._t[None, :])
+        # floor(c + d) == c + floor(d) for a whole cell c unless d sits within rounding of the next
+        # integer (0.5 + sin(pi/6) and the like): those few samples are computed the float way.
+        self._cell_dx = [np.floor(d).astype(np.int64) for d in self._dx]
+        self._cell_dy = [np.floor(d).astype(np.int64) for d in self._dy]
+        self._fragile = [
+            (dx - np.floor(dx) > 1 - 1e-9) | (dy - np.floor(dy) > 1 - 1e-9) for dx, dy in zip(self._dx, self._dy)
+        ]
+        self._pad = int(math.ceil(self.max_range)) + 4
+        """Margin of the padded copy of the established cells that scan matching reads (no bounds
+        checks per sample): cells up to ``_pad - ceil(max_range) - 1`` outside the map are matched."""
+        self._ray_cache: dict[tuple[int, str, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
+        width = n + 2 * self._pad
+        self._solid = np.zeros((width, width), dtype=bool)
+        self._solid_offsets = [dy * width + dx for dx, dy in zip(self._cell_dx, self._cell_dy)]
+        """Per heading: flat offset, in the padded array, of every beam sample from the cell."""
 
     def fits(self, spec: SensorSpec) -> bool:
         """Whether this grid keeps mapping under ``spec``: the same area, cells and sonar (the light,
@@ -67,6 +88,8 @@ class OccupancyGrid:
         self.evidence[:] = 0
         self.seen[:] = False
         self.searched[:] = False
+        self.searched_by_kind[:] = False
+        self.close[:] = False
 
     def _march(
         self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float
@@ -74,32 +97,71 @@ class OccupancyGrid:
         """Sample cells every quarter cell along rays (radians from the heading) from the cell
         centre; returns their x, y, whether inside the map, and whether known occupied."""
         x, y, h = pose
-        t = np.arange(0.25, max_range, 0.25)
-        a = h * math.pi / 2 + np.asarray(angles)
-        px = np.floor(x + 0.5 + np.cos(a)[:, None] * t[None, :]).astype(np.int64)
-        py = np.floor(y + 0.5 + np.sin(a)[:, None] * t[None, :]).astype(np.int64)
+        along_x, along_y = self._rays(h, np.asarray(angles), float(max_range))
+        px = np.floor(x + 0.5 + along_x).astype(np.int64)
+        py = np.floor(y + 0.5 + along_y).astype(np.int64)
         n = self.size
         inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
         occ = np.zeros_like(inside)
         occ[inside] = self.occupied[py[inside], px[inside]]
         return px, py, inside, occ
 
+    def _rays(self, heading: int, angles: np.ndarray, max_range: float) -> tuple[np.ndarray, np.ndarray]:
+        """x and y offsets of the quarter-cell samples along rays (radians from ``heading``), kept
+        for the few ray fans an agent uses every step (the camera's view, recall's rays)."""
+        key = (heading, angles.dtype.str, angles.tobytes(), max_range)
+        rays = self._ray_cache.get(key)
+        if rays is None:
+            t = np.arange(0.25, max_range, 0.25)
+            a = heading * math.pi / 2 + angles
+            rays = (np.cos(a)[:, None] * t[None, :], np.sin(a)[:, None] * t[None, :])
+            if len(self._ray_cache) > 256:
+                self._ray_cache.clear()
+            self._ray_cache[key] = rays
+        return rays
+
     def look(
-        self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, searched_range: float | None = None
+        self,
+        pose: tuple[int, int, int],
+        angles: np.ndarray,
+        look_range: float,
+        searched_range: float | None = None,
+        close_range: float | None = None,
     ) -> None:
         """Mark the cells inside the camera's view up to ``look_range`` cells as seen, and up to
-        ``searched_range`` (default: the same) as searched for later missions. What was only swept
-        by sonar is not "seen": a small target there may have gone unnoticed."""
-        cells = self.view_cells(pose, angles, look_range)
-        self.seen[cells] = True
+        ``searched_range`` (default: the same) as searched for later missions; with ``close_range``
+        (at most ``look_range``), the cells up to it as looked at closely. What was only swept by
+        sonar is not "seen": a small target there may have gone unnoticed."""
+        px, py, inside, occ = self._march(pose, angles, look_range)
+        ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0)
+        self.seen[py[ok], px[ok]] = True
+        if close_range is not None:
+            near = len(np.arange(0.25, close_range, 0.25))
+            sel = ok[:, :near]
+            self.close[py[:, :near][sel], px[:, :near][sel]] = True
         if searched_range is None or searched_range >= look_range:
-            self.searched[cells] = True
+            self.searched[py[ok], px[ok]] = True
         else:
-            self.searched[self.view_cells(pose, angles, searched_range)] = True
+            # The shorter march's samples are the first ones of this one (the same distances).
+            near = len(np.arange(0.25, searched_range, 0.25))
+            ok = ok[:, :near]
+            self.searched[py[:, :near][ok], px[:, :near][ok]] = True
 
-    def carry_to_next_mission(self) -> None:
-        """Start a new mission on this map: only what was searched closely enough counts as seen."""
-        self.seen[:] = self.searched
+    def look_by_kind(self, pose: tuple[int, int, int], angles: np.ndarray, ranges: np.ndarray) -> None:
+        """Mark the cells in view as searched for each target kind up to that kind's range (cells,
+        :data:`TARGET_KINDS` order): one march, each kind a prefix of it."""
+        px, py, inside, occ = self._march(pose, angles, float(ranges.max()))
+        ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0)
+        for k, reach in enumerate(ranges):
+            near = len(np.arange(0.25, reach, 0.25))
+            sel = ok[:, :near]
+            self.searched_by_kind[k][py[:, :near][sel], px[:, :near][sel]] = True
+
+    def carry_to_next_mission(self, kind: str | None = None) -> None:
+        """Start a new mission on this map: only what was searched closely enough counts as seen
+        (with ``kind``: closely enough to recognise that kind, ``coverage_by_kind``)."""
+        self.seen[:] = self.searched if kind is None else self.searched_by_kind[TARGET_KINDS.index(kind)]
+        self.close[:] = self.seen
 
     def view_cells(
         self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, occlusion: bool = True
@@ -115,6 +177,19 @@ class OccupancyGrid:
     def size(self) -> int:
         return self.free.shape[0]
 
+    def _beam_cells(self, x: int, y: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+        """Cells (x, y) of every beam sample of a scan at cell (x, y) facing ``h``: the floors of
+        ``x + dx`` and ``y + dy``, from the whole-cell offsets (the few fragile samples the float way)."""
+        if not (float(x).is_integer() and float(y).is_integer()):  # not a cell: the float way throughout
+            return np.floor(x + self._dx[h]).astype(np.int64), np.floor(y + self._dy[h]).astype(np.int64)
+        px = int(x) + self._cell_dx[h]
+        py = int(y) + self._cell_dy[h]
+        fragile = self._fragile[h]
+        if fragile.any():
+            px[fragile] = np.floor(x + self._dx[h][fragile]).astype(np.int64)
+            py[fragile] = np.floor(y + self._dy[h][fragile]).astype(np.int64)
+        return px, py
+
     def update(self, pose: tuple[int, int, int], sonar_m: np.ndarray) -> None:
         """Fold one sonar scan taken at ``pose`` (cell x, cell y, heading) into the grid.
 
@@ -126,25 +201,38 @@ class OccupancyGrid:
         n = self.size
         if len(sonar_m):
             r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
-            px = np.floor(x + self._dx[h]).astype(np.int64)
-            py = np.floor(y + self._dy[h]).astype(np.int64)
+            px, py = self._beam_cells(x, y, h)
             inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
-            passed = inside & (self._t[None, :] < r[:, None] - 0.1)
-            flat = py * n + px
-            votes = -np.bincount(flat[passed], minlength=n * n)
-            echo = r < self.max_range - 1e-3
-            if echo.any():
-                j = np.minimum(np.searchsorted(self._t, r[echo] + 0.05), len(self._t) - 1)
-                ok = inside[echo, j]
-                votes += 2 * np.bincount(flat[echo, j][ok], minlength=n * n)
-            self.free.ravel()[flat[passed]] = True
-            self.evidence += np.clip(votes.reshape(n, n), -8, 8).astype(np.int16)
-            np.clip(self.evidence, -20, 100, out=self.evidence)
+            # Only the window the beams cover changes: count votes there, not over the whole map.
+            x0, x1 = max(int(px.min()), 0), min(int(px.max()) + 1, n)
+            y0, y1 = max(int(py.min()), 0), min(int(py.max()) + 1, n)
+            if x0 < x1 and y0 < y1:
+                width, height = x1 - x0, y1 - y0
+                passed = inside & (self._t[None, :] < r[:, None] - 0.1)
+                flat = (py - y0) * width + (px - x0)
+                votes = -np.bincount(flat[passed], minlength=width * height)
+                echo = r < self.max_range - 1e-3
+                if echo.any():
+                    j = np.minimum(np.searchsorted(self._t, r[echo] + 0.05), len(self._t) - 1)
+                    ok = inside[echo, j]
+                    votes += 2 * np.bincount(flat[echo, j][ok], minlength=width * height)
+                self.free[py[passed], px[passed]] = True
+                evidence = self.evidence[y0:y1, x0:x1]
+                evidence += np.minimum(np.maximum(votes.reshape(height, width), -8), 8).astype(np.int16)
+                np.maximum(evidence, -20, out=evidence)
+                np.minimum(evidence, 100, out=evidence)
+                np.greater(evidence, 0, out=self.occupied[y0:y1, x0:x1])
+                self.free[y0:y1, x0:x1] &= ~self.occupied[y0:y1, x0:x1]
         if 0 <= x < n and 0 <= y < n:
             self.evidence[y, x] = min(self.evidence[y, x], -1)
             self.free[y, x] = True
-        self.occupied = self.evidence > 0
-        self.free &= ~self.occupied
+            self.occupied[y, x] = False
+
+    def echoes(self, sonar_m: np.ndarray) -> int:
+        """Beams of a scan that echoed (read short of the maximum range), as :meth:`scan_fit` counts
+        them: no cell's fit can exceed this."""
+        r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
+        return int(np.count_nonzero(r < self.max_range - 1e-3))
 
     def scan_fit(self, cells: np.ndarray, heading: int, sonar_m: np.ndarray) -> np.ndarray:
         """How well a sonar scan taken at each of ``cells`` ((K, 2) x, y) fits the map: +1 per echo
@@ -154,8 +242,54 @@ class OccupancyGrid:
         dropout). A cell the map knows to be occupied cannot be where the robot is (-inf).
 
         Scan matching on the occupancy grid: where the scan fits best is where the robot is, whatever
-        its dead reckoning says (README, "Living with drift").
+        its dead reckoning says (README, "Living with drift"). Reads only the beam samples that can
+        score (the stretch before each echo and the cell around it) from a padded copy of the
+        established cells; equal bit for bit to :meth:`scan_fit_reference`.
         """
+        cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
+        n, pad = self.size, self._pad
+        reach = pad - int(math.ceil(self.max_range)) - 1
+        if len(cells) == 0 or cells.min() < -reach or cells.max() >= n + reach:
+            return self.scan_fit_reference(cells, heading, sonar_m)
+        r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
+        echo = r < self.max_range - 1e-3
+        t = self._t[None, :]
+        at_echo = (np.abs(t - r[:, None]) <= 0.5) & echo[:, None]
+        before = t < r[:, None] - 1.0
+        np.greater_equal(self.evidence, ESTABLISHED, out=self._solid[pad : pad + n, pad : pad + n])
+        width = self._solid.shape[1]
+        base = (cells[:, 1] + pad) * width + cells[:, 0] + pad
+        offsets = self._solid_offsets[heading]
+        # Samples of each beam, beam after beam: the stretch before the echo, then the echo's cell.
+        picked = np.concatenate([offsets[before], offsets[at_echo]])
+        flat = base[:, None] + picked[None, :]
+        fragile = self._fragile[heading]
+        if fragile.any():
+            columns = np.nonzero(np.concatenate([fragile[before], fragile[at_echo]]))[0]
+            if len(columns):
+                dx = np.concatenate([self._dx[heading][before], self._dx[heading][at_echo]])[columns]
+                dy = np.concatenate([self._dy[heading][before], self._dy[heading][at_echo]])[columns]
+                px = np.floor(cells[:, 0, None] + dx[None]).astype(np.int64)
+                py = np.floor(cells[:, 1, None] + dy[None]).astype(np.int64)
+                flat[:, columns] = (py + pad) * width + px + pad
+        solid = self._solid.ravel()[flat]
+        counts = np.concatenate([before.sum(axis=1), at_echo.sum(axis=1)])
+        ends = np.cumsum(counts)
+        running = np.zeros((len(cells), len(picked) + 1), dtype=np.int32)
+        np.cumsum(solid, axis=1, out=running[:, 1:])
+        per_beam = running[:, ends] - running[:, ends - counts] > 0
+        beams = len(r)
+        blocked, hit = per_beam[:, :beams], per_beam[:, beams:]
+        hits = hit.sum(axis=1)
+        score = hits - blocked[:, echo].sum(axis=1) - 0.5 * blocked[:, ~echo].sum(axis=1)
+        inside_cell = (cells[:, 0] >= 0) & (cells[:, 0] < n) & (cells[:, 1] >= 0) & (cells[:, 1] < n)
+        here = np.zeros(len(cells), dtype=bool)
+        here[inside_cell] = self.occupied[cells[inside_cell, 1], cells[inside_cell, 0]]
+        return np.where(here | ~inside_cell, -np.inf, score.astype(np.float64))
+
+    def scan_fit_reference(self, cells: np.ndarray, heading: int, sonar_m: np.ndarray) -> np.ndarray:
+        """:meth:`scan_fit` the plain way, every beam sample of every cell: what the fast version must
+        equal bit for bit (tests), and its fallback outside the padded area."""
         cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
         n = self.size
         r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
@@ -239,6 +373,49 @@ class OccupancyGrid:
         return [(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows]
 
 
+def distance_until(free: np.ndarray, sources: np.ndarray, stop: np.ndarray, beside: bool = False) -> np.ndarray:
+    """:func:`~embodmem.envs.geodesic.bfs_distance` (the same wavefront, the same values) that stops
+    once it has reached every cell of the ``stop`` mask (``beside``: reached it or one of its four
+    neighbours). Cells it has not reached stay ``inf``: they are farther than every reached one. A
+    planner descending from a cell, or a ranking that reads a few cells, needs no more, and nearby
+    goals then cost a few sweeps, not the whole map.
+
+    >>> free = np.ones((1, 6), bool)
+    >>> sources = np.zeros((1, 6), bool); sources[0, 0] = True
+    >>> stop = np.zeros((1, 6), bool); stop[0, 2] = True
+    >>> distance_until(free, sources, stop).tolist()
+    [[0.0, 1.0, 2.0, inf, inf, inf]]
+    """
+    dist = np.full(free.shape, np.inf, dtype=np.float32)
+    frontier = sources & free
+    dist[frontier] = 0.0
+    visited = frontier.copy()
+    pending = stop.copy()
+    d = 0
+    while frontier.any():
+        if beside:
+            # A stop cell is settled once it or a neighbour is reached: anything later is farther.
+            pending &= ~visited
+            pending[1:, :] &= ~visited[:-1, :]
+            pending[:-1, :] &= ~visited[1:, :]
+            pending[:, 1:] &= ~visited[:, :-1]
+            pending[:, :-1] &= ~visited[:, 1:]
+            if not pending.any():
+                break
+        elif not (pending & ~visited).any():
+            break
+        d += 1
+        grown = np.zeros_like(frontier)
+        grown[1:, :] |= frontier[:-1, :]
+        grown[:-1, :] |= frontier[1:, :]
+        grown[:, 1:] |= frontier[:, :-1]
+        grown[:, :-1] |= frontier[:, 1:]
+        frontier = grown & free & ~visited
+        visited |= frontier
+        dist[frontier] = d
+    return dist
+
+
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:
     """Shortest 4-connected path from ``start`` to the nearest goal cell, excluding ``start``.
 
@@ -246,7 +423,9 @@ def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -
     Returns ``None`` when no goal is reachable, ``[]`` when ``start`` is already a goal.
     """
     sx, sy = start
-    field = bfs_distance(passable | goals, goals)
+    at_start = np.zeros_like(goals)
+    at_start[sy, sx] = True
+    field = distance_until(passable | goals, goals, at_start)
     if not np.isfinite(field[sy, sx]):
         return None
     path = []

@@ -22,6 +22,7 @@ import numpy as np
 from embodmem.agents.base import MemoryCarrier, Observation, RecognitionEmbedder, Retrieval
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
+from embodmem.agents.mapping import distance_until
 from embodmem.agents.recognizer import KindLabeller
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
@@ -132,7 +133,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
             self._loaded_grid = None
         if not self.config.carry_map:
             self.grid.reset()
-        self.grid.carry_to_next_mission()
+        self.grid.carry_to_next_mission(self.mission_kind if self.config.coverage_by_kind else None)
 
     _GRID_ARRAYS = ("free", "occupied", "evidence", "seen", "searched")
     _loaded_grid: dict[str, np.ndarray] | None = None
@@ -431,7 +432,6 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
                 voters.setdefault(c, set()).add(pose)
         places: list[RecalledPlace] = []
         r = self.config.place_radius
-        distance = self.grid_distance()
         while votes:
             best = max(votes, key=votes.__getitem__)
             members = [c for c in votes if abs(c[0] - best[0]) <= r and abs(c[1] - best[1]) <= r]
@@ -444,6 +444,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
                 del votes[c]
         if not places:
             return None
+        distance = self.grid_distance([pl.cell for pl in places])
         self.trace.mode = "recall"
         self.scan_turns = 3  # if the guess is wrong, look around there before exploring again
 
@@ -457,12 +458,19 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
 
         return max(places, key=worth)
 
-    def grid_distance(self) -> np.ndarray:
-        """Cells of travel from the robot to next to every cell, over the known map (unknown is passable)."""
+    def grid_distance(self, cells: list[tuple[int, int]] | None = None) -> np.ndarray:
+        """Cells of travel from the robot to next to every cell, over the known map (unknown is
+        passable); with ``cells`` (x, y), exact only there (the wavefront stops once they are settled)."""
         assert self.grid is not None
         source = np.zeros_like(self.grid.free)
         source[self.pose[1], self.pose[0]] = True
-        dist = bfs_distance(self.grid.passable(), source)
+        if cells is None:
+            dist = bfs_distance(self.grid.passable(), source)
+        else:
+            wanted = np.zeros_like(self.grid.free)
+            for x, y in cells:
+                wanted[y, x] = True
+            dist = distance_until(self.grid.passable(), source, wanted, beside=True)
         padded = np.pad(dist, 1, constant_values=np.inf)
         n = self.grid.size
         beside = np.min([padded[1 + dy : 1 + dy + n, 1 + dx : 1 + dx + n] for dx, dy in DIR_TO_VEC], axis=0) + 1

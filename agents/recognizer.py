@@ -19,6 +19,50 @@ from embodmem.envs.tasks import IMAGE_MISSION
 DEEP_SUFFIX = " in deep water"
 
 
+DETECTION_RANGE_CELLS: dict[str, tuple[int, int]] = {
+    "mining_robot": (3, 2),
+    "pipeline": (2, 2),
+    "barrel": (3, 2),
+    "wreck": (4, 4),
+    "electrical_box": (3, 2),
+    "wind_station": (4, 4),
+    "aircraft": (3, 2),
+    "landing_platform": (3, 2),
+}
+"""Per target kind, (clear water, deep water): the farthest distance in cells at which the
+recogniser finds the kind in at least 90% of frames facing it, straight ahead or one cell to the
+side, on calibration worlds 500-529 (``python benchmarks/detection_range.py``). Deep water was
+measured for the kinds with deep tasks (pipeline, barrel, wreck, wind station); the others take the
+smallest deep range measured (2)."""
+
+SHALLOW_VIEW_RANGE_M = 40.0
+"""The visibility the clear-water ranges were measured at; below it the deep-water ranges apply."""
+
+
+def detection_range(kind: str, view_range_m: float) -> int:
+    """Cells within which the recogniser reliably finds ``kind`` in water of ``view_range_m``
+    visibility (:data:`DETECTION_RANGE_CELLS`).
+
+    >>> detection_range("barrel", 40.0), detection_range("barrel", 25.0), detection_range("wreck", 25.0)
+    (3, 2, 4)
+    """
+    shallow, deep = DETECTION_RANGE_CELLS[kind]
+    return shallow if view_range_m >= SHALLOW_VIEW_RANGE_M else deep
+
+
+def mission_kind(mission: str) -> str | None:
+    """The target kind a mission asks for (by its phrase, or by the variant it names).
+
+    >>> mission_kind("find oil drums in deep water"), mission_kind("find open water")
+    ('barrel', None)
+    """
+    variant = named_variant(mission)
+    if variant is not None:
+        return variant.kind
+    named = [k for k in KINDS if k.is_target and k.phrase in mission]
+    return max(named, key=lambda k: len(k.phrase)).name if named else None
+
+
 def named_variant(mission: str) -> Appearance | None:
     """The appearance variant a description mission names ("find the capsized sunken ship"), if any."""
     named = [v for v in VARIANTS if v.phrase in mission]

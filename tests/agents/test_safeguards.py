@@ -1,0 +1,205 @@
+"""Issue 30's failure modes, each reproduced on a hand-built map and designed out behind its switch
+(agents/config.py: clean_background_stop, coverage_by_kind, seen_within_detection_range; all off by
+default), and the same situation with the switch off, where the old behaviour shows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embodmem.agents.config import MemoryAgentConfig
+from embodmem.agents.explorer import FrontierExplorer
+from embodmem.agents.memory_agent import MemoryAgent
+from embodmem.agents.recognizer import DETECTION_RANGE_CELLS, detection_range, mission_kind
+from embodmem.embedding.embedder import ClipEmbedder
+from embodmem.envs.objects import TARGET_KINDS
+from embodmem.envs.underwater import UnderwaterEnv
+
+
+@pytest.fixture(scope="module")
+def embedder() -> ClipEmbedder:
+    return ClipEmbedder(threads=1)
+
+
+def _agent(embedder: ClipEmbedder, task: str, agent_type: type = FrontierExplorer, **switches: bool | float):
+    """An agent reset on a task of an open 32x32 world, its map then replaced by a blank one."""
+    env = UnderwaterEnv(tasks=(task,), world_seed=1001, max_steps=50)
+    obs, _ = env.reset(seed=0)
+    agent = agent_type(embedder, config=MemoryAgentConfig(**switches))
+    agent.reset(obs, env.sensor_spec)
+    assert agent.grid is not None
+    agent.grid.reset()
+    return agent, obs
+
+
+def test_detection_ranges_cover_every_kind_and_shrink_in_deep_water() -> None:
+    assert set(DETECTION_RANGE_CELLS) == set(TARGET_KINDS)
+    assert all(
+        deep <= shallow or k in ("wreck", "wind_station") for k, (shallow, deep) in DETECTION_RANGE_CELLS.items()
+    )
+    assert detection_range("barrel", 25.0) < detection_range("barrel", 40.0) <= 4
+    assert mission_kind("find the oil drums with a yellow band") == "barrel"
+
+
+# ---------------------------------------------------------------- (a) an occluder taken for the target
+
+
+def _cable_before_wreck(agent: FrontierExplorer) -> tuple[int, int]:
+    """A two-cell cable at (10-11, 15), a wreck (2x4 cells, 12-13 x 9-12) three to six cells north
+    of it; the robot south of the cable. Returns the cable cell straight ahead of the robot."""
+    grid = agent.grid
+    assert grid is not None
+    grid.free[5:25, 5:25] = True
+    for x, y in [(10, 15), (11, 15)] + [(x, y) for x in (12, 13) for y in range(9, 13)]:
+        grid.mark_occupied(x, y)
+    agent.pose = (11, 16, 3)
+    return (11, 15)
+
+
+def test_an_occluder_is_judged_from_where_nothing_stands_behind_it(embedder: ClipEmbedder) -> None:
+    off, _ = _agent(embedder, "wreck")
+    cable = _cable_before_wreck(off)
+    assert off.viewing_cells(cable)[16, 11]  # old: judged from the south, the wreck behind it in view
+    on, _ = _agent(embedder, "wreck", clean_background_stop=True)
+    _cable_before_wreck(on)
+    viewing = on.viewing_cells(cable)
+    assert viewing.any() and not viewing[16, 11]
+    assert viewing[14, 11]  # from the north, facing south: open water behind the cable
+    assert cable in on._judged_clean
+
+
+def test_an_occluder_ruled_out_from_a_clean_view_takes_its_object_with_it(embedder: ClipEmbedder) -> None:
+    """Facing the cable from the north, the frame does not show a wreck: the cable, both cells, is
+    out, and the next detection is placed beyond it (the wreck)."""
+    agent, obs = _agent(embedder, "wreck", clean_background_stop=True)
+    cable = _cable_before_wreck(agent)
+    agent.pose = (11, 14, 1)  # north of the cable, facing it
+    agent.candidate = cable
+    agent.last_probability = 0.0  # what the frame of open water behind the cable says
+    agent.viewing_cells(cable)
+    action = agent.approach_action(obs)
+    assert action is None and {(10, 15), (11, 15)} <= agent.rejected and agent.candidate is None
+
+
+def test_a_crowded_candidate_must_show_the_target_in_the_middle_of_the_view(embedder: ClipEmbedder) -> None:
+    """Judged from next to it with other things behind it (no clean viewing cell), a frame that
+    shows the target somewhere (whole frame above the bar) but open water in the middle does not
+    stop the robot with the switch on; the old agent stops."""
+    water = np.zeros((64, 64, 3), np.uint8)
+    water[:] = (20, 60, 90)
+    for switch, expect in ((False, True), (True, False)):
+        agent, obs = _agent(embedder, "wind_station", clean_background_stop=switch)
+        agent.pose = (17, 25, 3)
+        agent.last_probability = 0.94  # the whole frame: the wind station at its edge
+        assert agent.confirmed_ahead(dict(obs, image=water), (17, 24)) is expect
+
+
+def test_a_lone_object_with_nothing_behind_keeps_every_viewing_cell(embedder: ClipEmbedder) -> None:
+    off, _ = _agent(embedder, "barrel")
+    on, _ = _agent(embedder, "barrel", clean_background_stop=True)
+    for agent in (off, on):
+        assert agent.grid is not None
+        agent.grid.free[:] = True
+        agent.grid.mark_occupied(16, 16)
+    assert (off.viewing_cells((16, 16)) == on.viewing_cells((16, 16))).all()
+
+
+def test_with_clutter_all_round_the_old_viewing_cells_remain(embedder: ClipEmbedder) -> None:
+    """Judged from next to it only: whichever side, another object stands three cells behind."""
+    on, _ = _agent(embedder, "barrel", clean_background_stop=True, stop_range_cells=1.0)
+    grid = on.grid
+    assert grid is not None
+    grid.free[:] = True
+    for x, y in [(16, 16), (16, 13), (16, 19), (13, 16), (19, 16), (14, 14), (18, 18), (14, 18), (18, 14)]:
+        grid.mark_occupied(x, y)
+    off, _ = _agent(embedder, "barrel", stop_range_cells=1.0)
+    assert off.grid is not None
+    off.grid.occupied[:] = grid.occupied
+    assert on.viewing_cells((16, 16)).sum() == 4
+    assert (on.viewing_cells((16, 16)) == off.viewing_cells((16, 16))).all()
+
+
+# ---------------------------------------------------------------- (b) coverage without detection
+
+
+def test_coverage_counts_for_a_kind_only_within_its_detection_range(embedder: ClipEmbedder) -> None:
+    """Task 1 (wreck) looks at a cell four cells ahead: searched for wrecks (recognised there), not
+    for oil drums (missed from four cells in 60% of frames). Task 2 (barrel) then searches it again
+    with the switch on; with it off the carried map calls it searched."""
+    for switch, expect_seen in ((False, True), (True, False)):
+        agent, _ = _agent(embedder, "wreck", MemoryAgent, coverage_by_kind=switch)
+        grid = agent.grid
+        assert grid is not None
+        grid.free[:] = True
+        agent.pose = (10, 16, 0)  # facing east: (14, 16) is four cells ahead
+        grid.look(agent.pose, agent.view_rays, agent.seen_range, agent.searched_range)
+        if switch:
+            grid.look_by_kind(agent.pose, agent.view_rays, agent.kind_ranges)
+            assert grid.searched_by_kind[TARGET_KINDS.index("wreck"), 16, 14]
+        grid.carry_to_next_mission("barrel" if switch else None)
+        assert bool(grid.seen[16, 14]) is expect_seen
+        assert grid.seen[16, 12]  # two cells ahead: searched for every kind either way
+
+
+def test_a_carried_map_gives_each_mission_its_own_coverage(embedder: ClipEmbedder) -> None:
+    env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=1001, max_steps=30)
+    agent = MemoryAgent(embedder, config=MemoryAgentConfig(coverage_by_kind=True))
+    obs, _ = env.reset(seed=0, options={"task": "wreck"})
+    agent.reset(obs, env.sensor_spec)
+    for _ in range(30):
+        obs, *_ = env.step(agent.act(obs))
+    assert agent.grid is not None
+    wreck = agent.grid.searched_by_kind[TARGET_KINDS.index("wreck")].copy()
+    barrel = agent.grid.searched_by_kind[TARGET_KINDS.index("barrel")].copy()
+    assert wreck.sum() > barrel.sum() > 0 and not (barrel & ~wreck).any()
+    obs, _ = env.reset(seed=0, options={"task": "barrel"})
+    agent.reset(obs, env.sensor_spec)
+    assert (agent.grid.seen == barrel).all()
+
+
+# ---------------------------------------------------------------- (c) deep water: faced but not seen
+
+
+def test_deep_water_looks_again_closely_at_what_it_faced_from_afar(embedder: ClipEmbedder) -> None:
+    """Deep water, oil drums: a cell faced from four cells (where the recogniser misses drums in
+    every frame) counts as looked at on the first pass; once every reachable place has been looked
+    at, the switch sends the robot back to such cells (and then only a look from two cells counts)
+    instead of forgetting the whole search."""
+    off, _ = _agent(embedder, "deep_barrel")
+    on, _ = _agent(embedder, "deep_barrel", seen_within_detection_range=True)
+    assert off.close_range is None and on.close_range == 2.0
+    for agent in (off, on):
+        grid = agent.grid
+        assert grid is not None
+        grid.free[:] = True
+        grid.mark_occupied(14, 16)
+        agent.pose = (10, 16, 0)
+        grid.look(agent.pose, agent.view_rays, agent.seen_range, agent.searched_range, agent.close_range)
+        assert grid.seen[16, 13]  # first pass: faced from three cells, looked at
+        grid.seen[:] = True  # ... and so was everything else reachable
+        grid.seen[16, 14] = False
+        agent.frontier_action()
+    assert off.grid is not None and on.grid is not None
+    assert not off.grid.seen.any()  # old: the whole search starts over
+    assert not on.grid.seen[16, 13] and on.grid.seen[16, 11] and on._close_pass  # new: the far ones first
+    assert on.grid.seen.sum() > 0 and (on.grid.seen == on.grid.close).all()
+    shallow, _ = _agent(embedder, "wreck", seen_within_detection_range=True)
+    assert shallow.close_range == 4.0  # a wreck is recognised from four cells: nothing to look at again
+
+
+def test_the_dev_world_case_of_a_cable_before_a_wreck(embedder: ClipEmbedder) -> None:
+    """Dev world 1006, find a sunken ship from (2, 27) facing west: the wreck is recognised behind a
+    two-cell cable. The old agent stops next to the cable, 20.6 m from the wreck; with the switch
+    the cable is judged from its far side, ruled out, and the robot stops by the wreck."""
+    outcomes = {}
+    for switch in (False, True):
+        env = UnderwaterEnv(tasks=("wreck",), world_seed=1006, max_steps=400)
+        obs, info = env.reset(seed=0, options={"task": "wreck", "start_pose": (2, 27, 2)})
+        agent = FrontierExplorer(embedder, MemoryAgentConfig(clean_background_stop=switch))
+        agent.reset(obs, env.sensor_spec)
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs))
+            done = terminated or truncated
+        outcomes[switch] = (bool(info["success"]), round(float(info["distance_m"]), 1))
+    assert outcomes[False] == (False, 20.6) and outcomes[True][0], outcomes
