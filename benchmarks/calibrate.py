@@ -70,9 +70,9 @@ def main() -> None:
             env = build_env(cfg, tasks, world)
             agent = build_agent("memory", cfg, embedder, env, 0)
             res = run_sequence(env, agent, SequenceSpec("wreck_then_barrel", tasks, world, 0, "warm"), "calibrate")
-            s1.append(res[0].record["success"])
-            s2.append(res[1].record["success"])
-            spl2.append(res[1].record["spl"])
+            s1.append(res[0].record.success)
+            s2.append(res[1].record.success)
+            spl2.append(res[1].record.spl)
         score = statistics.mean(a * b for a, b in zip(s2, spl2)) + statistics.mean(s1)
         lines.append(
             f"| {d} | {m} | {statistics.mean(s1):.2f} | {statistics.mean(s2):.2f} | {statistics.mean(spl2):.2f} | {score:.3f} |"

@@ -25,7 +25,7 @@ Example:
     ...              "path_length_m": 20.0, "collisions": 1, "success": True,
     ...              "target_in_view": True})
     >>> r = m.get()
-    >>> r["success"], r["spl"], r["distance_score"], r["steps"], r["collisions"]
+    >>> r.success, r.spl, r.distance_score, r.steps, r.collisions
     (1, 0.5, 100.0, 1, 1)
 """
 
@@ -33,7 +33,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass as strict_dataclass
 
 #: Weights over target instances sorted by distance (nearest first), from the reference benchmark
 #: (OceanGym, ``decision/utils/evaluate.py``). With more than three instances the reference weights
@@ -425,6 +429,17 @@ class FinalDistances:
         return self.nearest, self.instances
 
 
+@strict_dataclass(frozen=True, config=ConfigDict(strict=True, extra="forbid", allow_inf_nan=False))
+class Report:
+    """One report of the target: the step whose frame the agent judged, where it was taken, and the
+    distances to every instance from there (the reference distance score uses the best report).
+    The episode log holds these as they are (:mod:`embodmem.episode_log`)."""
+
+    step: Annotated[int, Field(ge=0)]
+    position: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None
+    instance_distances_m: list[Annotated[float, Field(ge=0)]]
+
+
 class Reports:
     """The agent's reports of the target: its true position and instance distances at each one.
 
@@ -434,7 +449,7 @@ class Reports:
     """
 
     def __init__(self) -> None:
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[Report] = []
 
     def reset(self, first_info: Mapping[str, Any]) -> None:
         self.steps = []
@@ -445,15 +460,35 @@ class Reports:
     def add(self, info: Mapping[str, Any]) -> None:
         position = info.get("agent_pos")
         self.steps.append(
-            {
-                "step": info.get("step"),
-                "position": None if position is None else [int(v) for v in position],
-                "instance_distances_m": [float(d) for d in _need(info, "instance_distances_m")],
-            }
+            Report(
+                int(info.get("step", 0)),
+                None if position is None else (int(position[0]), int(position[1])),
+                [float(d) for d in _need(info, "instance_distances_m")],
+            )
         )
 
     def distances(self) -> list[list[float]]:
-        return [r["instance_distances_m"] for r in self.steps]
+        return [r.instance_distances_m for r in self.steps]
+
+
+@dataclass(frozen=True)
+class Measures:
+    """One episode's measures, with the names used in ``metrics.jsonl`` (the first fields of
+    :class:`embodmem.metrics_record.EpisodeRecord`, which documents each)."""
+
+    success: int
+    spl: float
+    soft_spl: float
+    distance_score: float
+    distance_score_final: float
+    reports: int
+    steps: int
+    path_length: float
+    shortest_path: float
+    collisions: int
+    final_distance_m: float
+    target_seen: bool
+    wrong_instance: int
 
 
 class EpisodeMeasures:
@@ -523,7 +558,7 @@ class EpisodeMeasures:
             raise RuntimeError("EpisodeMeasures.report called before reset(first_info)")
         self.reports.add(info)
 
-    def get(self) -> dict[str, Any]:
+    def get(self) -> Measures:
         """The episode's measures, with the names used in ``metrics.jsonl``."""
         if not self._started:
             raise RuntimeError("EpisodeMeasures.get called before reset(first_info)")
@@ -531,18 +566,18 @@ class EpisodeMeasures:
         shortest, d_final = self.geodesic.get()
         taken = self.path_length.get()
         nearest, instances = self.final_distances.get()
-        return {
-            "success": int(success),
-            "spl": spl(success, shortest, taken),
-            "soft_spl": soft_spl(shortest, d_final, shortest, taken),
-            "distance_score": distance_score(instances, self.reports.distances(), self.full_score_m, self.zero_score_m),
-            "distance_score_final": position_score(instances, self.full_score_m, self.zero_score_m),
-            "reports": len(self.reports.steps),
-            "steps": self.steps.get(),
-            "path_length": taken,
-            "shortest_path": shortest,
-            "collisions": self.collisions.get(),
-            "final_distance_m": nearest,
-            "target_seen": self.target_seen.get(),
-            "wrong_instance": int(self.wrong_instance.get()),
-        }
+        return Measures(
+            success=int(success),
+            spl=spl(success, shortest, taken),
+            soft_spl=soft_spl(shortest, d_final, shortest, taken),
+            distance_score=distance_score(instances, self.reports.distances(), self.full_score_m, self.zero_score_m),
+            distance_score_final=position_score(instances, self.full_score_m, self.zero_score_m),
+            reports=len(self.reports.steps),
+            steps=self.steps.get(),
+            path_length=taken,
+            shortest_path=shortest,
+            collisions=self.collisions.get(),
+            final_distance_m=nearest,
+            target_seen=self.target_seen.get(),
+            wrong_instance=int(self.wrong_instance.get()),
+        )

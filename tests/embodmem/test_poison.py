@@ -64,9 +64,9 @@ def test_runner_implants_before_later_warm_tasks_where_asked(embedder: ClipEmbed
     results = run_sequence(env, agent, spec, "r")
     assert len(agent.implanted) == 1 and len(agent.implanted[0]) == 6  # before task 2 only
     cells = {(x, y) for x, y, _ in agent.implanted[0]}
-    on_trail = cells <= results[0].visited_cells
+    on_trail = cells <= results[0].outcome.visited_cells
     assert on_trail if place == "trail" else not on_trail
-    assert {r.record["poison_place"] for r in results} == {place}
+    assert {r.record.poison_place for r in results} == {place}
     cold = _Spy(embedder)
     cold.implanted = []
     run_sequence(env, cold, SequenceSpec("s", ("wreck", "barrel"), 1003, 0, "cold", poison_k=6), "r")
