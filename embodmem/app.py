@@ -32,9 +32,10 @@ from tqdm import tqdm
 
 import embodmem.configs
 from embodmem.agents.base import Agent, RecognitionEmbedder
-from embodmem.agents.registry import get_agent_spec, memory_carriers
+from embodmem.agents.registry import get_agent_spec
 from embodmem.agents.variants import Variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
+from embodmem.condition import Condition
 from embodmem.config import (
     AgentName,
     ConfigError,
@@ -155,10 +156,10 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
     if main_name == "memory":
         main_name = cfg.agent.variant
     carriers = [main_name, *[v for v in exp.variants if v != main_name]]
-    carry = memory_carriers()
-    runs = [(name, c) for name in carriers if name in carry for c in exp.conditions]
-    runs += [(name, "single") for name in carriers if name not in carry]
-    runs += [(b, "single") for b in exp.baselines if b != main_name]
+    carrying = [name for name in carriers if get_agent_spec(name).carries_memory]
+    runs = [(name, Condition(c)) for name in carrying for c in exp.conditions]
+    runs += [(name, Condition.single) for name in carriers if name not in carrying]
+    runs += [(b, Condition.single) for b in exp.baselines if b != main_name]
     return ExperimentPlan(
         run_id=cfg.run_id or out_dir.name,
         sequences=sequences,
@@ -221,7 +222,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     bar.close()
 
     records = writer.records
-    steps = sum(r.steps or 0 for r in records if r.condition != "eval")
+    steps = sum(r.steps or 0 for r in records if r.condition is not Condition.eval)
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})
     from embodmem.report import print_report, print_table, write_summary

@@ -36,11 +36,12 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embodmem.atomic import atomic_write_text
+from embodmem.condition import Condition
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.metrics import Report
@@ -105,7 +106,7 @@ class EpisodeLog(_Strict):
     """Steps at which the agent reported the target (replay re-measures each)."""
     success: bool
     task_index: int | None = Field(default=None, ge=1)
-    condition: str | None = None
+    condition: Annotated[Condition, Field(strict=False)] | None = None
     env: EnvConfig
     """The environment's settings (replay builds the same world from them)."""
     record: EpisodeRecord

@@ -27,19 +27,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from embodmem.condition import Condition
 from embodmem.metrics import Measures
 
-Condition = Literal["warm", "cold", "eval", "single"]
 PoisonPlace = Literal["far", "trail"]
 AgentStats = Mapping[str, "int | float | str"]
 """An agent's own per-episode numbers (``Agent.episode_stats``): extra keys of the record."""
-CONDITIONS: tuple[str, ...] = ("warm", "cold", "eval", "single")
-"""warm: memory carried between tasks; cold: memory reset before each task; eval: a GEM evaluation
-episode on a fresh agent holding the carried state; single: an agent without memory."""
+CONDITIONS: tuple[str, ...] = tuple(c.value for c in Condition)
+"""The values of :class:`~embodmem.condition.Condition` (what each does: its docstring)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +82,7 @@ class EpisodeKey(NamedTuple):
     seed: int | None
     split: str | None
     agent: str | None
-    condition: str | None
+    condition: Condition | None
     task_index: int | None
     eval_after: int | None
 
@@ -134,7 +133,8 @@ class EpisodeRecord(BaseModel):
     run_id: str | None = Field(default=None, min_length=1)
     agent: str | None = None
     """The agent or memory-agent variant (memory, memory_no_recall, ..., textlog, explorer, vlm, ...)."""
-    condition: Condition | None = None
+    condition: Annotated[Condition, Field(strict=False)] | None = None
+    """:class:`~embodmem.condition.Condition` (read from its string in a file)."""
     world_seed: int | None = Field(default=None, ge=0)
     seed: int | None = Field(default=None, ge=0)
     """The run's seed (start poses, fish, particles, noise)."""
@@ -179,7 +179,7 @@ class EpisodeRecord(BaseModel):
 
     @model_validator(mode="after")
     def _eval_rows_say_after_what(self) -> EpisodeRecord:
-        if self.condition == "eval" and self.eval_after is None:
+        if self.condition is Condition.eval and self.eval_after is None:
             raise ValueError("an 'eval' record needs 'eval_after' (the number of tasks experienced)")
         return self
 

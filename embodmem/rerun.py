@@ -39,6 +39,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from embodmem.condition import Condition
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.episode_log import EpisodeLog
 from embodmem.runner import TIMING_FIELDS
@@ -131,7 +132,7 @@ class _Episode:
     world_seed: int
     seed: int
     agent: str
-    condition: str
+    condition: Condition
     task_index: int
     run_id: str
 
@@ -147,7 +148,7 @@ def _claimed(log: EpisodeLog, cfg: DictConfig, config_path: Path) -> tuple[_Epis
     from embodmem.app import env_config, experiment_plan
 
     record = log.record
-    for key, kind in (("sequence", str), ("agent", str), ("seed", int), ("condition", str), ("task_index", int)):
+    for key, kind in (("sequence", str), ("agent", str), ("seed", int), ("condition", Condition), ("task_index", int)):
         value = getattr(record, key)
         if value is None or type(value) is not kind:
             raise RerunError(
@@ -221,13 +222,13 @@ def _rerun(cfg: DictConfig, plan: ExperimentPlan, episode: _Episode) -> list[Epi
     embedder = build_embedder(cfg) if get_agent_spec(episode.agent).needs_embedder else None
     agent = build_agent(episode.agent, cfg, embedder, env, plan.seed)
     agent.profiler = Profiler()
-    if isinstance(agent, MemoryCarrier) and episode.condition == "warm" and plan.load_memory is not None:
+    if isinstance(agent, MemoryCarrier) and episode.condition.carries_memory and plan.load_memory is not None:
         agent.load_state(plan.load_memory)
     # The episodes after the logged one cannot change it: run up to it.
     spec = plan.sequence_spec(
         episode.sequence, episode.tasks[: episode.task_index], episode.world_seed, episode.condition
     )
-    sleep = plan.sleep_between_tasks and episode.condition == "warm"
+    sleep = plan.sleep_between_tasks and episode.condition.carries_memory
     results = run_sequence(env, agent, spec, episode.run_id, agent.profiler, sleep)
     settings = env_config(cfg)
     logs = [EpisodeLog.of(r.outcome.trace, r.final_record(), settings) for r in results]

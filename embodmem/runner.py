@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from embodmem.agents.base import Agent, MemoryCarrier
 from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
+from embodmem.condition import Condition
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.goals import goal_cells_seen
 from embodmem.envs.spec import Action
@@ -174,8 +175,8 @@ class SequenceSpec:
     tasks: tuple[str, ...]
     world_seed: int
     seed: int
-    condition: str
-    """"warm" (memory carried over), "cold" (memory reset before each task) or "single" (no memory)."""
+    condition: Condition
+    """How memory lives between the tasks (:class:`~embodmem.condition.Condition`)."""
     start: str = "random"
     """Start of each task (``UnderwaterEnv.reset``): random (drawn from the episode seed, the same for
     every agent and condition of one world and seed), fixed0, fixed1, or continue."""
@@ -194,7 +195,7 @@ class SequenceSpec:
         return EpisodeIdentity(
             run_id=run_id,
             agent=agent.name,
-            condition=self.condition,  # type: ignore[arg-type]
+            condition=self.condition,
             world_seed=self.world_seed,
             seed=self.seed,
             split=self.split,
@@ -267,10 +268,10 @@ def run_sequence(
     carrier = agent if isinstance(agent, MemoryCarrier) else None
     for i, task in enumerate(spec.tasks):
         if carrier is not None:
-            if spec.condition == "cold":
+            if spec.condition.resets_memory:
                 carrier.reset_memory()
             carrier.set_context(run_id, task, i)
-            if spec.poison_k and spec.condition == "warm" and i > 0:
+            if spec.poison_k and spec.condition.carries_memory and i > 0:
                 images, poses = false_memories(
                     env,
                     task,
@@ -311,7 +312,12 @@ def run_sequence(
         results.append(result)
         if on_episode is not None:
             on_episode(result)
-        if sleep_between_tasks and agent.memory is not None and spec.condition == "warm" and i + 1 < len(spec.tasks):
+        if (
+            sleep_between_tasks
+            and agent.memory is not None
+            and spec.condition.carries_memory
+            and i + 1 < len(spec.tasks)
+        ):
             agent.memory.sleep()
     return results
 
@@ -348,7 +354,14 @@ def evaluation_row(
         state = Path(tmp)
         agent.save_state(state)
         eval_spec = SequenceSpec(
-            spec.sequence, spec.tasks, spec.world_seed, spec.seed, "eval", spec.start, spec.start_poses, spec.split
+            spec.sequence,
+            spec.tasks,
+            spec.world_seed,
+            spec.seed,
+            Condition.eval,
+            spec.start,
+            spec.start_poses,
+            spec.split,
         )
         for j, task in enumerate(spec.tasks):
             evaluator = make_agent()
@@ -491,7 +504,7 @@ class ExperimentPlan:
     seed: int
     split: str
     start: str
-    runs: list[tuple[str, str]]
+    runs: list[tuple[str, Condition]]
     """(agent name, condition) pairs, each run over every sequence and world."""
     sleep_between_tasks: bool = False
     gem_eval: bool = False
@@ -500,7 +513,9 @@ class ExperimentPlan:
     poison_k: int = 0
     poison_place: PoisonPlace = "far"
 
-    def sequence_spec(self, sequence: str, tasks: tuple[str, ...], world_seed: int, condition: str) -> SequenceSpec:
+    def sequence_spec(
+        self, sequence: str, tasks: tuple[str, ...], world_seed: int, condition: Condition
+    ) -> SequenceSpec:
         """How one (sequence, world, condition) of the plan runs (the runner and replay both use it)."""
         return SequenceSpec(
             sequence,
@@ -530,8 +545,8 @@ def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tu
     ]
     if plan.gem_eval:
         keys += [
-            EpisodeKey(sequence, world_seed, plan.seed, plan.split, a, "eval", j + 1, after)
-            for a, c in plan.runs if c == "warm" for after in range(len(tasks) + 1) for j in range(len(tasks))
+            EpisodeKey(sequence, world_seed, plan.seed, plan.split, a, Condition.eval, j + 1, after)
+            for a, c in plan.runs if c.carries_memory for after in range(len(tasks) + 1) for j in range(len(tasks))
         ]  # fmt: skip
     return all(k in writer.done for k in keys)
 
@@ -571,9 +586,9 @@ def run_experiment(
                 agent.profiler = profiler
                 spec = plan.sequence_spec(sequence, tasks, world_seed, condition)
                 carrier = agent if isinstance(agent, MemoryCarrier) else None
-                if carrier is not None and condition == "warm" and plan.load_memory is not None:
+                if carrier is not None and condition.carries_memory and plan.load_memory is not None:
                     carrier.load_state(plan.load_memory)
-                evaluate = carrier is not None and eval_env is not None and condition == "warm"
+                evaluate = carrier is not None and eval_env is not None and condition.carries_memory
 
                 def write_eval_row(
                     after: int,
@@ -612,14 +627,14 @@ def run_experiment(
                         spec,
                         plan.run_id,
                         profiler,
-                        plan.sleep_between_tasks and condition == "warm",
+                        plan.sleep_between_tasks and condition.carries_memory,
                         on_episode,
                         recorder.step if recorder is not None else None,
                     )
                 except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
                     writer.write_records([*aborted.completed, aborted.record])
                     raise
-                if carrier is not None and condition == "warm" and plan.save_memory_dir is not None:
+                if carrier is not None and condition.carries_memory and plan.save_memory_dir is not None:
                     carrier.save_state(
                         plan.save_memory_dir / f"world{world_seed}"
                         if len(plan.sequences) == 1

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from embodmem.condition import Condition
 from embodmem.stats import difference_of_means, normalised_gain, paired_ci, ratio_of_means
 
 Record = Mapping[str, Any]
@@ -187,7 +188,7 @@ def _only(records: Iterable[Record], key: str, wanted: Any, what: str) -> list[R
 
 def _select(records: Iterable[Record], agent: str | None, sequence: str | None) -> list[Record]:
     """Eval and cold records of one agent on one sequence (ambiguity is an error, not a guess)."""
-    rel = [r for r in records if r.get("condition") in ("eval", "cold")]
+    rel = [r for r in records if r.get("condition") in (Condition.eval, Condition.cold)]
     rel = _only(rel, "agent", agent, "agent")
     return _only(rel, "sequence", sequence, "sequence")
 
@@ -239,7 +240,7 @@ def gem_matrix(
     n = _n_tasks(rel, n_tasks)
     cells: dict[tuple[int, int], list[Record]] = defaultdict(list)
     for r in rel:
-        if r.get("condition") != "eval":
+        if r.get("condition") != Condition.eval:
             continue
         if r.get("eval_after") is None:
             raise ValueError(f"eval record without eval_after: {dict(r)}")
@@ -269,7 +270,7 @@ def cold_baseline(
     n = _n_tasks(rel, n_tasks)
     by_task: dict[int, list[Record]] = defaultdict(list)
     for r in rel:
-        if r.get("condition") == "cold" and r.get("task_index") is not None:
+        if r.get("condition") == Condition.cold and r.get("task_index") is not None:
             by_task[int(r["task_index"])].append(r)
     b = np.full(n, np.nan)
     for j, recs in by_task.items():
@@ -407,7 +408,7 @@ TRANSFER_KEYS = ("agent", "sequence", "task_index", "task", "seen")
 SEEN, NOT_SEEN, ALL = "seen", "not seen", "all"
 
 
-CONDITION_ORDER = {"warm": 0, "cold": 1, "single": 2, "eval": 3}
+CONDITION_ORDER = {Condition.warm: 0, Condition.cold: 1, Condition.single: 2, Condition.eval: 3}
 """Table order of the conditions: the memory agents' two, then the baselines', then evaluations."""
 
 
@@ -479,7 +480,7 @@ def seen_groups(records: Sequence[Record]) -> dict[tuple[Any, ...], str]:
     flags: dict[tuple[Any, ...], bool] = {}
     for preferred in (True, False):
         for r in records:
-            if (r.get("condition") == "warm") != preferred or r.get("target_seen_before") is None:
+            if (r.get("condition") == Condition.warm) != preferred or r.get("target_seen_before") is None:
                 continue
             s = seed_of(r)
             if preferred or s not in flags:
@@ -502,14 +503,14 @@ def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success
     :func:`gem_matrix`.
     """
     rows = []
-    relevant = [r for r in records if r.get("condition") in ("warm", "cold")]
+    relevant = [r for r in records if r.get("condition") in (Condition.warm, Condition.cold)]
     for key, recs in group_records(relevant, TRANSFER_KEYS[:-1]).items():
         groups = seen_groups(recs)
         present = [g for g in (SEEN, NOT_SEEN) if g in groups.values()]
         for group in ([ALL] if len(present) > 1 else []) + present:
             mine = [r for r in recs if group == ALL or groups[seed_of(r)] == group]
-            warm = [r for r in mine if r.get("condition") == "warm"]
-            cold = [r for r in mine if r.get("condition") == "cold"]
+            warm = [r for r in mine if r.get("condition") == Condition.warm]
+            cold = [r for r in mine if r.get("condition") == Condition.cold]
             rows.append({**dict(zip(TRANSFER_KEYS, (*key, group))), **transfer_row(warm, cold, metrics)})
     return rows
 
@@ -540,7 +541,7 @@ def chain_table(records: Iterable[Record]) -> list[dict[str, Any]]:
         >>> [(r["task"], r["isr"], r["csr"], r["n_csr"]) for r in chain_table(recs)]
         [('x', 0.5, 0.5, 2), ('y', 1.0, 1.0, 1)]
     """
-    relevant = [r for r in records if r.get("condition") in ("warm", "cold", "single")]
+    relevant = [r for r in records if r.get("condition") in (Condition.warm, Condition.cold, Condition.single)]
     chains: dict[tuple[Any, ...], dict[int, float]] = defaultdict(dict)
     for (agent, condition, sequence, task_index), recs in group_records(relevant, CHAIN_KEYS[:-1]).items():
         for s, value in seed_means(recs, "success").items():

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from embodmem.atomic import atomic_write_text
+from embodmem.condition import Condition
 from embodmem.stats import mean_ci
 from embodmem.transfer import (
     ALL,
@@ -266,7 +267,7 @@ def summary_print_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
     """Summary rows (not ``eval``) as printed: means over (world, seed) pairs, one format per column."""
     out = []
     for r in rows:
-        if r.get("condition") == "eval":
+        if r.get("condition") == Condition.eval:
             continue
         d = {"cond": str(r.get("condition")), "task": _task_label(r), "n": str(r.get("n_seeds"))}
         for header, key, decimals in SUMMARY_PRINT:
@@ -303,7 +304,7 @@ def transfer_print_rows(
 def gem_rows(records: Sequence[Record], metrics: Sequence[str]) -> list[dict[str, Any]]:
     """GEM results per agent, sequence and metric, for every pair that has eval records."""
     pairs = sorted(
-        {(r.get("agent"), r.get("sequence")) for r in records if r.get("condition") == "eval"},
+        {(r.get("agent"), r.get("sequence")) for r in records if r.get("condition") == Condition.eval},
         key=lambda p: (order_key(p[0]), order_key(p[1])),
     )
     out = []

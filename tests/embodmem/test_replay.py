@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from embodmem.agents.random_agent import RandomAgent
+from embodmem.condition import Condition
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
@@ -42,7 +43,7 @@ def write_logged_episode(run_dir: Path, start: str, world_seed: int = 2, recorde
     if recorder is not None:
         recorder.bind(env, agent)
     outcome = run_episode(env, agent, {"task": "barrel", "world_seed": world_seed, "start": start}, 7, on_step=on_step)
-    spec = SequenceSpec("wreck_then_barrel", ("wreck", "barrel"), world_seed, 0, "single")
+    spec = SequenceSpec("wreck_then_barrel", ("wreck", "barrel"), world_seed, 0, Condition.single)
     context = SequenceContext(outcome.trace.start_pose)
     record = EpisodeRecord.finished(
         outcome.measures, outcome.wall_time_s, outcome.stats, spec.identity("r", agent, 1), context

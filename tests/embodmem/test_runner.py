@@ -10,6 +10,7 @@ import pytest
 from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.oracle import OracleAgent
+from embodmem.condition import Condition
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.underwater import UnderwaterEnv
@@ -50,7 +51,7 @@ def embedder() -> ClipEmbedder:
 def test_oracle_has_spl_one_on_every_task() -> None:
     env = UnderwaterEnv(tasks=("wreck", "barrel", "pipeline", "deep_wind_station"), world_seed=3)
     agent = OracleAgent(env)
-    results = run_sequence(env, agent, SequenceSpec("s", env.tasks, 3, 0, "single"), "r")
+    results = run_sequence(env, agent, SequenceSpec("s", env.tasks, 3, 0, Condition.single), "r")
     for r in results:
         assert r.record.success == 1 and r.record.spl == pytest.approx(1.0)
         assert set(r.record.plain()) >= REQUIRED
@@ -60,7 +61,7 @@ def test_the_seen_place_bound_is_given_for_targets_seen_in_earlier_tasks() -> No
     """The oracle sees the pipeline on the way to the wreck in world 1003; the bound of task 2 is then
     an SPL, and task 1 (nothing seen before) has none."""
     env = UnderwaterEnv(tasks=("wreck", "pipeline", "wreck"), world_seed=1003)
-    results = run_sequence(env, OracleAgent(env), SequenceSpec("s", env.tasks, 1003, 0, "single"), "r")
+    results = run_sequence(env, OracleAgent(env), SequenceSpec("s", env.tasks, 1003, 0, Condition.single), "r")
     first, second, third = (r.record for r in results)
     assert first.seen_place_spl_bound is None
     assert third.target_seen_before and 0.0 < third.seen_place_spl_bound <= 1.0
@@ -70,7 +71,7 @@ def test_the_seen_place_bound_is_given_for_targets_seen_in_earlier_tasks() -> No
 def test_warm_keeps_memory_and_cold_resets_it(embedder: ClipEmbedder, tmp_path) -> None:
     env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=0, max_steps=40)
     records = {}
-    for condition in ("warm", "cold"):
+    for condition in (Condition.warm, Condition.cold):
         agent = MemoryAgent(embedder)
         res = run_sequence(env, agent, SequenceSpec("wreck_then_barrel", env.tasks, 0, 0, condition), "r")
         records[condition] = [r.record for r in res]
@@ -104,7 +105,10 @@ def test_two_seeds_of_one_world_start_differently_and_take_different_steps(embed
     runs = {}
     for seed in (0, 1):
         res = run_sequence(
-            env, FrontierExplorer(embedder), SequenceSpec("wreck_then_barrel", env.tasks, 1000, seed, "single"), "r"
+            env,
+            FrontierExplorer(embedder),
+            SequenceSpec("wreck_then_barrel", env.tasks, 1000, seed, Condition.single),
+            "r",
         )
         runs[seed] = [(tuple(r.record.start_pose), r.record.steps) for r in res]
         for r in res:
@@ -112,7 +116,7 @@ def test_two_seeds_of_one_world_start_differently_and_take_different_steps(embed
     assert [s for s, _ in runs[0]] != [s for s, _ in runs[1]]
     assert [n for _, n in runs[0]] != [n for _, n in runs[1]]
     again = run_sequence(
-        env, FrontierExplorer(embedder), SequenceSpec("wreck_then_barrel", env.tasks, 1000, 0, "single"), "r"
+        env, FrontierExplorer(embedder), SequenceSpec("wreck_then_barrel", env.tasks, 1000, 0, Condition.single), "r"
     )
     assert [(tuple(r.record.start_pose), r.record.steps) for r in again] == runs[0]
 
@@ -121,9 +125,9 @@ def test_every_agent_and_condition_of_a_world_and_seed_faces_the_same_starts(emb
     env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=1002, max_steps=30)
     starts = set()
     for agent, condition in (
-        (MemoryAgent(embedder), "warm"),
-        (MemoryAgent(embedder), "cold"),
-        (OracleAgent(env), "single"),
+        (MemoryAgent(embedder), Condition.warm),
+        (MemoryAgent(embedder), Condition.cold),
+        (OracleAgent(env), Condition.single),
     ):
         res = run_sequence(env, agent, SequenceSpec("wreck_then_barrel", env.tasks, 1002, 4, condition), "r")
         starts.add(tuple(tuple(r.record.start_pose) for r in res))
@@ -135,12 +139,14 @@ def test_target_reported_before_is_the_recognisers_not_the_pixels(embedder: Clip
     oracle labels nothing, so for it the detection-based flag stays False where the pixel one is True."""
     env = UnderwaterEnv(tasks=("wreck", "pipeline", "wreck"), world_seed=1003, max_steps=150)
     memory = [
-        r.record for r in run_sequence(env, MemoryAgent(embedder), SequenceSpec("s", env.tasks, 1003, 0, "warm"), "r")
+        r.record
+        for r in run_sequence(env, MemoryAgent(embedder), SequenceSpec("s", env.tasks, 1003, 0, Condition.warm), "r")
     ]
     assert memory[0].success == 1 and memory[0].target_reported_before is False
     assert memory[2].target_reported_before is True
     oracle = [
-        r.record for r in run_sequence(env, OracleAgent(env), SequenceSpec("s", env.tasks, 1003, 0, "single"), "r")
+        r.record
+        for r in run_sequence(env, OracleAgent(env), SequenceSpec("s", env.tasks, 1003, 0, Condition.single), "r")
     ]
     assert oracle[2].target_seen_before and oracle[2].target_reported_before is False
 
@@ -154,7 +160,7 @@ def test_each_run_of_a_sequence_is_a_new_visit_for_the_drift() -> None:
     starts = []
     for _ in range(2):
         agent = OracleAgent(env)
-        spec = SequenceSpec("s", env.tasks, 3, 0, "single")
+        spec = SequenceSpec("s", env.tasks, 3, 0, Condition.single)
         errors: list[np.ndarray] = []
         run_sequence(env, agent, spec, "r", on_step=lambda ev, out=errors: out.append(env.dead_reckoning.error.copy()))
         starts.append(errors)
