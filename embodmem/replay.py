@@ -44,14 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embodmem.agents.base import Agent, Observation
 from embodmem.envs.entry import make_env as build_env
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLog, EpisodeLogError, read_log
-from embodmem.metrics import EpisodeMeasures, Measures
+from embodmem.metrics import Measures
 from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord
 from embodmem.rerun import OFFLINE_ONLY, AgentCheck, RerunError, RerunMismatch, find_config, verify_agent
-from embodmem.runner import observation_digest
+from embodmem.runner import StepEvent, observation_digest, run_episode
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
 
 _NOT_RECOMPUTED = TIMING_FIELDS
@@ -133,8 +134,35 @@ def make_env(log: EpisodeLog, path: str | Path = "<log>") -> UnderwaterEnv:
     return env
 
 
+class LoggedActions(Agent):
+    """The scripted agent of a replay: plays the log's actions in order and reports where the log
+    reports, so :func:`embodmem.runner.run_episode` (the one episode loop) re-simulates the episode."""
+
+    name = "replay"
+
+    def __init__(self, log: EpisodeLog, path: str | Path) -> None:
+        super().__init__()
+        self.actions = log.actions
+        self.reported = {r.step for r in log.reports}
+        self.path = path
+        self.taken = 0
+        """Actions played so far."""
+
+    def act(self, observation: Observation) -> int:
+        if self.taken >= len(self.actions):
+            raise ReplayError(
+                f"{self.path}: the log ends after {len(self.actions)} actions but the episode had not ended "
+                "(truncated log?)"
+            )
+        self.trace.reported = self.taken in self.reported  # the agent judged this frame and reported the target
+        action = self.actions[self.taken]
+        self.taken += 1
+        return action
+
+
 def simulate(log: EpisodeLog, path: str | Path = "<log>") -> Simulation:
-    """Re-run the logged actions in a fresh environment, checking every observation digest.
+    """Re-run the logged actions in a fresh environment through the runner's episode loop, checking
+    every observation digest as it goes.
 
     Raises:
         ReplayMismatch: at the first observation whose digest differs from the log's.
@@ -142,43 +170,33 @@ def simulate(log: EpisodeLog, path: str | Path = "<log>") -> Simulation:
             ends before (or continues after) the logged actions.
     """
     env = make_env(log, path)
-    digests: Sequence[str] = log.obs_digests
-    actions: Sequence[int] = log.actions
     with warnings.catch_warnings():  # absurd logged settings (1e300 m) overflow in numpy: refuse, one line
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            obs, info = _reset(env, log, path)
+            options = _start_options(env, log, path)
         except RuntimeWarning as err:
             raise ReplayError(f"{path}: field env: the logged settings break the environment's reset ({err})") from None
-    scene = Scene.from_env(env)
-    measures = EpisodeMeasures()
-    measures.reset(info)
     found = retrievals_from_log([e.to_log() for e in log.retrievals])
     steps: list[StepRecord] = []
-    done = False
-    reported = {r.step for r in log.reports}
-    for i, action in enumerate(actions, start=1):
-        if done:
-            raise ReplayError(f"{path}: the episode ended at step {i - 1} but the log holds {len(actions)} actions")
-        if i - 1 in reported:  # the agent judged this frame and reported the target
-            measures.report(info)
-        obs, _, terminated, truncated, info = env.step(action)
-        _check_digest(path, i, action, observation_digest(obs), digests[i])
-        measures.update(action, info)
-        rec = StepRecord.capture(env, obs, info, action)
+
+    def check_and_capture(event: StepEvent) -> None:
+        i = len(steps) + 1
+        _check_digest(path, i, event.action, observation_digest(event.obs), log.obs_digests[i])
+        rec = StepRecord.capture(env, event.obs, event.info, event.action)
         if i in found:
             rec.query, rec.retrievals = found[i]
         steps.append(rec)
-        done = terminated or truncated
-    if not done:
+
+    player = LoggedActions(log, path)
+    outcome = run_episode(env, player, options, log.episode_seed, on_step=check_and_capture)
+    if player.taken < len(log.actions):
         raise ReplayError(
-            f"{path}: the log ends after {len(actions)} actions but the episode had not ended (truncated log?)"
+            f"{path}: the episode ended at step {player.taken} but the log holds {len(log.actions)} actions"
         )
-    summary = measures.get()
-    if measures.reports.steps != log.reports:
+    if outcome.trace.reports != log.reports:
         raise ReplayError(f"{path}: field reports: the re-simulated reports differ from the logged ones")
-    _check_record(path, summary, log.record)
-    return Simulation(scene, steps, summary)
+    _check_record(path, outcome.measures, log.record)
+    return Simulation(Scene.from_env(env), steps, outcome.measures)
 
 
 def _check_record(path: str | Path, summary: Measures, record: EpisodeRecord) -> None:
@@ -201,8 +219,9 @@ def _check_record(path: str | Path, summary: Measures, record: EpisodeRecord) ->
             )
 
 
-def _reset(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Reset as the recording did and check the first observation.
+def _start_options(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> dict[str, Any]:
+    """The ``reset`` options that start the episode as the recording did (checked on the first
+    observation).
 
     The log keeps the start pose, not how it was chosen. An explicit ``start_pose`` reproduces fixed
     and continued starts, but a ``random`` start drew the pose from the episode's RNG before the fish
@@ -210,8 +229,12 @@ def _reset(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> tuple[dict[
     Each candidate must give the logged pose and the logged first digest.
     """
     seed, task, pose = log.episode_seed, log.task, list(log.start_pose)
-    first: tuple[str, dict[str, Any], dict[str, Any]] | None = None
-    for options in ({"task": task, "start_pose": pose}, {"task": task, "start": "random"}):
+    first: str | None = None
+    # new_visit: the pose error starts afresh, as it did for the recording's first reset of this env
+    for options in (
+        {"task": task, "start_pose": pose, "new_visit": True},
+        {"task": task, "start": "random", "new_visit": True},
+    ):
         try:
             obs, info = env.reset(seed=seed, options=options)
         except ValueError as err:
@@ -220,11 +243,11 @@ def _reset(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> tuple[dict[
             continue
         got = observation_digest(obs)
         if list(env.start_pose) == pose and got == log.obs_digests[0]:
-            return obs, info
+            return options
         if first is None:
-            first = (got, obs, info)
+            first = got
     assert first is not None
-    _check_digest(path, 0, None, first[0], log.obs_digests[0])
+    _check_digest(path, 0, None, first, log.obs_digests[0])
     raise AssertionError("unreachable")  # the digests differ, or a start pose matched neither way
 
 
