@@ -42,10 +42,10 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from embodmem.agents.base import Agent, Observation
 from embodmem.envs.entry import make_env as build_env
+from embodmem.envs.ground_truth import ResetOptions
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLog, EpisodeLogError, read_log
@@ -182,7 +182,7 @@ def simulate(log: EpisodeLog, path: str | Path = "<log>") -> Simulation:
     def check_and_capture(event: StepEvent) -> None:
         i = len(steps) + 1
         _check_digest(path, i, event.action, observation_digest(event.obs), log.obs_digests[i])
-        rec = StepRecord.capture(env, event.obs, event.info, event.action)
+        rec = StepRecord.capture(event.truth, event.obs, event.action)
         if i in found:
             rec.query, rec.retrievals = found[i]
         steps.append(rec)
@@ -219,7 +219,7 @@ def _check_record(path: str | Path, summary: Measures, record: EpisodeRecord) ->
             )
 
 
-def _start_options(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> dict[str, Any]:
+def _start_options(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> ResetOptions:
     """The ``reset`` options that start the episode as the recording did (checked on the first
     observation).
 
@@ -232,8 +232,8 @@ def _start_options(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> dic
     first: str | None = None
     # new_visit: the pose error starts afresh, as it did for the recording's first reset of this env
     for options in (
-        {"task": task, "start_pose": pose, "new_visit": True},
-        {"task": task, "start": "random", "new_visit": True},
+        ResetOptions(task=task, start_pose=pose, new_visit=True),
+        ResetOptions(task=task, start="random", new_visit=True),
     ):
         try:
             obs, info = env.reset(seed=seed, options=options)

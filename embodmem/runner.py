@@ -18,18 +18,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from pydantic import ValidationError
 
-from embodmem.agents.base import Agent, MemoryCarrier
+from embodmem.agents.base import Agent, MemoryCarrier, Observation
 from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
 from embodmem.condition import Condition
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.goals import goal_cells_seen
+from embodmem.envs.ground_truth import GroundTruth, GroundTruthEnv, ResetOptions
 from embodmem.envs.spec import Action
-from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLog, EpisodeTrace, write_log
 from embodmem.metrics import EpisodeMeasures, Measures, spl
 from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
@@ -60,8 +60,8 @@ def observation_digest(obs: dict[str, Any]) -> str:
 class StepEvent:
     """One step as the runner saw it, for a video recorder (``on_step``): after ``env.step``."""
 
-    obs: dict[str, Any]
-    info: dict[str, Any]
+    obs: Observation
+    truth: GroundTruth
     action: int
     agent: Agent
 
@@ -103,56 +103,59 @@ class EpisodeResult:
 
 
 def run_episode(
-    env: UnderwaterEnv,
+    env: GroundTruthEnv,
     agent: Agent,
-    reset_options: dict[str, Any],
+    reset_options: ResetOptions,
     episode_seed: int,
     profiler: Profiler | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
 ) -> EpisodeOutcome:
-    """Run one task to its end. The agent sees observations only; ``info`` feeds the metrics."""
+    """Run one task to its end. The agent sees observations only; the env's ground truth feeds the
+    measures and what the sequence learns (what was seen, where the robot went)."""
     profiler = profiler or Profiler()
-    obs, info = env.reset(seed=episode_seed, options=reset_options)
+    obs, _ = env.reset(seed=episode_seed, options=reset_options)
+    truth = env.ground_truth()
     agent.reset(obs, env.sensor_spec)
     measures = EpisodeMeasures()
-    measures.reset(info)
+    measures.reset(truth)
     actions: list[int] = []
     digests = [observation_digest(obs)]
     retrievals: list[RetrievalEvent] = []
-    seen = {k for k, _ in info["visible_instances"]}
-    seen_cells = env.visible_target_cells()
-    visited = {(int(env.agent_pos[0]), int(env.agent_pos[1]))}
+    seen = {k for k, _ in truth.visible_instances}
+    seen_cells = set(truth.visible_target_cells)
+    visited = {truth.agent_pos}
     reported_kinds: set[str] = set()
     start = time.perf_counter()
     done = False
     while not done:
         with profiler.section("agent"):
             action = int(agent.act(obs))
-        if agent.trace.reported:  # judged the frame of the current info: log where it was taken
-            measures.report(info)
+        if agent.trace.reported:  # judged the frame of the current truth: log where it was taken
+            measures.report(truth)
         reported_kinds |= agent.trace.kinds_reported
         with profiler.section("env"):
-            obs, _, terminated, truncated, info = env.step(action)
-        measures.update(action, info)
-        visited.add((int(env.agent_pos[0]), int(env.agent_pos[1])))
+            obs, _, terminated, truncated, _ = env.step(action)
+            truth = env.ground_truth()
+        measures.update(action, truth)
+        visited.add(truth.agent_pos)
         actions.append(action)
         digests.append(observation_digest(obs))
-        if info["visible_instances"]:
-            seen.update(k for k, _ in info["visible_instances"])
-            seen_cells |= env.visible_target_cells()
+        if truth.visible_instances:
+            seen.update(k for k, _ in truth.visible_instances)
+            seen_cells |= truth.visible_target_cells
         if on_step is not None:
-            on_step(StepEvent(obs, info, action, agent))
+            on_step(StepEvent(obs, truth, action, agent))
         if agent.trace.retrievals and agent.trace.query:
             retrievals.append(RetrievalEvent(len(actions), agent.trace.query, agent.trace.retrievals[:5]))
             agent.trace.retrievals = []
         done = terminated or truncated
-    agent.end_task(bool(info["success"]))
+    agent.end_task(truth.success)
     wall_time_s = round(time.perf_counter() - start, 4)
-    sx, sy, sd = info["start_pose"]
+    sx, sy, sd = truth.start_pose
     trace = EpisodeTrace(
-        world_seed=env.world_seed,
-        world_digest=env.world.digest(),
-        task=env.task.name,
+        world_seed=truth.world_seed,
+        world_digest=truth.world.digest(),
+        task=truth.task.name,
         episode_seed=episode_seed,
         start_pose=(int(sx), int(sy), int(sd)),
         start=reset_options.get("start"),
@@ -160,7 +163,7 @@ def run_episode(
         obs_digests=digests,
         retrievals=retrievals,
         reports=measures.reports.steps,
-        success=bool(info["success"]),
+        success=truth.success,
     )
     return EpisodeOutcome(
         measures.get(), trace, wall_time_s, agent.episode_stats(), seen, seen_cells, visited, reported_kinds
@@ -178,7 +181,7 @@ class SequenceSpec:
     condition: Condition
     """How memory lives between the tasks (:class:`~embodmem.condition.Condition`)."""
     start: str = "random"
-    """Start of each task (``UnderwaterEnv.reset``): random (drawn from the episode seed, the same for
+    """Start of each task (``GroundTruthEnv.reset``): random (drawn from the episode seed, the same for
     every agent and condition of one world and seed), fixed0, fixed1, or continue."""
     start_poses: list[tuple[int, int, int]] | None = None
     """Explicit start per task (replays); overrides ``start``."""
@@ -238,9 +241,9 @@ def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
     return int(np.random.SeedSequence((seed, world_seed, task_index)).generate_state(1, np.uint32)[0])
 
 
-def reset_options(spec: SequenceSpec, task_index: int) -> dict[str, Any]:
+def reset_options(spec: SequenceSpec, task_index: int) -> ResetOptions:
     """``env.reset`` options of task ``task_index`` of ``spec``."""
-    options: dict[str, Any] = {"task": spec.tasks[task_index], "world_seed": spec.world_seed}
+    options = ResetOptions(task=spec.tasks[task_index], world_seed=spec.world_seed)
     options["new_visit"] = task_index == 0  # the pose error (env.odometry_carry) restarts with each run
     if spec.start_poses is not None:
         options["start_pose"] = spec.start_poses[task_index]
@@ -250,7 +253,7 @@ def reset_options(spec: SequenceSpec, task_index: int) -> dict[str, Any]:
 
 
 def run_sequence(
-    env: UnderwaterEnv,
+    env: GroundTruthEnv,
     agent: Agent,
     spec: SequenceSpec,
     run_id: str,
@@ -286,19 +289,19 @@ def run_sequence(
                 env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step
             )
         except Exception as err:
-            raise EpisodeAborted(
-                EpisodeRecord.stopped(err, env.step_count, agent.episode_stats(), identity, None)
-            ) from err
+            stopped = EpisodeRecord.stopped(err, env.step_count, agent.episode_stats(), identity, None)
+            raise EpisodeAborted(stopped) from err
         mem_stats = agent.memory.stats() if agent.memory is not None else {}
+        truth = env.ground_truth()
         context = SequenceContext(
             start_pose=outcome.trace.start_pose,
             target_seen_before=(
-                env.task.target in seen_before
-                if not env.task.instance_goal
-                else bool(goal_cells_seen(env.world, env.task, seen_cells_before))
+                truth.task.target in seen_before
+                if not truth.task.instance_goal
+                else bool(goal_cells_seen(truth.world, truth.task, seen_cells_before))
             ),
-            target_reported_before=env.task.target in reported_before,
-            seen_place_spl_bound=seen_place_spl_bound(env, outcome, seen_cells_before),
+            target_reported_before=truth.task.target in reported_before,
+            seen_place_spl_bound=seen_place_spl_bound(truth, outcome, seen_cells_before),
             memory_frames=int(mem_stats.get("frames_kept", 0)),
             memory_bytes=int(mem_stats.get("code_bytes", 0)),
         )
@@ -323,21 +326,21 @@ def run_sequence(
 
 
 def seen_place_spl_bound(
-    env: UnderwaterEnv, outcome: EpisodeOutcome, seen_before: set[tuple[str, int, int]]
+    truth: GroundTruth, outcome: EpisodeOutcome, seen_before: set[tuple[str, int, int]]
 ) -> float | None:
     """SPL of an oracle told only the target cells seen in earlier tasks (None if none were seen):
     what an agent that remembers exactly where it saw the target can reach at best."""
-    cells = goal_cells_seen(env.world, env.task, seen_before)  # an instance goal: that instance's cells only
+    cells = goal_cells_seen(truth.world, truth.task, seen_before)  # an instance goal: that instance's cells only
     if not cells:
         return None
     x, y, _ = outcome.trace.start_pose
-    return spl(True, outcome.measures.shortest_path, env.path_via_cells_m((x, y), cells))
+    return spl(True, outcome.measures.shortest_path, truth.path_via_cells_m((x, y), cells))
 
 
 def evaluation_row(
     agent: MemoryCarrier,
     make_agent: Callable[[], Agent],
-    env: UnderwaterEnv,
+    env: GroundTruthEnv,
     spec: SequenceSpec,
     run_id: str,
     after: int,
@@ -551,18 +554,22 @@ def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tu
     return all(k in writer.done for k in keys)
 
 
+EnvT = TypeVar("EnvT", bound=GroundTruthEnv)
+"""The run's environment type: what ``make_env`` builds is what ``make_agent`` receives."""
+
+
 class EpisodeRecorder(Protocol):
     """What the runner needs of a video recorder (embodmem.video)."""
 
-    def bind(self, env: UnderwaterEnv, agent: Agent, /) -> None: ...
+    def bind(self, env: GroundTruthEnv, agent: Agent, /) -> None: ...
     def step(self, event: StepEvent, /) -> None: ...
     def finish(self, result: EpisodeResult, /) -> object: ...
 
 
 def run_experiment(
     plan: ExperimentPlan,
-    make_env: Callable[[tuple[str, ...], int], UnderwaterEnv],
-    make_agent: Callable[[str, UnderwaterEnv], Agent],
+    make_env: Callable[[tuple[str, ...], int], EnvT],
+    make_agent: Callable[[str, EnvT], Agent],
     writer: RunWriter,
     profiler: Profiler | None = None,
     recorder: EpisodeRecorder | None = None,
@@ -595,7 +602,7 @@ def run_experiment(
                     carrier: MemoryCarrier | None = carrier,
                     spec: SequenceSpec = spec,
                     name: str = name,
-                    eval_env: UnderwaterEnv | None = eval_env,
+                    eval_env: EnvT | None = eval_env,
                 ) -> None:
                     assert carrier is not None and eval_env is not None
                     writer.write_records(

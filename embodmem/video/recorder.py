@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import cv2
 
 from embodmem.agents.base import Agent, Retrieval
-from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.envs.ground_truth import GroundTruthEnv
 from embodmem.memory import AgentMemory, TopologicalMap
 from embodmem.metrics_record import episode_name
 from embodmem.runner import EpisodeResult, StepEvent
@@ -86,13 +86,13 @@ class EpisodeRecorder:
         """Videos written so far."""
         self.frames_written = 0
         self.episodes_seen = 0
-        self._env: UnderwaterEnv | None = None
+        self._env: GroundTruthEnv | None = None
         self._agent: Agent | None = None
         self._episode: _Episode | None = None
         self._last_graph: tuple[tuple[int, int, int | None], int, MapSnapshot] | None = None
         self._last_retrievals: list[Retrieval] | None = None
 
-    def bind(self, env: UnderwaterEnv, agent: Agent) -> None:
+    def bind(self, env: GroundTruthEnv, agent: Agent) -> None:
         """Follow this environment and agent (called before each task sequence)."""
         self._env, self._agent = env, agent
         self._episode = None
@@ -108,14 +108,14 @@ class EpisodeRecorder:
         """Snapshot one step (the runner's event after ``env.step``)."""
         if not self._wanted_before_result() or self._env is None:
             return
-        info = ctx.info
+        truth = ctx.truth
         ep = self._episode
-        if ep is None or (ep.steps and int(info.get("step", 0)) <= ep.steps[-1].step):
-            ep = self._episode = _Episode(Scene.from_env(self._env))
+        if ep is None or (ep.steps and truth.step <= ep.steps[-1].step):
+            ep = self._episode = _Episode(Scene.from_truth(truth))
         agent: Agent | None = ctx.agent
         trace = None if agent is None else agent.trace
         graph, current = self._graph_of(agent)
-        rec = StepRecord.capture(self._env, ctx.obs, info, ctx.action, trace, graph, current)
+        rec = StepRecord.capture(truth, ctx.obs, ctx.action, trace, graph, current)
         if trace is not None and trace.retrievals and trace.retrievals is not self._last_retrievals:
             self._last_retrievals = trace.retrievals
             ep.live[rec.step] = (trace.query, list(trace.retrievals))

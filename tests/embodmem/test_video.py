@@ -45,8 +45,8 @@ def short_episode(n: int = 6, seed: int = 0) -> tuple[Scene, list[StepRecord]]:
     scene = Scene.from_env(env)
     steps = []
     for a in [2, 1, 2, 2, 0, 2, 2, 1][:n]:
-        obs, _, _, _, info = env.step(a)
-        steps.append(StepRecord.capture(env, obs, info, a))
+        obs, *_ = env.step(a)
+        steps.append(StepRecord.capture(env.ground_truth(), obs, a))
     return scene, steps
 
 
@@ -318,8 +318,8 @@ def test_recorder_keeps_live_retrievals_with_thumbnails_and_the_graph(tmp_path: 
     agent.reset(obs, env.sensor_spec)
     for _ in range(5):
         a = agent.act(obs)
-        obs, _, _, _, info = env.step(a)
-        rec.step(StepEvent(obs, info, a, agent))
+        obs, *_ = env.step(a)
+        rec.step(StepEvent(obs, env.ground_truth(), a, agent))
     ep = rec._episode
     assert ep is not None and [s.step for s in ep.steps] == [1, 2, 3, 4, 5]
     assert list(ep.live) == [3], "a retrieval list is taken once, at the step it appeared"
