@@ -228,7 +228,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     from embodmem.report import print_report, print_table, write_summary
     from embodmem.report.tables import READING_GUIDE
 
-    result = write_summary([r.plain() for r in records], out_dir, plots=cfg.logger.plots)
+    result = write_summary(records, out_dir, plots=cfg.logger.plots)
     print_report(result)
     print()
     print_table(profile, title=f"Where the time went ({steps} agent steps)")

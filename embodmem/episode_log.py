@@ -35,10 +35,11 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from embodmem.atomic import atomic_write_text
 from embodmem.condition import Condition
@@ -135,19 +136,19 @@ class EpisodeLog(_Strict):
         _check_consistency(log)
         return log
 
-    def plain(self) -> dict[str, Any]:
+    def plain(self) -> dict[str, JsonValue]:
         """The log as its JSON holds it (without the digest: :func:`seal` adds it)."""
         body = self.model_dump(exclude_unset=True, exclude={"digest", "record", "env"})
         return {**body, "env": dataclasses.asdict(self.env), "record": self.record.plain()}
 
 
-def log_digest(log: dict[str, Any]) -> str:
+def log_digest(log: Mapping[str, JsonValue]) -> str:
     """sha256 of the canonical JSON of ``log`` without its ``digest`` key."""
     body = {k: v for k, v in log.items() if k != "digest"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def seal(log: dict[str, Any]) -> dict[str, Any]:
+def seal(log: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     """A JSON-normalised copy of ``log`` (tuples become lists) with its ``digest``."""
     plain = json.loads(json.dumps({k: v for k, v in log.items() if k != "digest"}))
     return {**plain, "digest": log_digest(plain)}

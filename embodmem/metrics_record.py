@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from embodmem.condition import Condition
 from embodmem.metrics import Measures
@@ -235,7 +235,7 @@ class EpisodeRecord(BaseModel):
         """A field or an agent's extra statistic by name (None when the record lacks it)."""
         return getattr(self, name, None)
 
-    def plain(self) -> dict[str, Any]:
+    def plain(self) -> dict[str, JsonValue]:
         """The record as the line of ``metrics.jsonl`` holds it: the fields it was built with, agent
         statistics included (what the writer and the log write)."""
         return self.model_dump(exclude_unset=True)

@@ -207,16 +207,12 @@ def _check_record(path: str | Path, summary: Measures, record: EpisodeRecord) ->
             continue
         if key not in logged:
             raise ReplayMismatch(f"{path}: field record.{key}: missing; the replay computes {value!r}", -1)
-        same = logged[key] == value or (
-            isinstance(value, float)
-            and math.isnan(value)
-            and isinstance(logged[key], float)
-            and math.isnan(logged[key])
+        got = logged[key]
+        same = got == value or (
+            isinstance(value, float) and math.isnan(value) and isinstance(got, float) and math.isnan(got)
         )
-        if not same or type(logged[key]) is not type(value):
-            raise ReplayMismatch(
-                f"{path}: field record.{key}: the log has {logged[key]!r}, the replay computes {value!r}", -1
-            )
+        if not same or type(got) is not type(value):
+            raise ReplayMismatch(f"{path}: field record.{key}: the log has {got!r}, the replay computes {value!r}", -1)
 
 
 def _start_options(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> ResetOptions:

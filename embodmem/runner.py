@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from embodmem.agents.base import Agent, MemoryCarrier, Observation
 from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
@@ -46,7 +46,7 @@ from embodmem.profiling import Profiler
 from embodmem.retrieval import RetrievalEvent
 
 
-def observation_digest(obs: dict[str, Any]) -> str:
+def observation_digest(obs: Observation) -> str:
     """Short hash of everything an agent sees; a replay must reproduce it exactly."""
     h = hashlib.blake2b(digest_size=8)
     for key in sorted(obs):
@@ -387,7 +387,7 @@ def evaluation_row(
     return records
 
 
-def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+def read_metrics(path: Path, repair: bool = False) -> list[dict[str, JsonValue]]:
     """The JSON objects of a ``metrics.jsonl``. A torn last line (a crash mid-write) is dropped with a
     message and, if ``repair``, removed from the file; any other bad line is a ``ValueError`` naming it."""
     if not path.exists():

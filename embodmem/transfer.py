@@ -28,6 +28,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,10 @@ from embodmem.condition import Condition
 from embodmem.stats import difference_of_means, normalised_gain, paired_ci, ratio_of_means
 
 Record = Mapping[str, Any]
+Cell = str | int | float | bool | None
+"""One value of a table row (a CSV cell): a grouping value, a count, a mean or an interval end."""
+TableRow = dict[str, Cell]
+"""One row of a table: column name -> cell (the columns depend on the metrics asked for)."""
 
 #: Keys that together name one seed (one independent repetition).
 SEED_KEYS = ("world_seed", "seed")
@@ -352,22 +357,39 @@ def missing_cells(R: np.ndarray) -> list[tuple[int, int]]:
     return [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(np.isnan(R)))]
 
 
+@dataclass(frozen=True)
+class GemReport:
+    """The GEM figures of one agent, sequence and metric (:func:`gem_report`)."""
+
+    R: np.ndarray
+    """(n+1, n): row i = the state after i tasks, evaluated on every task."""
+    b: np.ndarray
+    """Row 0 of R, GEM's baseline."""
+    b_cold: np.ndarray
+    """(n,): the cold runs' means per task."""
+    fwt: float
+    """GEM paper: baseline row 0, mean over T-1 terms."""
+    bwt: float
+    fwt_code: float
+    """GEM's ``metrics.py``: mean over T terms."""
+    bwt_code: float
+    fwt_vs_cold: float
+    """The paper's form with the cold means as baseline."""
+    missing: list[tuple[int, int]]
+    """(eval_after, task) cells R has no record for."""
+    note: str
+    """Empty when R and the cold means are complete."""
+
+
 def gem_report(
     records: Iterable[Record],
     metric: str = "success",
     *,
     agent: str | None = None,
     sequence: str | None = None,
-) -> dict[str, Any]:
-    """R, the baselines, FWT, BWT and a note on missing cells, for one agent and sequence.
-
-    Returns:
-        dict with ``R`` (array ``(n+1, n)``), ``b`` (row 0 of R, GEM's baseline), ``b_cold`` (cold
-        means, array ``(n,)``), ``fwt`` and ``bwt`` (GEM paper: baseline row 0, means over T-1
-        terms), ``fwt_code`` and ``bwt_code`` (GEM's ``metrics.py``: means over T terms),
-        ``fwt_vs_cold`` (paper form with the cold means as baseline), ``missing`` (list of
-        ``(i, j)``) and ``note`` (empty when R and the cold means are complete).
-    """
+) -> GemReport:
+    """R, the baselines, FWT, BWT and a note on missing cells, for one agent and sequence
+    (:class:`GemReport`)."""
     records = list(records)
     rel = _select(records, agent, sequence)
     n = _n_tasks(rel, None)
@@ -382,18 +404,18 @@ def gem_report(
         notes.append(f"no cold records for tasks {missing_b} (FWT vs cold)")
     if notes:
         notes.append("FWT/BWT average only the terms that are available")
-    return {
-        "R": R,
-        "b": R[0].copy(),
-        "b_cold": b_cold,
-        "fwt": forward_transfer(R),
-        "bwt": backward_transfer(R),
-        "fwt_code": forward_transfer(R, averaging="code"),
-        "bwt_code": backward_transfer(R, averaging="code"),
-        "fwt_vs_cold": forward_transfer(R, b_cold),
-        "missing": missing,
-        "note": "; ".join(notes),
-    }
+    return GemReport(
+        R=R,
+        b=R[0].copy(),
+        b_cold=b_cold,
+        fwt=forward_transfer(R),
+        bwt=backward_transfer(R),
+        fwt_code=forward_transfer(R, averaging="code"),
+        bwt_code=backward_transfer(R, averaging="code"),
+        fwt_vs_cold=forward_transfer(R, b_cold),
+        missing=missing,
+        note="; ".join(notes),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -440,14 +462,14 @@ def paired_seed_means(warm: Iterable[Record], cold: Iterable[Record], metric: st
     return np.array([w[s] for s in seeds], dtype=float), np.array([c[s] for s in seeds], dtype=float)
 
 
-def transfer_row(warm: Sequence[Record], cold: Sequence[Record], metrics: Sequence[str]) -> dict[str, Any]:
+def transfer_row(warm: Sequence[Record], cold: Sequence[Record], metrics: Sequence[str]) -> TableRow:
     """Warm/cold means, forward transfer and steps ratio with 95% CIs for one task (non-key columns).
 
     Point estimates use every seed of each side; the intervals resample the seeds present in both
     (paired bootstrap, :func:`embodmem.stats.paired_ci`), so with complete records both use the
     same seeds.
     """
-    row: dict[str, Any] = {}
+    row: TableRow = {}
     w_seeds, c_seeds = {seed_of(r) for r in warm}, {seed_of(r) for r in cold}
     row["n_seeds"] = len(w_seeds & c_seeds)
     row["n_warm"], row["n_cold"] = len(w_seeds), len(c_seeds)
@@ -488,7 +510,7 @@ def seen_groups(records: Sequence[Record]) -> dict[tuple[Any, ...], str]:
     return {seed_of(r): SEEN if flags.get(seed_of(r), False) else NOT_SEEN for r in records}
 
 
-def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success", "spl")) -> list[dict[str, Any]]:
+def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success", "spl")) -> list[TableRow]:
     """Rows per (agent, sequence, task_index, task, seen) comparing warm with cold.
 
     ``seen`` splits a task's seeds by whether its target was seen in an earlier task of the warm run
@@ -523,7 +545,7 @@ def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success
 CHAIN_KEYS = ("agent", "condition", "sequence", "task_index", "task")
 
 
-def chain_table(records: Iterable[Record]) -> list[dict[str, Any]]:
+def chain_table(records: Iterable[Record]) -> list[TableRow]:
     """ISR and CSR per (agent, condition, sequence, task_index, task) over (world, seed) chains.
 
     ISR (independent success rate) of task k is its success rate over seeds. CSR (conditional

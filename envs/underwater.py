@@ -28,7 +28,7 @@ from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
 from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
-from embodmem.envs.ground_truth import GroundTruth, path_via_cells_m
+from embodmem.envs.ground_truth import GroundTruth, StepInfo, path_via_cells_m
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.odometry import DeadReckoning, degrade_sonar
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
@@ -316,7 +316,7 @@ class UnderwaterEnv(MiniGridEnv):
 
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[dict[str, Any], StepInfo]:
         """Start a task. ``options`` may hold:
 
         - ``task`` (a task name) or ``task_index`` (position in ``tasks``) or ``next_task`` (bool);
@@ -391,7 +391,7 @@ class UnderwaterEnv(MiniGridEnv):
         obs = self.gen_obs()
         return obs, self._info(success=False)
 
-    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, StepInfo]:
         if not self.action_space.contains(action):
             raise ValueError(f"action={action!r} is not one of {ACTION_NAMES}")
         action = int(action)
@@ -536,7 +536,7 @@ class UnderwaterEnv(MiniGridEnv):
         success = self._task_maps(self.task)["success"]
         return path_via_cells_m(self.world.free(), success, start, cells, self.cell_size_m, self.success_distance_m)
 
-    def _info(self, success: bool) -> dict[str, Any]:
+    def _info(self, success: bool) -> StepInfo:
         x, y = self.agent_pos
         visible = self.visible_instances()
         self._visible_now, self._success_now = visible, success  # for ground_truth()
