@@ -14,7 +14,7 @@ from embodmem.condition import Condition
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.episode_log import read_log
+from embodmem.episode_log import EpisodeLog, read_log
 from embodmem.metrics_record import EpisodeRecord, SequenceContext
 from embodmem.runner import EpisodeResult, RunWriter, SequenceSpec, run_episode, run_sequence
 
@@ -167,3 +167,28 @@ def test_each_run_of_a_sequence_is_a_new_visit_for_the_drift() -> None:
     first, second = starts
     assert np.array_equal(np.array(first), np.array(second))  # same seeds: same drift, run after run
     assert np.hypot(*first[-1]) > 0.0
+
+
+def test_a_record_is_validated_once_and_its_log_built_once_per_write(tmp_path, monkeypatch) -> None:
+    """One constructor each (EpisodeRecord.finished, EpisodeLog.of): the writer only turns them into JSON."""
+    env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=3, max_steps=30)
+    calls = {"record": 0, "log": 0}
+    validate, of = EpisodeRecord.model_validate.__func__, EpisodeLog.of.__func__
+
+    def counted_validate(cls, *args, **kwargs):
+        calls["record"] += 1
+        return validate(cls, *args, **kwargs)
+
+    def counted_of(cls, *args):
+        calls["log"] += 1
+        return of(cls, *args)
+
+    monkeypatch.setattr(EpisodeRecord, "model_validate", classmethod(counted_validate))
+    monkeypatch.setattr(EpisodeLog, "of", classmethod(counted_of))
+    writer = RunWriter(tmp_path, env=env.config)
+    run_sequence(
+        env, OracleAgent(env), SequenceSpec("s", env.tasks, 3, 0, Condition.single), "r", on_episode=writer.write
+    )
+    assert calls == {"record": 2, "log": 2}
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [line["task_index"] for line in lines] == [1, 2] and all("episode_log" in line for line in lines)
