@@ -192,3 +192,25 @@ def test_a_record_is_validated_once_and_its_log_built_once_per_write(tmp_path, m
     assert calls == {"record": 2, "log": 2}
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [line["task_index"] for line in lines] == [1, 2] and all("episode_log" in line for line in lines)
+
+
+def test_conditions_are_one_enum_not_string_literals() -> None:
+    """What a condition does lives in embodmem.condition.Condition; the runner, app, config, re-runner
+    and registry name its members, never the strings."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    names = {c.value for c in Condition}
+    for path in (
+        "embodmem/runner.py",
+        "embodmem/app.py",
+        "embodmem/config.py",
+        "embodmem/rerun.py",
+        "agents/registry.py",
+    ):
+        tree = ast.parse((root / path).read_text())
+        literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names]
+        assert literals == [], (path, literals)
+    assert Condition.warm.carries_memory and Condition.cold.resets_memory and Condition.eval.is_evaluation
+    assert not Condition.single.carries_memory and f"{Condition.cold}" == "cold" == Condition.cold
