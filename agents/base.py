@@ -69,7 +69,8 @@ class AgentTrace:
     kinds_reported: frozenset[str] = frozenset()
     """Target kinds the agent's recogniser reported in the frame it just judged, whatever the mission
     (an agent that labels its frames; empty otherwise): the runner's ``target_reported_before``."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, float | bool | str | None] = field(default_factory=dict)
+    """Per-agent details for the video's caption (e.g. ``p_target``, ``vlm_choice``)."""
 
 
 class Agent:

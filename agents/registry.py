@@ -71,7 +71,8 @@ class AgentSpec:
     needs_embedder: bool = True
     """Load the CLIP for it (every agent that looks at frames)."""
     carries_memory: bool = False
-    """It keeps what it saw between tasks: run warm and cold (otherwise once, condition ``single``)."""
+    """It keeps what it saw between tasks: run in the requested conditions, warm and cold
+    (otherwise once, :attr:`~embodmem.condition.Condition.single`)."""
     privileged: bool = False
     """It is handed the environment (a control, not a competitor)."""
     variant: Variant | None = None

@@ -30,6 +30,7 @@ from hydra import compose, initialize_config_module
 
 import embodmem.app as app
 from embodmem.atomic import atomic_write_text
+from embodmem.metrics_record import EpisodeRecord
 from embodmem.splits import get_split
 
 SEQUENCES = ("wreck_then_barrel", "shallow_tour6", "deep_pair")
@@ -52,7 +53,7 @@ def run_job(worlds: list[int], first: int, extra: list[str]) -> tuple[list[dict]
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, contextlib.redirect_stdout(io.StringIO()):
         records = app.run(cfg, Path(tmp) / "run")
         profile = json.loads((Path(tmp) / "run" / "profile.json").read_text())
-    return records, profile
+    return [r.plain() for r in records if isinstance(r, EpisodeRecord)], profile
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -82,7 +83,8 @@ def replayed_frames(cfg: DictConfig) -> list[np.ndarray]:
             app.run(cfg, out)
         sims = [simulate(load_log(log), log) for log in sorted((out / "episodes").glob("*agent=memory*.json"))]
     sim = max(sims, key=lambda s: len(s.steps))
-    return list(render_frames(sim.scene, sim.steps, int(cfg.video.size), sim.summary, int(cfg.video.fps)))
+    summary = dataclasses.asdict(sim.summary)
+    return list(render_frames(sim.scene, sim.steps, int(cfg.video.size), summary, int(cfg.video.fps)))
 
 
 def codec_table(frames: list[np.ndarray], fps: int, repeats: int) -> dict[str, dict[str, float]]:

@@ -30,6 +30,7 @@ from tqdm import tqdm
 from embodmem.agents.recognizer import TargetRecognizer, centre_view
 from embodmem.app import CONFIG_DIR, build_agent, build_embedder, build_env
 from embodmem.atomic import atomic_write_text
+from embodmem.condition import Condition
 from embodmem.envs.spec import DIR_TO_VEC
 from embodmem.envs.tasks import TASKS, get_sequence
 from embodmem.runner import SequenceSpec, run_sequence
@@ -69,10 +70,12 @@ def main() -> None:
         for world in tqdm(worlds, desc=f"detect={d} memory={m}", leave=False):
             env = build_env(cfg, tasks, world)
             agent = build_agent("memory", cfg, embedder, env, 0)
-            res = run_sequence(env, agent, SequenceSpec("wreck_then_barrel", tasks, world, 0, "warm"), "calibrate")
-            s1.append(res[0].record["success"])
-            s2.append(res[1].record["success"])
-            spl2.append(res[1].record["spl"])
+            res = run_sequence(
+                env, agent, SequenceSpec("wreck_then_barrel", tasks, world, 0, Condition.warm), "calibrate"
+            )
+            s1.append(res[0].record.success)
+            s2.append(res[1].record.success)
+            spl2.append(res[1].record.spl)
         score = statistics.mean(a * b for a, b in zip(s2, spl2)) + statistics.mean(s1)
         lines.append(
             f"| {d} | {m} | {statistics.mean(s1):.2f} | {statistics.mean(s2):.2f} | {statistics.mean(spl2):.2f} | {score:.3f} |"

@@ -20,9 +20,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import logging
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -31,9 +32,10 @@ from tqdm import tqdm
 
 import embodmem.configs
 from embodmem.agents.base import Agent, RecognitionEmbedder
-from embodmem.agents.registry import get_agent_spec, memory_carriers
+from embodmem.agents.registry import get_agent_spec
 from embodmem.agents.variants import Variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
+from embodmem.condition import Condition
 from embodmem.config import (
     AgentName,
     ConfigError,
@@ -45,10 +47,11 @@ from embodmem.config import (
     register_configs,
     validate,
 )
+from embodmem.envs.entry import make_env
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.fingerprint import check_resume, write_fingerprint
-from embodmem.metrics_record import EpisodeRecord
+from embodmem.metrics_record import EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
 from embodmem.profiling import Profiler
 from embodmem.runner import ExperimentPlan, RunWriter, run_experiment
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from embodmem.embedding.embedder import ClipEmbedder
+    from embodmem.eqa.scoring import EQARecord
     from embodmem.memory import AgentMemory
 
 S = TypeVar("S", bound="DataclassInstance")
@@ -65,14 +69,14 @@ CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
 log = logging.getLogger("embodmem")
 
 
+def env_config(cfg: DictConfig) -> EnvConfig:
+    """The environment's settings: the ``env`` group's EnvConfig (also written into every episode
+    log, so a replay builds the same world)."""
+    return part_config("env", EnvConfig, cfg)
+
+
 def build_env(cfg: DictConfig, tasks: tuple[str, ...], world_seed: int) -> UnderwaterEnv:
-    return UnderwaterEnv(tasks=tasks, world_seed=world_seed, **env_kwargs(cfg))
-
-
-def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
-    """Constructor arguments of the environment: the ``env`` group's EnvConfig fields (also written
-    into every episode log, so a replay builds the same world)."""
-    return dataclasses.asdict(part_config("env", EnvConfig, cfg))
+    return make_env(env_config(cfg), tasks, world_seed)
 
 
 def build_embedder(cfg: DictConfig) -> ClipEmbedder:
@@ -97,7 +101,7 @@ def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> AgentMemory:
     return AgentMemory(memory_settings(variant, MemoryConfig(**fields)))
 
 
-def agent_settings(config_class: type[S], cfg: DictConfig, changes: dict[str, Any] | None = None) -> S:
+def agent_settings(config_class: type[S], cfg: DictConfig, changes: Mapping[str, object] | None = None) -> S:
     """An agent's own config filled from the ``agent`` group (the fields ``config_class`` has), then ``changes``."""
     return dataclasses.replace(part_config("agent", config_class, cfg), **(changes or {}))
 
@@ -111,7 +115,7 @@ class AppBuildContext:
     env: UnderwaterEnv
     seed: int
 
-    def settings(self, config_class: type[S], changes: dict[str, object] | None = None) -> S:
+    def settings(self, config_class: type[S], changes: Mapping[str, object] | None = None) -> S:
         return agent_settings(config_class, self.cfg, changes)
 
     def memory(self, variant: Variant) -> AgentMemory:
@@ -135,7 +139,7 @@ def build_agent(
 
 def build_writer(cfg: DictConfig, out_dir: Path) -> RunWriter:
     """The run's writer: metrics.jsonl and episode logs (with the env settings) in ``out_dir``."""
-    return RunWriter(out_dir, cfg.logger.episode_logs, env_kwargs(cfg), resume=cfg.experiment.resume)
+    return RunWriter(out_dir, cfg.logger.episode_logs, env_config(cfg), resume=cfg.experiment.resume)
 
 
 def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
@@ -151,10 +155,10 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
     if main_name == "memory":
         main_name = cfg.agent.variant
     carriers = [main_name, *[v for v in exp.variants if v != main_name]]
-    carry = memory_carriers()
-    runs = [(name, c) for name in carriers if name in carry for c in exp.conditions]
-    runs += [(name, "single") for name in carriers if name not in carry]
-    runs += [(b, "single") for b in exp.baselines if b != main_name]
+    carrying = [name for name in carriers if get_agent_spec(name).carries_memory]
+    runs = [(name, Condition(c)) for name in carrying for c in exp.conditions]
+    runs += [(name, Condition.single) for name in carriers if name not in carrying]
+    runs += [(b, Condition.single) for b in exp.baselines if b != main_name]
     return ExperimentPlan(
         run_id=cfg.run_id or out_dir.name,
         sequences=sequences,
@@ -168,12 +172,13 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
         save_memory_dir=out_dir / "memory" if exp.save_memory else None,
         load_memory=Path(exp.load_memory) if exp.load_memory else None,
         poison_k=int(exp.poison_k),
-        poison_place=str(exp.poison_place),
+        poison_place=cast(PoisonPlace, str(exp.poison_place)),  # one of them: validate() checked it
     )
 
 
-def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
-    """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records."""
+def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQARecord]:
+    """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records (the
+    answers of an EQA run)."""
     validate(cfg)
     check_feasible(cfg)  # before any work: world seeds, poison size, the snapshot at the load path
     out_dir = Path(out_dir)
@@ -182,8 +187,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
 
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         eqa, vlm = part_config("experiment.eqa", EQAConfig, cfg), part_config("agent.vlm", VLMConfig, cfg)
-        answers = run_eqa(eqa, vlm, out_dir, build_embedder(cfg), progress=cfg.logger.progress)
-        return [dataclasses.asdict(r) for r in answers]
+        return run_eqa(eqa, vlm, out_dir, build_embedder(cfg), progress=cfg.logger.progress)
     plan = experiment_plan(cfg, out_dir)
     if cfg.experiment.resume:  # the run directory must hold this very experiment (one line naming what differs)
         check_resume(out_dir, cfg)
@@ -193,7 +197,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
 
         check_vlm_endpoint(part_config("agent.vlm", VLMConfig, cfg))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    kwargs = env_kwargs(cfg)
+    settings = env_config(cfg)
     writer = build_writer(cfg, out_dir)
     profiler = Profiler()
     needs_embedder = any(get_agent_spec(name).needs_embedder for name, _ in plan.runs)
@@ -207,7 +211,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
     run_experiment(
         plan,
-        make_env=lambda tasks, world_seed: UnderwaterEnv(tasks=tasks, world_seed=world_seed, **kwargs),
+        make_env=lambda tasks, world_seed: make_env(settings, tasks, world_seed),
         make_agent=lambda name, env: build_agent(name, cfg, embedder, env, plan.seed),
         writer=writer,
         profiler=profiler,
@@ -216,20 +220,20 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     )
     bar.close()
 
-    records = [EpisodeRecord.model_validate(r) for r in writer.records]
-    steps = sum(r.steps or 0 for r in records if r.condition != "eval")
+    records = writer.records
+    steps = sum(r.steps or 0 for r in records if r.condition is not Condition.eval)
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})
     from embodmem.report import print_report, print_table, write_summary
     from embodmem.report.tables import READING_GUIDE
 
-    result = write_summary(writer.records, out_dir, plots=cfg.logger.plots)
+    result = write_summary(records, out_dir, plots=cfg.logger.plots)
     print_report(result)
     print()
     print_table(profile, title=f"Where the time went ({steps} agent steps)")
     print(f"\noutputs: {out_dir}")
     print(READING_GUIDE)
-    return writer.records
+    return records
 
 
 register_configs()

@@ -33,6 +33,7 @@ from embodmem.agents.registry import baseline_names
 from embodmem.agents.variants import VARIANTS
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
+from embodmem.condition import REQUESTABLE
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.tasks import INSTANCE_GOALS, SEQUENCES, TASKS, get_task
 from embodmem.eqa.config import EQA_ANSWERERS, EQAConfig
@@ -168,8 +169,9 @@ class ExperimentConfig:
     """World split of ``world_seeds`` (embodmem.splits): dev, test, calibration, ..., or custom."""
     variants: list[str] = field(default_factory=list)
     """Memory-agent variants run warm and cold beside the main agent (ablations)."""
-    conditions: list[str] = field(default_factory=lambda: ["warm", "cold"])
-    """For agents with memory: warm (carried over) and/or cold (reset per task)."""
+    conditions: list[str] = field(default_factory=lambda: [c.value for c in REQUESTABLE])
+    """For agents with memory: warm (carried over) and/or cold (reset per task); see
+    :class:`embodmem.condition.Condition`."""
     baselines: list[str] = field(default_factory=lambda: ["explorer"])
     """Memory-less agents run beside the main agent on the same starts (explorer, oracle, random)."""
     start: Start = Start.random
@@ -317,7 +319,7 @@ not checked); ``env``, ``agent`` and ``memory`` check their own fields (:data:`P
 CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.sequence": lambda: SEQUENCES,
     "experiment.tasks": lambda: TASKS,
-    "experiment.conditions": lambda: ("warm", "cold"),
+    "experiment.conditions": lambda: tuple(c.value for c in REQUESTABLE),
     "experiment.baselines": baseline_names,
     "experiment.sequences": lambda: SEQUENCES,
     "experiment.variants": lambda: VARIANTS,

@@ -3,22 +3,26 @@
 A log (``episodes/*.json`` in a run directory) holds what is needed to re-simulate an episode
 exactly (world seed and digest, task, episode seed, start pose, environment settings, actions) and
 what the episode produced (a digest of every observation, the agent's memory queries as
-:class:`embodmem.retrieval.RetrievalEvent`, the metrics record). :func:`write_log` validates a log
-against :class:`EpisodeLog` and seals it with ``digest``, the sha256 of its canonical JSON;
-:func:`read_log` checks the digest, then every field's type and range, then the fields against each
-other. Anything wrong is an :class:`EpisodeLogError` naming the field.
+:class:`embodmem.retrieval.RetrievalEvent`, its reports as :class:`embodmem.metrics.Report`, the
+metrics record as :class:`embodmem.metrics_record.EpisodeRecord`). A log is built once, by
+:meth:`EpisodeLog.of` from the runner's :class:`EpisodeTrace`, the record and the environment's
+:class:`~embodmem.envs.config.EnvConfig`, and checked there (every field's type and range, then the
+fields against each other); :func:`write_log` turns it into JSON and seals it with ``digest``, the
+sha256 of its canonical JSON; :func:`read_log` checks the digest, then reads it back through the same
+type. Anything wrong is an :class:`EpisodeLogError` naming the field.
 
 Keys this schema does not know (added by later features, e.g. the record's ``split``) are kept and
 covered by the digest; the record's known measures are typed, its other keys are free.
 
 Example:
+    >>> from dataclasses import asdict
     >>> log = {"format": LOG_FORMAT, "world_seed": 1, "world_digest": "ab12", "task": "wreck",
     ...        "episode_seed": 7, "start_pose": [1, 2, 0], "start": "fixed0", "actions": [2],
     ...        "action_names": ["forward"], "obs_digests": ["0" * 16, "1" * 16], "retrievals": [],
-    ...        "reports": [], "success": False, "env": {}, "record": {"success": 0, "steps": 1}}
+    ...        "reports": [], "success": False, "env": asdict(EnvConfig()), "record": {"success": 0, "steps": 1}}
     >>> sealed = seal(log)
-    >>> check_log(sealed).actions
-    [2]
+    >>> check_log(sealed).actions, check_log(sealed).env.size
+    ([2], 32)
     >>> check_log({**sealed, "actions": [1]})
     Traceback (most recent call last):
     ...
@@ -27,20 +31,25 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from embodmem.atomic import atomic_write_text
+from embodmem.condition import Condition
+from embodmem.envs.config import EnvConfig
 from embodmem.envs.spec import ACTION_NAMES
+from embodmem.metrics import Report
 from embodmem.metrics_record import EpisodeRecord
 from embodmem.retrieval import RetrievalEvent
 
-LOG_FORMAT = "embodmem-episode/3"
+LOG_FORMAT: Final = "embodmem-episode/3"
 """Version 3: retrieval hits are objects with named fields (:class:`embodmem.retrieval.Retrieval`)."""
 _HEX16 = r"^[0-9a-f]{16}$"
 
@@ -57,21 +66,24 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
 
 
-class Report(_Strict):
-    """One report of the target: the step whose frame the agent judged, where it was taken, and the
-    distances to every instance from there (the reference distance score uses the best report)."""
+@dataclasses.dataclass(frozen=True)
+class EpisodeTrace:
+    """What the runner saw of one episode (:func:`embodmem.runner.run_episode`): how to re-simulate
+    it and what it produced, step by step; :meth:`EpisodeLog.of` makes it a log."""
 
-    step: int = Field(ge=0)
-    position: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None
-    instance_distances_m: list[Annotated[float, Field(ge=0)]]
-
-
-class LoggedRecord(EpisodeRecord):
-    """The metrics record of a logged episode (:class:`embodmem.metrics_record.EpisodeRecord`): an
-    episode that ran to its end, so its success and steps are there."""
-
-    success: int = Field(ge=0, le=1)
-    steps: int = Field(ge=0)
+    world_seed: int
+    world_digest: str
+    task: str
+    episode_seed: int
+    start_pose: tuple[int, int, int]
+    start: str | None
+    """How the start was chosen (``reset`` option ``start``; None: an explicit start pose)."""
+    actions: list[int]
+    obs_digests: list[str]
+    """A digest of every observation, the one after ``reset`` first."""
+    retrievals: list[RetrievalEvent]
+    reports: list[Report]
+    success: bool
 
 
 class EpisodeLog(_Strict):
@@ -79,7 +91,7 @@ class EpisodeLog(_Strict):
 
     model_config = ConfigDict(extra="allow")
 
-    format: Literal["embodmem-episode/3"]
+    format: Literal["embodmem-episode/3"] = LOG_FORMAT
     world_seed: int = Field(ge=0, lt=2**32)
     world_digest: str = Field(pattern=r"^[0-9a-f]{1,64}$")
     task: str
@@ -95,32 +107,68 @@ class EpisodeLog(_Strict):
     """Steps at which the agent reported the target (replay re-measures each)."""
     success: bool
     task_index: int | None = Field(default=None, ge=1)
-    condition: str | None = None
-    env: dict[str, Any]
-    record: LoggedRecord
+    condition: Annotated[Condition, Field(strict=False)] | None = None
+    env: EnvConfig
+    """The environment's settings (replay builds the same world from them)."""
+    record: EpisodeRecord
+    """The episode's metrics record (an episode that ran to its end: its success and steps are there)."""
     digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
+    @classmethod
+    def of(cls, trace: EpisodeTrace, record: EpisodeRecord, env: EnvConfig) -> EpisodeLog:
+        """The log of an episode: the one place a log is put together, checked here once.
 
-def log_digest(log: dict[str, Any]) -> str:
+        Raises:
+            EpisodeLogError: naming the field that is wrong (a bug in the runner).
+        """
+        try:
+            log = cls(
+                format=LOG_FORMAT,
+                **{f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)},
+                action_names=[ACTION_NAMES[a] for a in trace.actions],
+                task_index=record.task_index,
+                condition=record.condition,
+                env=env,
+                record=record,
+            )
+        except ValidationError as e:
+            raise _log_error(e) from None
+        _check_consistency(log)
+        return log
+
+    def plain(self) -> dict[str, JsonValue]:
+        """The log as its JSON holds it (without the digest: :func:`seal` adds it)."""
+        body = self.model_dump(exclude_unset=True, exclude={"digest", "record", "env"})
+        return {**body, "env": dataclasses.asdict(self.env), "record": self.record.plain()}
+
+
+def log_digest(log: Mapping[str, JsonValue]) -> str:
     """sha256 of the canonical JSON of ``log`` without its ``digest`` key."""
     body = {k: v for k, v in log.items() if k != "digest"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def seal(log: dict[str, Any]) -> dict[str, Any]:
+def seal(log: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     """A JSON-normalised copy of ``log`` (tuples become lists) with its ``digest``."""
     plain = json.loads(json.dumps({k: v for k, v in log.items() if k != "digest"}))
     return {**plain, "digest": log_digest(plain)}
+
+
+def _log_error(e: ValidationError) -> EpisodeLogError:
+    err = e.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "log"
+    if err["loc"][:1] == ("env",) and err["type"] == "value_error":  # EnvConfig's own check, one line
+        reason = str(err["ctx"]["error"]) if "ctx" in err else err["msg"]
+        return EpisodeLogError("env", f"cannot build the environment from the log's settings: {reason}")
+    got = f" (got {err['input']!r})" if err["type"] != "missing" and len(repr(err["input"])) < 80 else ""
+    return EpisodeLogError(loc, f"{err['msg']}{got}")
 
 
 def _validated(log: Any) -> EpisodeLog:
     try:
         return EpisodeLog.model_validate_json(json.dumps(log))
     except ValidationError as e:
-        err = e.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "log"
-        got = f" (got {err['input']!r})" if err["type"] != "missing" and len(repr(err["input"])) < 80 else ""
-        raise EpisodeLogError(loc, f"{err['msg']}{got}") from None
+        raise _log_error(e) from None
     except (RecursionError, ValueError) as e:
         raise EpisodeLogError("log", f"not serialisable as JSON ({e})") from None
 
@@ -141,9 +189,25 @@ def check_log(log: Any, *, require_digest: bool = True) -> EpisodeLog:
         )
     if require_digest and log.get("digest") != log_digest(log):
         raise EpisodeLogError("digest", "the log does not match its digest (edited or corrupted after it was written)")
+    _check_env_keys(log.get("env"))
     parsed = _validated(log)
     _check_consistency(parsed)
     return parsed
+
+
+_ENV_FIELDS = tuple(f.name for f in dataclasses.fields(EnvConfig))
+
+
+def _check_env_keys(env: Any) -> None:
+    """A log holds every environment setting, and only those (none is filled from today's defaults)."""
+    if not isinstance(env, dict):
+        return  # the schema names it
+    missing = next((k for k in _ENV_FIELDS if k not in env), None)
+    if missing is not None:
+        raise EpisodeLogError(f"env.{missing}", "Field required (a log holds every environment setting)")
+    extra = next((k for k in env if k not in _ENV_FIELDS), None)
+    if extra is not None:
+        raise EpisodeLogError(f"env.{extra}", f"not a setting of EnvConfig (its settings: {', '.join(_ENV_FIELDS)})")
 
 
 def _check_consistency(log: EpisodeLog) -> None:
@@ -184,6 +248,9 @@ def _check_consistency(log: EpisodeLog) -> None:
             )
         last = report.step
     rec = log.record
+    for name in ("success", "steps"):
+        if getattr(rec, name) is None:
+            raise EpisodeLogError(f"record.{name}", "Field required (a logged episode ran to its end)")
     for name, want in (("success", int(log.success)), ("steps", n), ("task", log.task), ("task_index", log.task_index),
                        ("world_seed", log.world_seed), ("condition", log.condition)):  # fmt: skip
         got = getattr(rec, name)
@@ -195,20 +262,13 @@ def _is_hex16(s: str) -> bool:
     return len(s) == 16 and all(c in "0123456789abcdef" for c in s)
 
 
-def write_log(path: str | os.PathLike[str], log: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``log`` against the schema, seal it with its digest and write it atomically.
-
-    Returns:
-        The sealed log as written.
-    """
-    sealed = seal(log)
-    check_log(sealed)
-    atomic_write_text(path, json.dumps(sealed, separators=(",", ":")) + "\n")
-    return sealed
+def write_log(path: str | os.PathLike[str], log: EpisodeLog) -> None:
+    """Seal ``log`` (checked when it was made, :meth:`EpisodeLog.of`) with its digest and write it atomically."""
+    atomic_write_text(path, json.dumps(seal(log.plain()), separators=(",", ":")) + "\n")
 
 
-def read_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], EpisodeLog]:
-    """Read, verify and validate a log; returns ``(the raw dict, the typed log)``.
+def read_log(path: str | os.PathLike[str]) -> EpisodeLog:
+    """Read, verify and validate a log.
 
     Raises:
         EpisodeLogError: naming the field that is wrong (``log`` when the file is not JSON).
@@ -226,4 +286,4 @@ def read_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], EpisodeLog]:
         ) from None
     except RecursionError:
         raise EpisodeLogError("log", "JSON nested too deeply; not an episode log") from None
-    return raw, check_log(raw)
+    return check_log(raw)

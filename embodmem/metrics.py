@@ -2,10 +2,11 @@
 
 The definitions are written once as pure functions so that tests, the runner and any analysis
 notebook agree on the arithmetic; docs/metrics.md gives every formula with its source. The small
-classes with ``reset / update / get`` follow Habitat-lab's measures: the runner feeds them the
-environment's ``info`` dict each step and never has to know how a number is computed.
+classes with ``reset / update / get`` follow Habitat-lab's measures reading the simulator: the runner
+feeds them the environment's ground truth after each reset and step (a :class:`TruthReading`, e.g.
+:class:`embodmem.envs.ground_truth.GroundTruth`) and never has to know how a number is computed.
 
-The environment's ``info`` carries, at every step:
+The ground truth carries, at every step:
 
 - ``agent_pos``: the robot's true cell (x, y);
 - ``distance_m``: Euclidean distance to the nearest target instance;
@@ -18,22 +19,26 @@ The environment's ``info`` carries, at every step:
 - ``target_in_view``: whether a target instance is visible in the current observation.
 
 Example:
+    >>> from types import SimpleNamespace as Truth
     >>> m = EpisodeMeasures()
-    >>> m.reset({"distance_m": 12.0, "geodesic_m": 10.0, "instance_distances_m": [12.0],
-    ...          "path_length_m": 0.0, "collisions": 0, "target_in_view": False})
-    >>> m.update(0, {"distance_m": 1.0, "geodesic_m": 0.0, "instance_distances_m": [1.0],
-    ...              "path_length_m": 20.0, "collisions": 1, "success": True,
-    ...              "target_in_view": True})
+    >>> m.reset(Truth(step=0, agent_pos=(0, 0), distance_m=12.0, geodesic_m=10.0, instance_distances_m=[12.0],
+    ...               path_length_m=0.0, collisions=0, target_in_view=False, success=False, wrong_instance=False))
+    >>> m.update(0, Truth(step=1, agent_pos=(2, 0), distance_m=1.0, geodesic_m=0.0, instance_distances_m=[1.0],
+    ...                   path_length_m=20.0, collisions=1, target_in_view=True, success=True, wrong_instance=False))
     >>> r = m.get()
-    >>> r["success"], r["spl"], r["distance_score"], r["steps"], r["collisions"]
+    >>> r.success, r.spl, r.distance_score, r.steps, r.collisions
     (1, 0.5, 100.0, 1, 1)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Protocol
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass as strict_dataclass
 
 #: Weights over target instances sorted by distance (nearest first), from the reference benchmark
 #: (OceanGym, ``decision/utils/evaluate.py``). With more than three instances the reference weights
@@ -269,40 +274,63 @@ def distance_score(
 # --------------------------------------------------------------------------------------------------
 
 
-def _need(info: Mapping[str, Any], key: str) -> Any:
-    """Read ``info[key]`` with an error that says which measure input is missing."""
-    try:
-        return info[key]
-    except KeyError:
-        raise KeyError(f"env info lacks {key!r}; the episode measures need it (got keys {sorted(info)})") from None
+class TruthReading(Protocol):
+    """What the measures read of the simulator after a reset or a step (the env's ground truth,
+    :class:`embodmem.envs.ground_truth.GroundTruth`; see the module docstring for each field)."""
+
+    @property
+    def step(self) -> int: ...
+    @property
+    def agent_pos(self) -> tuple[int, int]: ...
+    @property
+    def distance_m(self) -> float: ...
+    @property
+    def geodesic_m(self) -> float: ...
+    @property
+    def instance_distances_m(self) -> Sequence[float]: ...
+    @property
+    def path_length_m(self) -> float: ...
+    @property
+    def collisions(self) -> int: ...
+    @property
+    def target_in_view(self) -> bool: ...
+    @property
+    def success(self) -> bool | None:
+        """None: an env that does not judge success (the stop rule then applies)."""
+        ...
+
+    @property
+    def wrong_instance(self) -> bool: ...
 
 
 class Success:
-    """Whether the episode succeeded, as reported by the environment at termination.
+    """Whether the episode succeeded, as the environment judged it at termination.
 
-    If the environment's final ``info`` has no ``success`` key, and ``success_distance_m`` and
+    If the environment does not judge it (``success`` is None), and ``success_distance_m`` and
     ``stop_action`` are given, the rule :func:`is_success` is applied to the last action instead.
     """
 
     def __init__(self, success_distance_m: float | None = None, stop_action: Any = None) -> None:
         self.success_distance_m = success_distance_m
         self.stop_action = stop_action
-        self._info: Mapping[str, Any] = {}
+        self._truth: TruthReading | None = None
         self._action: Any = None
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
-        self._info, self._action = first_info, None
+    def reset(self, first: TruthReading) -> None:
+        self._truth, self._action = first, None
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        self._info, self._action = info, action
+    def update(self, action: Any, truth: TruthReading) -> None:
+        self._truth, self._action = truth, action
 
     def get(self) -> bool:
-        if "success" in self._info:
-            return bool(self._info["success"])
+        if self._truth is None:
+            return False
+        if self._truth.success is not None:
+            return bool(self._truth.success)
         if self.success_distance_m is None or self.stop_action is None or self._action is None:
             return False
         stopped = self._action == self.stop_action
-        return is_success(stopped, _need(self._info, "distance_m"), self.success_distance_m)
+        return is_success(stopped, self._truth.distance_m, self.success_distance_m)
 
 
 class PathLength:
@@ -312,11 +340,11 @@ class PathLength:
         self._start = 0.0
         self._last = 0.0
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
-        self._start = self._last = float(first_info.get("path_length_m", 0.0))
+    def reset(self, first: TruthReading) -> None:
+        self._start = self._last = float(first.path_length_m)
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        self._last = float(_need(info, "path_length_m"))
+    def update(self, action: Any, truth: TruthReading) -> None:
+        self._last = float(truth.path_length_m)
 
     def get(self) -> float:
         return self._last - self._start
@@ -329,11 +357,11 @@ class Collisions:
         self._start = 0
         self._last = 0
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
-        self._start = self._last = int(first_info.get("collisions", 0))
+    def reset(self, first: TruthReading) -> None:
+        self._start = self._last = int(first.collisions)
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        self._last = int(_need(info, "collisions"))
+    def update(self, action: Any, truth: TruthReading) -> None:
+        self._last = int(truth.collisions)
 
     def get(self) -> int:
         return self._last - self._start
@@ -345,10 +373,10 @@ class Steps:
     def __init__(self) -> None:
         self._n = 0
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
+    def reset(self, first: TruthReading) -> None:
         self._n = 0
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+    def update(self, action: Any, truth: TruthReading) -> None:
         self._n += 1
 
     def get(self) -> int:
@@ -362,11 +390,11 @@ class GeodesicDistance:
         self.start = math.nan
         self.final = math.nan
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
-        self.start = self.final = float(_need(first_info, "geodesic_m"))
+    def reset(self, first: TruthReading) -> None:
+        self.start = self.final = float(first.geodesic_m)
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        self.final = float(_need(info, "geodesic_m"))
+    def update(self, action: Any, truth: TruthReading) -> None:
+        self.final = float(truth.geodesic_m)
 
     def get(self) -> tuple[float, float]:
         return self.start, self.final
@@ -378,11 +406,11 @@ class TargetSeen:
     def __init__(self) -> None:
         self._seen = False
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
-        self._seen = bool(first_info.get("target_in_view", False))
+    def reset(self, first: TruthReading) -> None:
+        self._seen = bool(first.target_in_view)
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        self._seen = self._seen or bool(info.get("target_in_view", False))
+    def update(self, action: Any, truth: TruthReading) -> None:
+        self._seen = self._seen or bool(truth.target_in_view)
 
     def get(self) -> bool:
         return self._seen
@@ -391,17 +419,16 @@ class TargetSeen:
 class WrongInstance:
     """Whether the robot stopped at another instance of the goal's kind (instance goals: a
     description or image names one instance; stopping within range of a sibling is a failure of
-    its own kind, ``info["wrong_instance"]``). Always False for category goals and for envs that do
-    not report it."""
+    its own kind, ``wrong_instance``). Always False for category goals."""
 
     def __init__(self) -> None:
         self._wrong = False
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
+    def reset(self, first: TruthReading) -> None:
         self._wrong = False
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        self._wrong = bool(info.get("wrong_instance", False))
+    def update(self, action: Any, truth: TruthReading) -> None:
+        self._wrong = bool(truth.wrong_instance)
 
     def get(self) -> bool:
         return self._wrong
@@ -414,52 +441,77 @@ class FinalDistances:
         self.nearest = math.nan
         self.instances: list[float] = []
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
-        self.update(None, first_info)
+    def reset(self, first: TruthReading) -> None:
+        self.update(None, first)
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        self.nearest = float(_need(info, "distance_m"))
-        self.instances = [float(d) for d in _need(info, "instance_distances_m")]
+    def update(self, action: Any, truth: TruthReading) -> None:
+        self.nearest = float(truth.distance_m)
+        self.instances = [float(d) for d in truth.instance_distances_m]
 
     def get(self) -> tuple[float, list[float]]:
         return self.nearest, self.instances
+
+
+@strict_dataclass(frozen=True, config=ConfigDict(strict=True, extra="forbid", allow_inf_nan=False))
+class Report:
+    """One report of the target: the step whose frame the agent judged, where it was taken, and the
+    distances to every instance from there (the reference distance score uses the best report).
+    The episode log holds these as they are (:mod:`embodmem.episode_log`)."""
+
+    step: Annotated[int, Field(ge=0)]
+    position: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None
+    instance_distances_m: list[Annotated[float, Field(ge=0)]]
 
 
 class Reports:
     """The agent's reports of the target: its true position and instance distances at each one.
 
     A report is a step at which the agent's recogniser put the current frame above its detect
-    threshold (``AgentTrace.reported``). The runner passes the ``info`` of the observation the agent
-    judged, so the position is where the frame was taken, not where the next action led.
+    threshold (``AgentTrace.reported``). The runner passes the ground truth of the observation the
+    agent judged, so the position is where the frame was taken, not where the next action led.
     """
 
     def __init__(self) -> None:
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[Report] = []
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
+    def reset(self, first: TruthReading) -> None:
         self.steps = []
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
+    def update(self, action: Any, truth: TruthReading) -> None:
         """Steps carry no report by themselves; :meth:`add` records one."""
 
-    def add(self, info: Mapping[str, Any]) -> None:
-        position = info.get("agent_pos")
-        self.steps.append(
-            {
-                "step": info.get("step"),
-                "position": None if position is None else [int(v) for v in position],
-                "instance_distances_m": [float(d) for d in _need(info, "instance_distances_m")],
-            }
-        )
+    def add(self, truth: TruthReading) -> None:
+        x, y = truth.agent_pos
+        self.steps.append(Report(int(truth.step), (int(x), int(y)), [float(d) for d in truth.instance_distances_m]))
 
     def distances(self) -> list[list[float]]:
-        return [r["instance_distances_m"] for r in self.steps]
+        return [r.instance_distances_m for r in self.steps]
+
+
+@dataclass(frozen=True)
+class Measures:
+    """One episode's measures, with the names used in ``metrics.jsonl`` (the first fields of
+    :class:`embodmem.metrics_record.EpisodeRecord`, which documents each)."""
+
+    success: int
+    spl: float
+    soft_spl: float
+    distance_score: float
+    distance_score_final: float
+    reports: int
+    steps: int
+    path_length: float
+    shortest_path: float
+    collisions: int
+    final_distance_m: float
+    target_seen: bool
+    wrong_instance: int
 
 
 class EpisodeMeasures:
-    """All per-episode measures of one episode, fed from the environment's ``info`` dicts.
+    """All per-episode measures of one episode, fed from the environment's ground truth.
 
-    Call :meth:`reset` with the ``info`` returned by ``env.reset``, :meth:`update` after every
+    Call :meth:`reset` with the ground truth after ``env.reset``, :meth:`update` after every
     ``env.step``, :meth:`report` whenever the agent reports the target, and :meth:`get` at the end.
     SPL and SoftSPL use the geodesic distance at the start as the shortest path ``l`` and the
     distance travelled as ``p``. ``distance_score`` is the reference's (the better of the final and
@@ -467,7 +519,7 @@ class EpisodeMeasures:
     position only.
 
     Args:
-        success_distance_m: used only if the env does not report ``info["success"]``.
+        success_distance_m: used only if the env does not judge ``success``.
         stop_action: the stop action, for the same fallback.
         full_score_m: distance-score threshold for a full score.
         zero_score_m: distance-score threshold for a zero score.
@@ -504,26 +556,26 @@ class EpisodeMeasures:
         )
         self._started = False
 
-    def reset(self, first_info: Mapping[str, Any]) -> None:
-        """Start a new episode from the ``info`` that ``env.reset`` returned."""
+    def reset(self, first: TruthReading) -> None:
+        """Start a new episode from the ground truth after ``env.reset``."""
         for m in self._measures:
-            m.reset(first_info)
+            m.reset(first)
         self._started = True
 
-    def update(self, action: Any, info: Mapping[str, Any]) -> None:
-        """Account for one step: the action taken and the ``info`` that ``env.step`` returned."""
+    def update(self, action: Any, truth: TruthReading) -> None:
+        """Account for one step: the action taken and the ground truth after ``env.step``."""
         if not self._started:
             raise RuntimeError("EpisodeMeasures.update called before reset(first_info)")
         for m in self._measures:
-            m.update(action, info)
+            m.update(action, truth)
 
-    def report(self, info: Mapping[str, Any]) -> None:
-        """The agent reported the target while seeing the observation that came with ``info``."""
+    def report(self, truth: TruthReading) -> None:
+        """The agent reported the target while seeing the observation that came with ``truth``."""
         if not self._started:
             raise RuntimeError("EpisodeMeasures.report called before reset(first_info)")
-        self.reports.add(info)
+        self.reports.add(truth)
 
-    def get(self) -> dict[str, Any]:
+    def get(self) -> Measures:
         """The episode's measures, with the names used in ``metrics.jsonl``."""
         if not self._started:
             raise RuntimeError("EpisodeMeasures.get called before reset(first_info)")
@@ -531,18 +583,18 @@ class EpisodeMeasures:
         shortest, d_final = self.geodesic.get()
         taken = self.path_length.get()
         nearest, instances = self.final_distances.get()
-        return {
-            "success": int(success),
-            "spl": spl(success, shortest, taken),
-            "soft_spl": soft_spl(shortest, d_final, shortest, taken),
-            "distance_score": distance_score(instances, self.reports.distances(), self.full_score_m, self.zero_score_m),
-            "distance_score_final": position_score(instances, self.full_score_m, self.zero_score_m),
-            "reports": len(self.reports.steps),
-            "steps": self.steps.get(),
-            "path_length": taken,
-            "shortest_path": shortest,
-            "collisions": self.collisions.get(),
-            "final_distance_m": nearest,
-            "target_seen": self.target_seen.get(),
-            "wrong_instance": int(self.wrong_instance.get()),
-        }
+        return Measures(
+            success=int(success),
+            spl=spl(success, shortest, taken),
+            soft_spl=soft_spl(shortest, d_final, shortest, taken),
+            distance_score=distance_score(instances, self.reports.distances(), self.full_score_m, self.zero_score_m),
+            distance_score_final=position_score(instances, self.full_score_m, self.zero_score_m),
+            reports=len(self.reports.steps),
+            steps=self.steps.get(),
+            path_length=taken,
+            shortest_path=shortest,
+            collisions=self.collisions.get(),
+            final_distance_m=nearest,
+            target_seen=self.target_seen.get(),
+            wrong_instance=int(self.wrong_instance.get()),
+        )

@@ -1,10 +1,12 @@
 """The metrics record: one line of ``metrics.jsonl`` per episode, its fields defined once.
 
-The runner builds records (:func:`embodmem.runner.run_episode` measures the episode, then the
-sequence adds who ran it where) and checks each against :class:`EpisodeRecord` before writing it; the
-episode log carries it (:mod:`embodmem.episode_log`); the report validates every line it reads
-against it (:mod:`embodmem.report.load`); tests build and check records through it. Agents' own
-statistics (``Agent.episode_stats``, e.g. ``vlm_calls``) are extra keys, kept as they are.
+A record is built once, by :meth:`EpisodeRecord.finished` (an episode's typed measures, who ran it
+where, what its sequence knew before it) or :meth:`EpisodeRecord.stopped` (an episode an error
+stopped), and validated there; it becomes a dict only in the writer (:meth:`EpisodeRecord.plain`,
+:class:`embodmem.runner.RunWriter`). The episode log carries it (:mod:`embodmem.episode_log`); the
+report and resume read every line back through it (:mod:`embodmem.report.load`,
+:func:`embodmem.runner.read_records`). Agents' own statistics (``Agent.episode_stats``, e.g.
+``vlm_calls``) are extra keys, kept as they are.
 
 Example:
     >>> EpisodeRecord.model_validate({"agent": "memory", "condition": "warm", "task_index": 1, "spl": 0.5}).spl
@@ -22,16 +24,67 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-Condition = Literal["warm", "cold", "eval", "single"]
-CONDITIONS: tuple[str, ...] = ("warm", "cold", "eval", "single")
-"""warm: memory carried between tasks; cold: memory reset before each task; eval: a GEM evaluation
-episode on a fresh agent holding the carried state; single: an agent without memory."""
+from embodmem.condition import Condition
+from embodmem.metrics import Measures
+
+PoisonPlace = Literal["far", "trail"]
+AgentStats = Mapping[str, "int | float | str"]
+"""An agent's own per-episode numbers (``Agent.episode_stats``): extra keys of the record."""
+CONDITIONS: tuple[str, ...] = tuple(c.value for c in Condition)
+"""The values of :class:`~embodmem.condition.Condition` (what each does: its docstring)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeIdentity:
+    """Who ran an episode where: the fields every record of one sequence shares (task and
+    evaluation rows alike; :meth:`embodmem.runner.SequenceSpec.identity` makes it)."""
+
+    run_id: str
+    agent: str
+    condition: Condition
+    world_seed: int
+    seed: int
+    split: str
+    sequence: str
+    task_index: int
+    """Position of the task in its sequence, from 1."""
+    task: str
+    poison_k: int
+    poison_place: PoisonPlace
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceContext:
+    """What the sequence knew before an episode, and what memory held after it (see the fields of
+    :class:`EpisodeRecord` of the same names)."""
+
+    start_pose: tuple[int, int, int]
+    target_seen_before: bool | None = None
+    target_reported_before: bool | None = None
+    seen_place_spl_bound: float | None = None
+    eval_after: int | None = None
+    memory_frames: int = 0
+    memory_bytes: int = 0
+
+
+class EpisodeKey(NamedTuple):
+    """The fields that identify an episode within a run directory (what ``resume`` matches on)."""
+
+    sequence: str | None
+    world_seed: int | None
+    seed: int | None
+    split: str | None
+    agent: str | None
+    condition: Condition | None
+    task_index: int | None
+    eval_after: int | None
 
 
 class EpisodeRecord(BaseModel):
@@ -76,11 +129,12 @@ class EpisodeRecord(BaseModel):
     """Median milliseconds of one memory query (a timing)."""
     relocalisations: int | None = Field(default=None, ge=0)
     """Times the explorer moved its pose estimate to fit the sonar to its carried map (drift)."""
-    # -- who ran it where (embodmem.runner.sequence_record) ---------------------------------------
+    # -- who ran it where (EpisodeIdentity: embodmem.runner.SequenceSpec.identity) --------------
     run_id: str | None = Field(default=None, min_length=1)
     agent: str | None = None
     """The agent or memory-agent variant (memory, memory_no_recall, ..., textlog, explorer, vlm, ...)."""
-    condition: Condition | None = None
+    condition: Annotated[Condition, Field(strict=False)] | None = None
+    """:class:`~embodmem.condition.Condition` (read from its string in a file)."""
     world_seed: int | None = Field(default=None, ge=0)
     seed: int | None = Field(default=None, ge=0)
     """The run's seed (start poses, fish, particles, noise)."""
@@ -94,7 +148,7 @@ class EpisodeRecord(BaseModel):
     """False memories implanted before the task (embodmem.poison)."""
     poison_place: Literal["far", "trail"] | None = None
     """Where they claimed to have been seen: random far cells, or cells of the robot's own trail."""
-    # -- what the sequence knew before the task (embodmem.runner.finish_record) -------------------
+    # -- what the sequence knew before the task (SequenceContext, embodmem.runner.run_sequence) ---
     start_pose: list[int] | None = Field(default=None, min_length=3, max_length=3)
     """[x, y, heading] in cells."""
     target_seen_before: bool | None = None
@@ -125,25 +179,81 @@ class EpisodeRecord(BaseModel):
 
     @model_validator(mode="after")
     def _eval_rows_say_after_what(self) -> EpisodeRecord:
-        if self.condition == "eval" and self.eval_after is None:
+        if self.condition is Condition.eval and self.eval_after is None:
             raise ValueError("an 'eval' record needs 'eval_after' (the number of tasks experienced)")
         return self
+
+    @classmethod
+    def finished(
+        cls,
+        measures: Measures,
+        wall_time_s: float,
+        stats: AgentStats,
+        identity: EpisodeIdentity,
+        context: SequenceContext,
+    ) -> EpisodeRecord:
+        """The record of an episode that ran to its end: the one place its fields are put together
+        (validated here, once)."""
+        return cls.model_validate(
+            {
+                **dataclasses.asdict(measures),
+                "wall_time_s": wall_time_s,
+                **stats,
+                **dataclasses.asdict(identity),
+                **dataclasses.asdict(context),
+                "start_pose": list(context.start_pose),
+            }
+        )
+
+    @classmethod
+    def stopped(
+        cls, err: BaseException, steps: int, stats: AgentStats, identity: EpisodeIdentity, eval_after: int | None
+    ) -> EpisodeRecord:
+        """The record of an episode that ``err`` stopped: the reason, the steps taken, the agent's counts."""
+        return cls.model_validate(
+            {
+                "aborted": True,
+                "abort_reason": " ".join(f"{type(err).__name__}: {err}".split()),
+                "steps_before_abort": steps,
+                **stats,
+                **dataclasses.asdict(identity),
+                "eval_after": eval_after,
+            }
+        )
+
+    @property
+    def key(self) -> EpisodeKey:
+        """The episode's identity within a run directory (:class:`EpisodeKey`)."""
+        return EpisodeKey(*(getattr(self, k) for k in EpisodeKey._fields))
+
+    @property
+    def name(self) -> str:
+        """The episode's file-name stem (:func:`episode_name`)."""
+        return episode_name(self.plain())
+
+    def stat(self, name: str) -> Any:
+        """A field or an agent's extra statistic by name (None when the record lacks it)."""
+        return getattr(self, name, None)
+
+    def plain(self) -> dict[str, JsonValue]:
+        """The record as the line of ``metrics.jsonl`` holds it: the fields it was built with, agent
+        statistics included (what the writer and the log write)."""
+        return self.model_dump(exclude_unset=True)
+
+    def with_files(self, **files: str | None) -> EpisodeRecord:
+        """This record with file fields (``video``, ``video_error``, ``episode_log``) set: where the
+        writer and the recorder put the episode's files."""
+        unknown = set(files) - {"video", "video_error", "episode_log"}
+        if unknown:
+            raise ValueError(f"not a file field of the record: {sorted(unknown)}")
+        return self.model_copy(update={k: v for k, v in files.items() if v is not None})
 
 
 TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms")
 """Record fields that are measured times: they differ from run to run (everything else repeats
 bit for bit for the same seeds), so resume, replay and tests leave them out of comparisons."""
 
-EPISODE_KEYS: tuple[str, ...] = (
-    "sequence",
-    "world_seed",
-    "seed",
-    "split",
-    "agent",
-    "condition",
-    "task_index",
-    "eval_after",
-)
+EPISODE_KEYS: tuple[str, ...] = EpisodeKey._fields
 """The fields that identify an episode within a run directory (what ``resume`` matches on)."""
 
 _NAME_FIELDS = (
@@ -156,9 +266,9 @@ _NAME_FIELDS = (
 )
 
 
-def episode_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
+def episode_key(record: EpisodeRecord) -> EpisodeKey:
     """Stable identity of an episode in a run directory (:data:`EPISODE_KEYS`)."""
-    return tuple(record.get(k) for k in EPISODE_KEYS)
+    return record.key
 
 
 def episode_name(record: Mapping[str, Any]) -> str:

@@ -14,9 +14,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from embodmem.envs.ground_truth import GroundTruthEnv
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.tasks import get_task
-from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.splits import get_split
 
 SOURCE_WORLDS = 8
@@ -36,19 +36,19 @@ def _target_frames(image_size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def false_memories(
-    env: UnderwaterEnv, task: str, k: int, seed: int, trail: set[tuple[int, int]] | None = None
+    env: GroundTruthEnv, task: str, k: int, seed: int, trail: set[tuple[int, int]] | None = None
 ) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
     """``k`` frames of ``task``'s target from other worlds, and far poses in ``env``'s world (among the
     ``trail`` cells when given; all free cells when none of those is far enough)."""
     target = get_task(task).target
     rng = np.random.default_rng(seed)
-    images, labels = _target_frames(env.spec_sensors.image_size)
+    images, labels = _target_frames(env.sensor_spec.image_size)
     pool = np.nonzero(labels == TARGET_KINDS.index(target))[0]
     if len(pool) == 0:
         raise ValueError(f"no rendered frame shows {target!r}; raise SOURCE_WORLDS")
     chosen = images[rng.choice(pool, size=k, replace=len(pool) < k)]
-    assert env.world is not None
-    cells = np.concatenate(env.world.instance_cells(target))
+    world = env.ground_truth().world
+    cells = np.concatenate(world.instance_cells(target))
 
     def far_cells(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ys, xs = np.nonzero(mask)
@@ -56,7 +56,7 @@ def false_memories(
         keep = dist >= MIN_DISTANCE_CELLS
         return xs[keep], ys[keep]
 
-    free = env.world.free()
+    free = world.free()
     xs, ys = far_cells(free)
     if trail:
         on_trail = np.zeros_like(free)

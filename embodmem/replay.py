@@ -35,25 +35,26 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from embodmem.agents.base import Agent, Observation
+from embodmem.envs.entry import make_env as build_env
+from embodmem.envs.ground_truth import ResetOptions
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.episode_log import EpisodeLogError, read_log
-from embodmem.metrics import EpisodeMeasures
-from embodmem.metrics_record import TIMING_FIELDS
+from embodmem.episode_log import EpisodeLog, EpisodeLogError, read_log
+from embodmem.metrics import Measures
+from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord
 from embodmem.rerun import OFFLINE_ONLY, AgentCheck, RerunError, RerunMismatch, find_config, verify_agent
-from embodmem.runner import observation_digest
+from embodmem.runner import StepEvent, observation_digest, run_episode
 from embodmem.video import Scene, StepRecord, render_frames, retrievals_from_log, video_format, write_video
 
-_NOT_ENV_KWARGS = ("task", "tasks", "world_seed", "render_mode")
-"""Keys the replay sets itself, ignored if a log's ``env`` carries them."""
 _NOT_RECOMPUTED = TIMING_FIELDS
 """Measures a replay cannot reproduce (wall time); every other recomputed measure must match."""
 
@@ -83,7 +84,7 @@ class ReplayResult:
     steps: int
     """Actions replayed (every observation digest matched)."""
     success: bool
-    summary: dict[str, Any]
+    summary: Measures
     """The episode's measures recomputed from the re-simulation (success, SPL, steps, path ...)."""
     video: Path | None = None
     frames: int = 0
@@ -100,45 +101,68 @@ class Simulation:
 
     scene: Scene
     steps: list[StepRecord]
-    summary: dict[str, Any]
+    summary: Measures
 
 
-def load_log(path: str | Path) -> dict[str, Any]:
+def load_log(path: str | Path) -> EpisodeLog:
     """Read and check an episode log through :mod:`embodmem.episode_log` (digest, every field's
     type and range, the fields against each other); raise :class:`ReplayError` naming the file and
     the field that is wrong."""
     path = Path(path)
     try:
-        raw, _ = read_log(path)
+        return read_log(path)
     except FileNotFoundError:
         raise ReplayError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ReplayError(f"{path}: cannot read the log ({err})") from None
     except EpisodeLogError as err:
         raise ReplayError(f"{path}: {err}") from None
-    return raw
 
 
-def make_env(log: Mapping[str, Any], path: str | Path = "<log>") -> UnderwaterEnv:
-    """The environment the log was recorded in: its constructor settings, its world, its task."""
-    kwargs = {k: v for k, v in log["env"].items() if k not in _NOT_ENV_KWARGS}
+def make_env(log: EpisodeLog, path: str | Path = "<log>") -> UnderwaterEnv:
+    """The environment the log was recorded in: its settings, its world, its task."""
     try:
-        if "extra_views" in kwargs:
-            kwargs["extra_views"] = tuple(kwargs["extra_views"])
-        env = UnderwaterEnv(tasks=(log["task"],), world_seed=int(log["world_seed"]), **kwargs)
+        env = build_env(log.env, (log.task,), log.world_seed)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, MemoryError) as err:
         raise ReplayError(f"{path}: field env: cannot build the environment from the log's settings: {err}") from None
     digest = env.world.digest()
-    if digest != log["world_digest"]:
+    if digest != log.world_digest:
         raise ReplayError(
-            f"{path}: world digest mismatch for world_seed={log['world_seed']}: the log has {log['world_digest']}, "
+            f"{path}: world digest mismatch for world_seed={log.world_seed}: the log has {log.world_digest}, "
             f"this code builds {digest} (the world generator or the env settings changed)"
         )
     return env
 
 
-def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
-    """Re-run the logged actions in a fresh environment, checking every observation digest.
+class LoggedActions(Agent):
+    """The scripted agent of a replay: plays the log's actions in order and reports where the log
+    reports, so :func:`embodmem.runner.run_episode` (the one episode loop) re-simulates the episode."""
+
+    name = "replay"
+
+    def __init__(self, log: EpisodeLog, path: str | Path) -> None:
+        super().__init__()
+        self.actions = log.actions
+        self.reported = {r.step for r in log.reports}
+        self.path = path
+        self.taken = 0
+        """Actions played so far."""
+
+    def act(self, observation: Observation) -> int:
+        if self.taken >= len(self.actions):
+            raise ReplayError(
+                f"{self.path}: the log ends after {len(self.actions)} actions but the episode had not ended "
+                "(truncated log?)"
+            )
+        self.trace.reported = self.taken in self.reported  # the agent judged this frame and reported the target
+        action = self.actions[self.taken]
+        self.taken += 1
+        return action
+
+
+def simulate(log: EpisodeLog, path: str | Path = "<log>") -> Simulation:
+    """Re-run the logged actions in a fresh environment through the runner's episode loop, checking
+    every observation digest as it goes.
 
     Raises:
         ReplayMismatch: at the first observation whose digest differs from the log's.
@@ -146,75 +170,67 @@ def simulate(log: Mapping[str, Any], path: str | Path = "<log>") -> Simulation:
             ends before (or continues after) the logged actions.
     """
     env = make_env(log, path)
-    digests: Sequence[str] = log["obs_digests"]
-    actions: Sequence[int] = log["actions"]
     with warnings.catch_warnings():  # absurd logged settings (1e300 m) overflow in numpy: refuse, one line
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            obs, info = _reset(env, log, path)
+            options = _start_options(env, log, path)
         except RuntimeWarning as err:
             raise ReplayError(f"{path}: field env: the logged settings break the environment's reset ({err})") from None
-    scene = Scene.from_env(env)
-    measures = EpisodeMeasures()
-    measures.reset(info)
-    found = retrievals_from_log(log["retrievals"])
+    found = retrievals_from_log([e.to_log() for e in log.retrievals])
     steps: list[StepRecord] = []
-    done = False
-    reported = {int(r["step"]) for r in log.get("reports", [])}
-    for i, action in enumerate(actions, start=1):
-        if done:
-            raise ReplayError(f"{path}: the episode ended at step {i - 1} but the log holds {len(actions)} actions")
-        if i - 1 in reported:  # the agent judged this frame and reported the target
-            measures.report(info)
-        obs, _, terminated, truncated, info = env.step(action)
-        _check_digest(path, i, action, observation_digest(obs), digests[i])
-        measures.update(action, info)
-        rec = StepRecord.capture(env, obs, info, action)
+
+    def check_and_capture(event: StepEvent) -> None:
+        i = len(steps) + 1
+        _check_digest(path, i, event.action, observation_digest(event.obs), log.obs_digests[i])
+        rec = StepRecord.capture(event.truth, event.obs, event.action)
         if i in found:
             rec.query, rec.retrievals = found[i]
         steps.append(rec)
-        done = terminated or truncated
-    if not done:
+
+    player = LoggedActions(log, path)
+    outcome = run_episode(env, player, options, log.episode_seed, on_step=check_and_capture)
+    if player.taken < len(log.actions):
         raise ReplayError(
-            f"{path}: the log ends after {len(actions)} actions but the episode had not ended (truncated log?)"
+            f"{path}: the episode ended at step {player.taken} but the log holds {len(log.actions)} actions"
         )
-    summary = measures.get()
-    if measures.reports.steps != list(log.get("reports", [])):
+    if outcome.trace.reports != log.reports:
         raise ReplayError(f"{path}: field reports: the re-simulated reports differ from the logged ones")
-    _check_record(path, summary, log["record"])
-    return Simulation(scene, steps, summary)
+    _check_record(path, outcome.measures, log.record)
+    return Simulation(Scene.from_env(env), steps, outcome.measures)
 
 
-def _check_record(path: str | Path, summary: Mapping[str, Any], record: Mapping[str, Any]) -> None:
+def _check_record(path: str | Path, summary: Measures, record: EpisodeRecord) -> None:
     """Every measure the re-simulation recomputes must equal the logged record's (same float bits)."""
-    for key, value in summary.items():
+    logged = record.plain()
+    for key, value in dataclasses.asdict(summary).items():
         if key in _NOT_RECOMPUTED:
             continue
-        if key not in record:
+        if key not in logged:
             raise ReplayMismatch(f"{path}: field record.{key}: missing; the replay computes {value!r}", -1)
-        same = record[key] == value or (
-            isinstance(value, float)
-            and math.isnan(value)
-            and isinstance(record[key], float)
-            and math.isnan(record[key])
+        got = logged[key]
+        same = got == value or (
+            isinstance(value, float) and math.isnan(value) and isinstance(got, float) and math.isnan(got)
         )
-        if not same or type(record[key]) is not type(value):
-            raise ReplayMismatch(
-                f"{path}: field record.{key}: the log has {record[key]!r}, the replay computes {value!r}", -1
-            )
+        if not same or type(got) is not type(value):
+            raise ReplayMismatch(f"{path}: field record.{key}: the log has {got!r}, the replay computes {value!r}", -1)
 
 
-def _reset(env: UnderwaterEnv, log: Mapping[str, Any], path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Reset as the recording did and check the first observation.
+def _start_options(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> ResetOptions:
+    """The ``reset`` options that start the episode as the recording did (checked on the first
+    observation).
 
     The log keeps the start pose, not how it was chosen. An explicit ``start_pose`` reproduces fixed
     and continued starts, but a ``random`` start drew the pose from the episode's RNG before the fish
     and particles, so for it the same seed with ``start="random"`` is what reproduces the episode.
     Each candidate must give the logged pose and the logged first digest.
     """
-    seed, task, pose = int(log["episode_seed"]), log["task"], [int(v) for v in log["start_pose"]]
-    first: tuple[str, dict[str, Any], dict[str, Any]] | None = None
-    for options in ({"task": task, "start_pose": pose}, {"task": task, "start": "random"}):
+    seed, task, pose = log.episode_seed, log.task, list(log.start_pose)
+    first: str | None = None
+    # new_visit: the pose error starts afresh, as it did for the recording's first reset of this env
+    for options in (
+        ResetOptions(task=task, start_pose=pose, new_visit=True),
+        ResetOptions(task=task, start="random", new_visit=True),
+    ):
         try:
             obs, info = env.reset(seed=seed, options=options)
         except ValueError as err:
@@ -222,12 +238,12 @@ def _reset(env: UnderwaterEnv, log: Mapping[str, Any], path: str | Path) -> tupl
                 raise ReplayError(f"{path}: cannot reset to the logged start {pose}: {err}") from None
             continue
         got = observation_digest(obs)
-        if list(env.start_pose) == pose and got == log["obs_digests"][0]:
-            return obs, info
+        if list(env.start_pose) == pose and got == log.obs_digests[0]:
+            return options
         if first is None:
-            first = (got, obs, info)
+            first = got
     assert first is not None
-    _check_digest(path, 0, None, first[0], log["obs_digests"][0])
+    _check_digest(path, 0, None, first, log.obs_digests[0])
     raise AssertionError("unreachable")  # the digests differ, or a start pose matched neither way
 
 
@@ -293,12 +309,13 @@ def replay(
         except RerunError as err:
             raise ReplayError(f"{log_path}: {err}") from None
     sim = simulate(log, log_path)
-    result = ReplayResult(log_path, len(sim.steps), bool(sim.summary.get("success")), sim.summary)
+    result = ReplayResult(log_path, len(sim.steps), bool(sim.summary.success), sim.summary)
     result.agent_check, result.agent_skipped = check, skipped
     if video and sim.steps:
         try:
-            scene = sim.scene.placed(log.get("record", log))  # its place in the run's sequence, for the caption
-            result.frames = write_video(out_path, render_frames(scene, sim.steps, size, sim.summary, fps), fps)
+            scene = sim.scene.placed(log.record.plain())  # its place in the run's sequence, for the caption
+            summary = dataclasses.asdict(sim.summary)
+            result.frames = write_video(out_path, render_frames(scene, sim.steps, size, summary, fps), fps)
         except (OSError, RuntimeError, ValueError) as err:
             raise ReplayError(f"{out_path}: cannot write the video: {err}") from None
         result.video = out_path
@@ -306,7 +323,7 @@ def replay(
 
 
 def _agent_config(
-    log: Mapping[str, Any], log_path: Path, agent: bool | None, config: str | Path | None
+    log: EpisodeLog, log_path: Path, agent: bool | None, config: str | Path | None
 ) -> tuple[Path | None, str | None]:
     """The run config to re-run the agent from, or None and why not."""
     if agent is False:
@@ -326,7 +343,7 @@ def _agent_config(
         return found, None
     if found is None:
         return None, "no config.yaml beside episodes/"
-    name = log["record"].get("agent")
+    name = log.record.agent
     if name in OFFLINE_ONLY:
         return None, f"agent {name} takes its actions from a server"
     return found, None

@@ -28,18 +28,24 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from embodmem.condition import Condition
 from embodmem.envs.spec import ACTION_NAMES
+from embodmem.episode_log import EpisodeLog
 from embodmem.runner import TIMING_FIELDS
+
+if TYPE_CHECKING:
+    from embodmem.runner import ExperimentPlan
 
 CONFIG_NAME = "config.yaml"
 """The resolved config a run writes into its output directory (embodmem.app.run)."""
@@ -126,7 +132,7 @@ class _Episode:
     world_seed: int
     seed: int
     agent: str
-    condition: str
+    condition: Condition
     task_index: int
     run_id: str
 
@@ -137,13 +143,13 @@ class _Episode:
         )
 
 
-def _claimed(log: Mapping[str, Any], cfg: DictConfig, config_path: Path) -> tuple[_Episode, Any]:
+def _claimed(log: EpisodeLog, cfg: DictConfig, config_path: Path) -> tuple[_Episode, ExperimentPlan]:
     """The episode the log claims to be, checked against the run config; refused on any mismatch."""
-    from embodmem.app import env_kwargs, experiment_plan
+    from embodmem.app import env_config, experiment_plan
 
-    record = log["record"]
-    for key, kind in (("sequence", str), ("agent", str), ("seed", int), ("condition", str), ("task_index", int)):
-        value = record.get(key)
+    record = log.record
+    for key, kind in (("sequence", str), ("agent", str), ("seed", int), ("condition", Condition), ("task_index", int)):
+        value = getattr(record, key)
         if value is None or type(value) is not kind:
             raise RerunError(
                 f"field record.{key}: {value!r} is not a {kind.__name__}; agent replay needs it to find the episode",
@@ -151,57 +157,56 @@ def _claimed(log: Mapping[str, Any], cfg: DictConfig, config_path: Path) -> tupl
             )
     plan = experiment_plan(cfg, config_path.parent)
     sequences = dict(plan.sequences)
-    if record["sequence"] not in sequences:
+    assert record.sequence is not None and record.task_index is not None and record.agent is not None
+    assert record.condition is not None
+    if record.sequence not in sequences:
         raise RerunError(
-            f"field record.sequence: {record['sequence']!r} is not a sequence of {config_path} "
+            f"field record.sequence: {record.sequence!r} is not a sequence of {config_path} "
             f"(it runs {', '.join(sequences)})",
             "record.sequence",
         )
-    tasks = sequences[record["sequence"]]
-    index = record["task_index"]
-    if not 1 <= index <= len(tasks) or tasks[index - 1] != log["task"]:
+    tasks = sequences[record.sequence]
+    index = record.task_index
+    if not 1 <= index <= len(tasks) or tasks[index - 1] != log.task:
         raise RerunError(
-            f"field task_index: task {index} ({log['task']}) is not in {record['sequence']} = {list(tasks)} "
-            f"of {config_path}",
+            f"field task_index: task {index} ({log.task}) is not in {record.sequence} = {list(tasks)} of {config_path}",
             "task_index",
         )
-    if log["world_seed"] not in plan.world_seeds:
+    if log.world_seed not in plan.world_seeds:
         raise RerunError(
-            f"field world_seed: {log['world_seed']} is not a world of {config_path} (its worlds: {plan.world_seeds})",
+            f"field world_seed: {log.world_seed} is not a world of {config_path} (its worlds: {plan.world_seeds})",
             "world_seed",
         )
-    if record["seed"] != plan.seed:
-        raise RerunError(f"field record.seed: {record['seed']} is not the seed of {config_path} ({plan.seed})", "seed")
-    run = (record["agent"], record["condition"])
+    if record.seed != plan.seed:
+        raise RerunError(f"field record.seed: {record.seed} is not the seed of {config_path} ({plan.seed})", "seed")
+    run = (record.agent, record.condition)
     if run not in plan.runs:
         runs = ", ".join(f"{a}/{c}" for a, c in plan.runs)
         raise RerunError(
             f"field record.agent: {'/'.join(run)} is not among the runs of {config_path} ({runs})", "record.agent"
         )
-    if record["agent"] in OFFLINE_ONLY:
+    if record.agent in OFFLINE_ONLY:
         raise RerunError(
-            f"field record.agent: {record['agent']!r} takes its actions from a server, which agent replay does not "
+            f"field record.agent: {record.agent!r} takes its actions from a server, which agent replay does not "
             "call; check the environment only (--no-agent)",
             "record.agent",
         )
-    expected_env = _plain(env_kwargs(cfg))
-    diff = _first_difference(log["env"], expected_env, "env")
+    expected_env = _plain(dataclasses.asdict(env_config(cfg)))
+    diff = _first_difference(_plain(dataclasses.asdict(log.env)), expected_env, "env")
     if diff is not None:
         path, got, want = diff
         raise RerunError(f"field {path}: the log has {_show(got)}, {config_path} has {_show(want)}", path)
-    run_id = cfg.run_id if cfg.run_id is not None else record.get("run_id")
+    run_id = cfg.run_id if cfg.run_id is not None else record.run_id
     if not isinstance(run_id, str):
         raise RerunError(f"field record.run_id: {run_id!r} is not a str", "record.run_id")
-    episode = _Episode(
-        record["sequence"], tasks, log["world_seed"], plan.seed, record["agent"], record["condition"], index, run_id
-    )
+    episode = _Episode(record.sequence, tasks, log.world_seed, plan.seed, record.agent, record.condition, index, run_id)
     return episode, plan
 
 
-_memo: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+_memo: dict[tuple[str, _Episode], list[EpisodeLog]] = {}
 
 
-def _rerun(cfg: DictConfig, plan: Any, episode: _Episode) -> list[dict[str, Any]]:
+def _rerun(cfg: DictConfig, plan: ExperimentPlan, episode: _Episode) -> list[EpisodeLog]:
     """The logs (as :class:`embodmem.runner.RunWriter` writes them, without digest) of the episode's
     sequence up to and including it, from a fresh agent driven by the runner's own loop."""
     key = (OmegaConf.to_yaml(cfg, resolve=True), episode)
@@ -209,7 +214,7 @@ def _rerun(cfg: DictConfig, plan: Any, episode: _Episode) -> list[dict[str, Any]
         return _memo[key]
     from embodmem.agents.base import MemoryCarrier
     from embodmem.agents.registry import get_agent_spec
-    from embodmem.app import build_agent, build_embedder, build_env, env_kwargs
+    from embodmem.app import build_agent, build_embedder, build_env, env_config
     from embodmem.profiling import Profiler
     from embodmem.runner import run_sequence
 
@@ -217,23 +222,23 @@ def _rerun(cfg: DictConfig, plan: Any, episode: _Episode) -> list[dict[str, Any]
     embedder = build_embedder(cfg) if get_agent_spec(episode.agent).needs_embedder else None
     agent = build_agent(episode.agent, cfg, embedder, env, plan.seed)
     agent.profiler = Profiler()
-    if isinstance(agent, MemoryCarrier) and episode.condition == "warm" and plan.load_memory is not None:
+    if isinstance(agent, MemoryCarrier) and episode.condition.carries_memory and plan.load_memory is not None:
         agent.load_state(plan.load_memory)
     # The episodes after the logged one cannot change it: run up to it.
     spec = plan.sequence_spec(
         episode.sequence, episode.tasks[: episode.task_index], episode.world_seed, episode.condition
     )
-    sleep = plan.sleep_between_tasks and episode.condition == "warm"
+    sleep = plan.sleep_between_tasks and episode.condition.carries_memory
     results = run_sequence(env, agent, spec, episode.run_id, agent.profiler, sleep)
-    kwargs = env_kwargs(cfg)
-    logs = [_plain({**r.log, "env": kwargs, "record": r.record}) for r in results]
+    settings = env_config(cfg)
+    logs = [EpisodeLog.of(r.outcome.trace, r.final_record(), settings) for r in results]
     if len(_memo) >= _MEMO_SIZE:
         _memo.pop(next(iter(_memo)))
     _memo[key] = logs
     return logs
 
 
-def verify_agent(log: Mapping[str, Any], config_path: str | Path) -> AgentCheck:
+def verify_agent(log: EpisodeLog, config_path: str | Path) -> AgentCheck:
     """Re-run the log's agent from its run config and compare everything it recomputes with the log.
 
     Args:
@@ -250,21 +255,21 @@ def verify_agent(log: Mapping[str, Any], config_path: str | Path) -> AgentCheck:
     expected = _rerun(cfg, plan, episode)[-1]
     ignored = TIMING_FIELDS + RECORDER_FIELDS + (("run_id",) if cfg.run_id is None else ())
     try:
-        _compare(log, expected, ignored)
+        _compare(_plain(log.plain()), _plain(expected.plain()), ignored)
     except _Mismatch as m:
         where = f"step {m.step}" if m.step is not None else "its outcome"
         verb = "the re-run has" if m.verb is None else m.verb
         raise RerunMismatch(
             f"{episode}, {where}: field {m.path}: the log has {m.got}, {verb} {m.want}", m.path, m.step
         ) from None
-    kept = tuple(k for k in ignored if k in log["record"])
+    kept = tuple(k for k in ignored if k in log.record.model_fields_set | set(log.record.model_extra or {}))
     return AgentCheck(
         config_path,
         episode.agent,
         episode.condition,
         episode.task_index,
-        len(expected["actions"]),
-        len(expected["retrievals"]),
+        len(expected.actions),
+        len(expected.retrievals),
         kept,
     )
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 if TYPE_CHECKING:  # the memory package loads FAISS; nothing here needs it at run time
@@ -90,7 +90,7 @@ class RetrievalEvent:
     query: str
     hits: list[Retrieval] = Field(max_length=MAX_HITS)
 
-    def to_log(self) -> dict[str, Any]:
+    def to_log(self) -> dict[str, JsonValue]:
         """The JSON form written into an episode log (no thumbnails)."""
         return _EVENT.dump_python(self, mode="json")
 

@@ -18,26 +18,35 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
-from embodmem.agents.base import Agent, MemoryCarrier
+from embodmem.agents.base import Agent, MemoryCarrier, Observation
 from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
+from embodmem.condition import Condition
+from embodmem.envs.config import EnvConfig
 from embodmem.envs.goals import goal_cells_seen
-from embodmem.envs.spec import ACTION_NAMES, Action
-from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.episode_log import LOG_FORMAT, write_log
-from embodmem.metrics import EpisodeMeasures, spl
+from embodmem.envs.ground_truth import GroundTruth, GroundTruthEnv, ResetOptions
+from embodmem.envs.spec import Action
+from embodmem.episode_log import EpisodeLog, EpisodeTrace, write_log
+from embodmem.metrics import EpisodeMeasures, Measures, spl
 from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
-from embodmem.metrics_record import EpisodeRecord, episode_key, episode_name
+from embodmem.metrics_record import (
+    AgentStats,
+    EpisodeIdentity,
+    EpisodeKey,
+    EpisodeRecord,
+    PoisonPlace,
+    SequenceContext,
+)
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
 from embodmem.retrieval import RetrievalEvent
 
 
-def observation_digest(obs: dict[str, Any]) -> str:
+def observation_digest(obs: Observation) -> str:
     """Short hash of everything an agent sees; a replay must reproduce it exactly."""
     h = hashlib.blake2b(digest_size=8)
     for key in sorted(obs):
@@ -47,12 +56,26 @@ def observation_digest(obs: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
-@dataclass
-class EpisodeResult:
-    """What one episode produced: its metrics record and the log needed to replay it."""
+@dataclass(frozen=True)
+class StepEvent:
+    """One step as the runner saw it, for a video recorder (``on_step``): after ``env.step``."""
 
-    record: dict[str, Any]
-    log: dict[str, Any]
+    obs: Observation
+    truth: GroundTruth
+    action: int
+    agent: Agent
+
+
+@dataclass
+class EpisodeOutcome:
+    """What one episode produced (:func:`run_episode`): its measures, its trace (the log's body)
+    and what the sequence learns from it; the sequence makes the record (:class:`EpisodeResult`)."""
+
+    measures: Measures
+    trace: EpisodeTrace
+    wall_time_s: float
+    stats: AgentStats
+    """The agent's own numbers (``Agent.episode_stats``)."""
     seen_kinds: set[str] = field(default_factory=set)
     seen_target_cells: set[tuple[str, int, int]] = field(default_factory=set)
     """(kind, x, y) of every target cell the camera clearly showed during the episode."""
@@ -62,70 +85,89 @@ class EpisodeResult:
     """Target kinds the agent's recogniser reported during the episode (``AgentTrace.kinds_reported``)."""
 
 
+@dataclass
+class EpisodeResult:
+    """An episode of a sequence: its record (built once, :meth:`EpisodeRecord.finished`) and what
+    it produced; the video recorder adds where its video went, the writer writes both."""
+
+    record: EpisodeRecord
+    outcome: EpisodeOutcome
+    video: str | None = None
+    """The episode's video, relative to the run directory (set by the recorder)."""
+    video_error: str | None = None
+    """Why its video was not written (set by the recorder)."""
+
+    def final_record(self) -> EpisodeRecord:
+        """The record with the recorder's file fields (what the episode log holds)."""
+        return self.record.with_files(video=self.video, video_error=self.video_error)
+
+
 def run_episode(
-    env: UnderwaterEnv,
+    env: GroundTruthEnv,
     agent: Agent,
-    reset_options: dict[str, Any],
+    reset_options: ResetOptions,
     episode_seed: int,
     profiler: Profiler | None = None,
-    on_step: Callable[[dict[str, Any]], None] | None = None,
-) -> EpisodeResult:
-    """Run one task to its end. The agent sees observations only; ``info`` feeds the metrics."""
+    on_step: Callable[[StepEvent], None] | None = None,
+) -> EpisodeOutcome:
+    """Run one task to its end. The agent sees observations only; the env's ground truth feeds the
+    measures and what the sequence learns (what was seen, where the robot went)."""
     profiler = profiler or Profiler()
-    obs, info = env.reset(seed=episode_seed, options=reset_options)
+    obs, _ = env.reset(seed=episode_seed, options=reset_options)
+    truth = env.ground_truth()
     agent.reset(obs, env.sensor_spec)
     measures = EpisodeMeasures()
-    measures.reset(info)
+    measures.reset(truth)
     actions: list[int] = []
     digests = [observation_digest(obs)]
-    retrievals: list[dict[str, Any]] = []
-    seen = {k for k, _ in info["visible_instances"]}
-    seen_cells = env.visible_target_cells()
-    visited = {(int(env.agent_pos[0]), int(env.agent_pos[1]))}
+    retrievals: list[RetrievalEvent] = []
+    seen = {k for k, _ in truth.visible_instances}
+    seen_cells = set(truth.visible_target_cells)
+    visited = {truth.agent_pos}
     reported_kinds: set[str] = set()
     start = time.perf_counter()
     done = False
     while not done:
         with profiler.section("agent"):
             action = int(agent.act(obs))
-        if agent.trace.reported:  # judged the frame of the current info: log where it was taken
-            measures.report(info)
+        if agent.trace.reported:  # judged the frame of the current truth: log where it was taken
+            measures.report(truth)
         reported_kinds |= agent.trace.kinds_reported
         with profiler.section("env"):
-            obs, _, terminated, truncated, info = env.step(action)
-        measures.update(action, info)
-        visited.add((int(env.agent_pos[0]), int(env.agent_pos[1])))
+            obs, _, terminated, truncated, _ = env.step(action)
+            truth = env.ground_truth()
+        measures.update(action, truth)
+        visited.add(truth.agent_pos)
         actions.append(action)
         digests.append(observation_digest(obs))
-        if info["visible_instances"]:
-            seen.update(k for k, _ in info["visible_instances"])
-            seen_cells |= env.visible_target_cells()
+        if truth.visible_instances:
+            seen.update(k for k, _ in truth.visible_instances)
+            seen_cells |= truth.visible_target_cells
         if on_step is not None:
-            on_step({"obs": obs, "info": info, "action": action, "agent": agent})
+            on_step(StepEvent(obs, truth, action, agent))
         if agent.trace.retrievals and agent.trace.query:
-            retrievals.append(RetrievalEvent(len(actions), agent.trace.query, agent.trace.retrievals[:5]).to_log())
+            retrievals.append(RetrievalEvent(len(actions), agent.trace.query, agent.trace.retrievals[:5]))
             agent.trace.retrievals = []
         done = terminated or truncated
-    agent.end_task(bool(info["success"]))
-    record = measures.get()
-    record["wall_time_s"] = round(time.perf_counter() - start, 4)
-    record.update(agent.episode_stats())
-    log = {
-        "format": LOG_FORMAT,
-        "world_seed": env.world_seed,
-        "world_digest": env.world.digest(),
-        "task": env.task.name,
-        "episode_seed": episode_seed,
-        "start_pose": list(info["start_pose"]),
-        "start": reset_options.get("start"),
-        "actions": actions,
-        "action_names": [ACTION_NAMES[a] for a in actions],
-        "obs_digests": digests,
-        "retrievals": retrievals,
-        "reports": measures.reports.steps,
-        "success": bool(info["success"]),
-    }
-    return EpisodeResult(record, log, seen, seen_cells, visited, reported_kinds)
+    agent.end_task(truth.success)
+    wall_time_s = round(time.perf_counter() - start, 4)
+    sx, sy, sd = truth.start_pose
+    trace = EpisodeTrace(
+        world_seed=truth.world_seed,
+        world_digest=truth.world.digest(),
+        task=truth.task.name,
+        episode_seed=episode_seed,
+        start_pose=(int(sx), int(sy), int(sd)),
+        start=reset_options.get("start"),
+        actions=actions,
+        obs_digests=digests,
+        retrievals=retrievals,
+        reports=measures.reports.steps,
+        success=truth.success,
+    )
+    return EpisodeOutcome(
+        measures.get(), trace, wall_time_s, agent.episode_stats(), seen, seen_cells, visited, reported_kinds
+    )
 
 
 @dataclass
@@ -136,10 +178,10 @@ class SequenceSpec:
     tasks: tuple[str, ...]
     world_seed: int
     seed: int
-    condition: str
-    """"warm" (memory carried over), "cold" (memory reset before each task) or "single" (no memory)."""
+    condition: Condition
+    """How memory lives between the tasks (:class:`~embodmem.condition.Condition`)."""
     start: str = "random"
-    """Start of each task (``UnderwaterEnv.reset``): random (drawn from the episode seed, the same for
+    """Start of each task (``GroundTruthEnv.reset``): random (drawn from the episode seed, the same for
     every agent and condition of one world and seed), fixed0, fixed1, or continue."""
     start_poses: list[tuple[int, int, int]] | None = None
     """Explicit start per task (replays); overrides ``start``."""
@@ -147,8 +189,25 @@ class SequenceSpec:
     """World split the world seed belongs to (embodmem.splits), written into every record."""
     poison_k: int = 0
     """False memories implanted before each task after the first (warm only; embodmem.poison)."""
-    poison_place: str = "far"
+    poison_place: PoisonPlace = "far"
     """Where they claim to have been seen: far (random free cells) or trail (cells the robot passed)."""
+
+    def identity(self, run_id: str, agent: Agent, task_index: int) -> EpisodeIdentity:
+        """Who runs task ``task_index`` (from 0) of this sequence where: the fields every record of
+        the sequence shares (one definition for task and evaluation rows)."""
+        return EpisodeIdentity(
+            run_id=run_id,
+            agent=agent.name,
+            condition=self.condition,
+            world_seed=self.world_seed,
+            seed=self.seed,
+            split=self.split,
+            sequence=self.sequence,
+            task_index=task_index + 1,
+            task=self.tasks[task_index],
+            poison_k=self.poison_k,
+            poison_place=self.poison_place,
+        )
 
 
 class EpisodeAborted(RuntimeError):
@@ -160,28 +219,14 @@ class EpisodeAborted(RuntimeError):
     earlier episodes). A resume runs an aborted episode again and replaces its record.
     """
 
-    def __init__(self, record: dict[str, Any], completed: list[dict[str, Any]] | None = None) -> None:
-        what = f"evaluation after task {record['eval_after']}: " if record.get("eval_after") is not None else ""
+    def __init__(self, record: EpisodeRecord, completed: list[EpisodeRecord] | None = None) -> None:
+        what = f"evaluation after task {record.eval_after}: " if record.eval_after is not None else ""
         super().__init__(
-            f"{what}task {record['task_index']} ({record['task']}) aborted after "
-            f"{record['steps_before_abort']} steps: {record['abort_reason']}"
+            f"{what}task {record.task_index} ({record.task}) aborted after "
+            f"{record.steps_before_abort} steps: {record.abort_reason}"
         )
         self.record = record
         self.completed = list(completed or [])
-
-
-def aborted_record(
-    err: BaseException, env: UnderwaterEnv, agent: Agent, identity: dict[str, Any], eval_after: int | None = None
-) -> dict[str, Any]:
-    """The record of an episode that ``err`` stopped: the reason, the steps taken, the agent's counts."""
-    return {
-        "aborted": True,
-        "abort_reason": " ".join(f"{type(err).__name__}: {err}".split()),
-        "steps_before_abort": env.step_count,
-        **agent.episode_stats(),
-        **identity,
-        "eval_after": eval_after,
-    }
 
 
 def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
@@ -196,9 +241,9 @@ def episode_seed(world_seed: int, seed: int, task_index: int) -> int:
     return int(np.random.SeedSequence((seed, world_seed, task_index)).generate_state(1, np.uint32)[0])
 
 
-def reset_options(spec: SequenceSpec, task_index: int) -> dict[str, Any]:
+def reset_options(spec: SequenceSpec, task_index: int) -> ResetOptions:
     """``env.reset`` options of task ``task_index`` of ``spec``."""
-    options: dict[str, Any] = {"task": spec.tasks[task_index], "world_seed": spec.world_seed}
+    options = ResetOptions(task=spec.tasks[task_index], world_seed=spec.world_seed)
     options["new_visit"] = task_index == 0  # the pose error (env.odometry_carry) restarts with each run
     if spec.start_poses is not None:
         options["start_pose"] = spec.start_poses[task_index]
@@ -207,60 +252,15 @@ def reset_options(spec: SequenceSpec, task_index: int) -> dict[str, Any]:
     return options
 
 
-def sequence_record(spec: SequenceSpec, run_id: str, agent: Agent, task_index: int) -> dict[str, Any]:
-    """The fields every record of one sequence shares (one definition for task and evaluation rows)."""
-    return {
-        "run_id": run_id,
-        "agent": agent.name,
-        "condition": spec.condition,
-        "world_seed": spec.world_seed,
-        "seed": spec.seed,
-        "split": spec.split,
-        "sequence": spec.sequence,
-        "task_index": task_index + 1,
-        "task": spec.tasks[task_index],
-        "poison_k": spec.poison_k,
-        "poison_place": spec.poison_place,
-    }
-
-
-def finish_record(
-    result: EpisodeResult,
-    identity: dict[str, Any],
-    *,
-    target_seen_before: bool | None = None,
-    target_reported_before: bool | None = None,
-    seen_place_spl_bound: float | None = None,
-    eval_after: int | None = None,
-    memory_frames: int = 0,
-    memory_bytes: int = 0,
-) -> None:
-    """Complete an episode's record (its measures are in already) with who ran it where and what the
-    sequence knew before it: the one place the fields after the measures are written
-    (:class:`embodmem.metrics_record.EpisodeRecord` documents each)."""
-    result.record.update(
-        {
-            **identity,
-            "start_pose": list(result.log["start_pose"]),
-            "target_seen_before": target_seen_before,
-            "target_reported_before": target_reported_before,
-            "seen_place_spl_bound": seen_place_spl_bound,
-            "eval_after": eval_after,
-            "memory_frames": memory_frames,
-            "memory_bytes": memory_bytes,
-        }
-    )
-
-
 def run_sequence(
-    env: UnderwaterEnv,
+    env: GroundTruthEnv,
     agent: Agent,
     spec: SequenceSpec,
     run_id: str,
     profiler: Profiler | None = None,
     sleep_between_tasks: bool = False,
     on_episode: Callable[[EpisodeResult], None] | None = None,
-    on_step: Callable[[dict[str, Any]], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
 ) -> list[EpisodeResult]:
     """Run the tasks of ``spec`` one after another in one world."""
     results: list[EpisodeResult] = []
@@ -271,10 +271,10 @@ def run_sequence(
     carrier = agent if isinstance(agent, MemoryCarrier) else None
     for i, task in enumerate(spec.tasks):
         if carrier is not None:
-            if spec.condition == "cold":
+            if spec.condition.resets_memory:
                 carrier.reset_memory()
             carrier.set_context(run_id, task, i)
-            if spec.poison_k and spec.condition == "warm" and i > 0:
+            if spec.poison_k and spec.condition.carries_memory and i > 0:
                 images, poses = false_memories(
                     env,
                     task,
@@ -283,60 +283,68 @@ def run_sequence(
                     trail if spec.poison_place == "trail" else None,
                 )
                 carrier.implant(images, poses)
+        identity = spec.identity(run_id, agent, i)
         try:
-            result = run_episode(
+            outcome = run_episode(
                 env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step
             )
         except Exception as err:
-            raise EpisodeAborted(aborted_record(err, env, agent, sequence_record(spec, run_id, agent, i))) from err
+            stopped = EpisodeRecord.stopped(err, env.step_count, agent.episode_stats(), identity, None)
+            raise EpisodeAborted(stopped) from err
         mem_stats = agent.memory.stats() if agent.memory is not None else None
-        finish_record(
-            result,
-            sequence_record(spec, run_id, agent, i),
+        truth = env.ground_truth()
+        context = SequenceContext(
+            start_pose=outcome.trace.start_pose,
             target_seen_before=(
-                env.task.target in seen_before
-                if not env.task.instance_goal
-                else bool(goal_cells_seen(env.world, env.task, seen_cells_before))
+                truth.task.target in seen_before
+                if not truth.task.instance_goal
+                else bool(goal_cells_seen(truth.world, truth.task, seen_cells_before))
             ),
-            target_reported_before=env.task.target in reported_before,
-            seen_place_spl_bound=seen_place_spl_bound(env, result, seen_cells_before),
+            target_reported_before=truth.task.target in reported_before,
+            seen_place_spl_bound=seen_place_spl_bound(truth, outcome, seen_cells_before),
             memory_frames=int(mem_stats["frames_kept"]) if mem_stats is not None else 0,
             memory_bytes=int(mem_stats["code_bytes"]) if mem_stats is not None else 0,
         )
-        result.log["task_index"] = i + 1
-        result.log["condition"] = spec.condition
-        seen_before |= result.seen_kinds
-        reported_before |= result.reported_kinds
-        seen_cells_before |= result.seen_target_cells
-        trail |= result.visited_cells
+        result = EpisodeResult(
+            EpisodeRecord.finished(outcome.measures, outcome.wall_time_s, outcome.stats, identity, context), outcome
+        )
+        seen_before |= outcome.seen_kinds
+        reported_before |= outcome.reported_kinds
+        seen_cells_before |= outcome.seen_target_cells
+        trail |= outcome.visited_cells
         results.append(result)
         if on_episode is not None:
             on_episode(result)
-        if sleep_between_tasks and agent.memory is not None and spec.condition == "warm" and i + 1 < len(spec.tasks):
+        if (
+            sleep_between_tasks
+            and agent.memory is not None
+            and spec.condition.carries_memory
+            and i + 1 < len(spec.tasks)
+        ):
             agent.memory.sleep()
     return results
 
 
 def seen_place_spl_bound(
-    env: UnderwaterEnv, result: EpisodeResult, seen_before: set[tuple[str, int, int]]
+    truth: GroundTruth, outcome: EpisodeOutcome, seen_before: set[tuple[str, int, int]]
 ) -> float | None:
     """SPL of an oracle told only the target cells seen in earlier tasks (None if none were seen):
     what an agent that remembers exactly where it saw the target can reach at best."""
-    cells = goal_cells_seen(env.world, env.task, seen_before)  # an instance goal: that instance's cells only
+    cells = goal_cells_seen(truth.world, truth.task, seen_before)  # an instance goal: that instance's cells only
     if not cells:
         return None
-    x, y = result.log["start_pose"][:2]
-    return spl(True, result.record["shortest_path"], env.path_via_cells_m((int(x), int(y)), cells))
+    x, y, _ = outcome.trace.start_pose
+    return spl(True, outcome.measures.shortest_path, truth.path_via_cells_m((x, y), cells))
 
 
 def evaluation_row(
     agent: MemoryCarrier,
     make_agent: Callable[[], Agent],
-    env: UnderwaterEnv,
+    env: GroundTruthEnv,
     spec: SequenceSpec,
     run_id: str,
     after: int,
-) -> list[dict[str, Any]]:
+) -> list[EpisodeRecord]:
     """Row ``after`` of the GEM matrix: every task of the sequence, each on a fresh agent.
 
     ``agent``'s carried state is saved once; each evaluation episode loads it into a new agent from
@@ -344,12 +352,19 @@ def evaluation_row(
     uses. Nothing of the evaluation reaches the agent being carried, so a run's warm and cold records
     are the same with and without evaluation rows.
     """
-    records: list[dict[str, Any]] = []
+    records: list[EpisodeRecord] = []
     with tempfile.TemporaryDirectory(prefix="embodmem-eval-") as tmp:
         state = Path(tmp)
         agent.save_state(state)
         eval_spec = SequenceSpec(
-            spec.sequence, spec.tasks, spec.world_seed, spec.seed, "eval", spec.start, spec.start_poses, spec.split
+            spec.sequence,
+            spec.tasks,
+            spec.world_seed,
+            spec.seed,
+            Condition.eval,
+            spec.start,
+            spec.start_poses,
+            spec.split,
         )
         for j, task in enumerate(spec.tasks):
             evaluator = make_agent()
@@ -359,19 +374,22 @@ def evaluation_row(
             options = reset_options(eval_spec, j)
             if options.get("start") == "continue":
                 options["start"] = "fixed0"  # no previous episode to continue from
+            identity = eval_spec.identity(run_id, evaluator, j)
             try:
-                result = run_episode(env, evaluator, options, episode_seed(spec.world_seed, spec.seed, j))
+                outcome = run_episode(env, evaluator, options, episode_seed(spec.world_seed, spec.seed, j))
             except Exception as err:
-                identity = sequence_record(eval_spec, run_id, evaluator, j)
-                raise EpisodeAborted(aborted_record(err, env, evaluator, identity, after), records) from err
-            finish_record(result, sequence_record(eval_spec, run_id, evaluator, j), eval_after=after)
-            records.append(result.record)
+                stopped = EpisodeRecord.stopped(err, env.step_count, evaluator.episode_stats(), identity, after)
+                raise EpisodeAborted(stopped, records) from err
+            context = SequenceContext(start_pose=outcome.trace.start_pose, eval_after=after)
+            records.append(
+                EpisodeRecord.finished(outcome.measures, outcome.wall_time_s, outcome.stats, identity, context)
+            )
     return records
 
 
-def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Records of a ``metrics.jsonl``. A torn last line (a crash mid-write) is dropped with a message
-    and, if ``repair``, removed from the file; any other bad line is a ``ValueError`` naming it."""
+def read_metrics(path: Path, repair: bool = False) -> list[dict[str, JsonValue]]:
+    """The JSON objects of a ``metrics.jsonl``. A torn last line (a crash mid-write) is dropped with a
+    message and, if ``repair``, removed from the file; any other bad line is a ``ValueError`` naming it."""
     if not path.exists():
         return []
     lines = path.read_bytes().split(b"\n")
@@ -396,16 +414,16 @@ def read_metrics(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
-def read_records(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """:func:`read_metrics`, each record checked against the one record schema (what resume reads).
+def read_records(path: Path, repair: bool = False) -> list[EpisodeRecord]:
+    """:func:`read_metrics`, each line read through the one record type (what resume reads).
 
     Raises:
         ValueError: one line naming the file, the line and the field the schema refuses.
     """
-    records = read_metrics(path, repair)
-    for i, record in enumerate(records):
+    records = []
+    for i, line in enumerate(read_metrics(path, repair)):
         try:
-            EpisodeRecord.model_validate(record)
+            records.append(EpisodeRecord.model_validate(line))
         except ValidationError as err:
             first = err.errors(include_url=False)[0]
             loc = ".".join(str(p) for p in first["loc"]) or "record"
@@ -418,64 +436,64 @@ def read_records(path: Path, repair: bool = False) -> list[dict[str, Any]]:
 class RunWriter:
     """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs.
 
-    With ``resume``, the records already in metrics.jsonl (read through the record schema) are kept
-    and episodes with their :func:`episode_key` are not written again, except aborted ones: those are
-    run again, and the new record replaces the aborted one in the file.
+    The one place records and logs become JSON: each record was checked when it was built
+    (:meth:`EpisodeRecord.finished`), each log when it was made (:meth:`EpisodeLog.of`).
+    With ``resume``, the records already in metrics.jsonl (read through the record type) are kept
+    and episodes with their :attr:`EpisodeRecord.key` are not written again, except aborted ones:
+    those are run again, and the new record replaces the aborted one in the file.
     """
 
-    def __init__(
-        self, out_dir: Path, episode_logs: bool = True, env_kwargs: dict[str, Any] | None = None, resume: bool = False
-    ):
+    def __init__(self, out_dir: Path, episode_logs: bool = True, env: EnvConfig | None = None, resume: bool = False):
         self.out_dir = Path(out_dir)
-        self.env_kwargs = env_kwargs or {}
-        """Constructor arguments of the environment, written into every episode log."""
+        self.env = env or EnvConfig()
+        """The environment's settings, written into every episode log."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.episode_logs = episode_logs
         self.resume = resume
         saved = read_records(self.metrics_path, repair=True) if resume else []
-        self.aborted = {episode_key(r): r for r in saved if r.get("aborted")}
+        self.aborted = {r.key: r for r in saved if r.aborted}
         """Aborted records in the file, by episode key: replaced when their episode is written again."""
-        self.records: list[dict[str, Any]] = [r for r in saved if not r.get("aborted")]
-        self.done = {episode_key(r) for r in self.records}
+        self.records: list[EpisodeRecord] = [r for r in saved if not r.aborted]
+        self.done = {r.key for r in self.records}
 
     def write(self, result: EpisodeResult) -> None:
-        record = result.record
-        if episode_key(record) in self.done:
+        record = result.final_record()
+        if record.key in self.done:
             return
-        EpisodeRecord.model_validate(record)  # a record the schema refuses is a bug: fail before writing
         if self.episode_logs:
-            name = episode_name(record)
-            path = self.out_dir / "episodes" / f"{name}.json"
-            write_log(path, {**result.log, "env": self.env_kwargs, "record": record})
-            record["episode_log"] = str(path.relative_to(self.out_dir))
+            path = self.out_dir / "episodes" / f"{record.name}.json"
+            write_log(path, EpisodeLog.of(result.outcome.trace, record, self.env))
+            record = record.with_files(episode_log=str(path.relative_to(self.out_dir)))
         self._append([record])
 
-    def write_records(self, records: list[dict[str, Any]]) -> None:
-        records = [r for r in records if episode_key(r) not in self.done]
-        for record in records:
-            EpisodeRecord.model_validate(record)
-        self._append(records)
+    def write_records(self, records: list[EpisodeRecord]) -> None:
+        self._append([r for r in records if r.key not in self.done])
 
-    def _append(self, records: list[dict[str, Any]]) -> None:
+    def _append(self, records: list[EpisodeRecord]) -> None:
         """Append ``records``; when one replaces an aborted record, rewrite the file without that one."""
-        replaced = {episode_key(r) for r in records} & set(self.aborted)
+        replaced = {r.key for r in records} & set(self.aborted)
+        lines = [r.plain() for r in records]
         if replaced:
-            kept = [r for r in read_metrics(self.metrics_path) if not (r.get("aborted") and episode_key(r) in replaced)]
+            kept = [
+                r
+                for r in read_metrics(self.metrics_path)
+                if not (r.get("aborted") and EpisodeRecord.model_validate(r).key in replaced)
+            ]
             atomic_write_bytes(
                 self.metrics_path,
-                b"".join((json.dumps(r) + "\n").encode() for r in [*kept, *records]),
+                b"".join((json.dumps(r) + "\n").encode() for r in [*kept, *lines]),
             )
             for key in replaced:
                 del self.aborted[key]
         elif records:
-            atomic_append_jsonl(self.metrics_path, records)
+            atomic_append_jsonl(self.metrics_path, lines)
         for record in records:
-            if record.get("aborted"):
-                self.aborted[episode_key(record)] = record
+            if record.aborted:
+                self.aborted[record.key] = record
             else:
                 self.records.append(record)
-                self.done.add(episode_key(record))
+                self.done.add(record.key)
 
 
 @dataclass
@@ -489,16 +507,18 @@ class ExperimentPlan:
     seed: int
     split: str
     start: str
-    runs: list[tuple[str, str]]
+    runs: list[tuple[str, Condition]]
     """(agent name, condition) pairs, each run over every sequence and world."""
     sleep_between_tasks: bool = False
     gem_eval: bool = False
     save_memory_dir: Path | None = None
     load_memory: Path | None = None
     poison_k: int = 0
-    poison_place: str = "far"
+    poison_place: PoisonPlace = "far"
 
-    def sequence_spec(self, sequence: str, tasks: tuple[str, ...], world_seed: int, condition: str) -> SequenceSpec:
+    def sequence_spec(
+        self, sequence: str, tasks: tuple[str, ...], world_seed: int, condition: Condition
+    ) -> SequenceSpec:
         """How one (sequence, world, condition) of the plan runs (the runner and replay both use it)."""
         return SequenceSpec(
             sequence,
@@ -521,37 +541,40 @@ def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tu
     """
     if not writer.done:
         return False
-    base = {"sequence": sequence, "world_seed": world_seed, "seed": plan.seed, "split": plan.split, "eval_after": None}
     keys = [
-        episode_key({**base, "agent": a, "condition": c, "task_index": i + 1})
+        EpisodeKey(sequence, world_seed, plan.seed, plan.split, a, c, i + 1, None)
         for a, c in plan.runs
         for i in range(len(tasks))
     ]
     if plan.gem_eval:
         keys += [
-            episode_key({**base, "agent": a, "condition": "eval", "task_index": j + 1, "eval_after": after})
-            for a, c in plan.runs if c == "warm" for after in range(len(tasks) + 1) for j in range(len(tasks))
+            EpisodeKey(sequence, world_seed, plan.seed, plan.split, a, Condition.eval, j + 1, after)
+            for a, c in plan.runs if c.carries_memory for after in range(len(tasks) + 1) for j in range(len(tasks))
         ]  # fmt: skip
     return all(k in writer.done for k in keys)
+
+
+EnvT = TypeVar("EnvT", bound=GroundTruthEnv)
+"""The run's environment type: what ``make_env`` builds is what ``make_agent`` receives."""
 
 
 class EpisodeRecorder(Protocol):
     """What the runner needs of a video recorder (embodmem.video)."""
 
-    def bind(self, env: UnderwaterEnv, agent: Agent, /) -> None: ...
-    def step(self, event: dict[str, Any], /) -> None: ...
+    def bind(self, env: GroundTruthEnv, agent: Agent, /) -> None: ...
+    def step(self, event: StepEvent, /) -> None: ...
     def finish(self, result: EpisodeResult, /) -> object: ...
 
 
 def run_experiment(
     plan: ExperimentPlan,
-    make_env: Callable[[tuple[str, ...], int], UnderwaterEnv],
-    make_agent: Callable[[str, UnderwaterEnv], Agent],
+    make_env: Callable[[tuple[str, ...], int], EnvT],
+    make_agent: Callable[[str, EnvT], Agent],
     writer: RunWriter,
     profiler: Profiler | None = None,
     recorder: EpisodeRecorder | None = None,
     on_progress: Callable[[], object] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[EpisodeRecord]:
     """Every (sequence, world, agent, condition) of ``plan``; records are written as episodes end.
 
     Each agent starts fresh per world; memory carriers may start from ``plan.load_memory`` (warm) and
@@ -570,16 +593,16 @@ def run_experiment(
                 agent.profiler = profiler
                 spec = plan.sequence_spec(sequence, tasks, world_seed, condition)
                 carrier = agent if isinstance(agent, MemoryCarrier) else None
-                if carrier is not None and condition == "warm" and plan.load_memory is not None:
+                if carrier is not None and condition.carries_memory and plan.load_memory is not None:
                     carrier.load_state(plan.load_memory)
-                evaluate = carrier is not None and eval_env is not None and condition == "warm"
+                evaluate = carrier is not None and eval_env is not None and condition.carries_memory
 
                 def write_eval_row(
                     after: int,
                     carrier: MemoryCarrier | None = carrier,
                     spec: SequenceSpec = spec,
                     name: str = name,
-                    eval_env: UnderwaterEnv | None = eval_env,
+                    eval_env: EnvT | None = eval_env,
                 ) -> None:
                     assert carrier is not None and eval_env is not None
                     writer.write_records(
@@ -597,7 +620,8 @@ def run_experiment(
                     if on_progress is not None:
                         on_progress()
                     if evaluate:
-                        write_eval_row(result.record["task_index"])
+                        assert result.record.task_index is not None
+                        write_eval_row(result.record.task_index)
 
                 if recorder is not None:
                     recorder.bind(env, agent)
@@ -610,14 +634,14 @@ def run_experiment(
                         spec,
                         plan.run_id,
                         profiler,
-                        plan.sleep_between_tasks and condition == "warm",
+                        plan.sleep_between_tasks and condition.carries_memory,
                         on_episode,
                         recorder.step if recorder is not None else None,
                     )
                 except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
                     writer.write_records([*aborted.completed, aborted.record])
                     raise
-                if carrier is not None and condition == "warm" and plan.save_memory_dir is not None:
+                if carrier is not None and condition.carries_memory and plan.save_memory_dir is not None:
                     carrier.save_state(
                         plan.save_memory_dir / f"world{world_seed}"
                         if len(plan.sequences) == 1

@@ -28,13 +28,19 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from embodmem.condition import Condition
 from embodmem.stats import difference_of_means, normalised_gain, paired_ci, ratio_of_means
 
 Record = Mapping[str, Any]
+Cell = str | int | float | bool | None
+"""One value of a table row (a CSV cell): a grouping value, a count, a mean or an interval end."""
+TableRow = dict[str, Cell]
+"""One row of a table: column name -> cell (the columns depend on the metrics asked for)."""
 
 #: Keys that together name one seed (one independent repetition).
 SEED_KEYS = ("world_seed", "seed")
@@ -187,7 +193,7 @@ def _only(records: Iterable[Record], key: str, wanted: Any, what: str) -> list[R
 
 def _select(records: Iterable[Record], agent: str | None, sequence: str | None) -> list[Record]:
     """Eval and cold records of one agent on one sequence (ambiguity is an error, not a guess)."""
-    rel = [r for r in records if r.get("condition") in ("eval", "cold")]
+    rel = [r for r in records if r.get("condition") in (Condition.eval, Condition.cold)]
     rel = _only(rel, "agent", agent, "agent")
     return _only(rel, "sequence", sequence, "sequence")
 
@@ -239,7 +245,7 @@ def gem_matrix(
     n = _n_tasks(rel, n_tasks)
     cells: dict[tuple[int, int], list[Record]] = defaultdict(list)
     for r in rel:
-        if r.get("condition") != "eval":
+        if r.get("condition") != Condition.eval:
             continue
         if r.get("eval_after") is None:
             raise ValueError(f"eval record without eval_after: {dict(r)}")
@@ -269,7 +275,7 @@ def cold_baseline(
     n = _n_tasks(rel, n_tasks)
     by_task: dict[int, list[Record]] = defaultdict(list)
     for r in rel:
-        if r.get("condition") == "cold" and r.get("task_index") is not None:
+        if r.get("condition") == Condition.cold and r.get("task_index") is not None:
             by_task[int(r["task_index"])].append(r)
     b = np.full(n, np.nan)
     for j, recs in by_task.items():
@@ -351,22 +357,39 @@ def missing_cells(R: np.ndarray) -> list[tuple[int, int]]:
     return [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(np.isnan(R)))]
 
 
+@dataclass(frozen=True)
+class GemReport:
+    """The GEM figures of one agent, sequence and metric (:func:`gem_report`)."""
+
+    R: np.ndarray
+    """(n+1, n): row i = the state after i tasks, evaluated on every task."""
+    b: np.ndarray
+    """Row 0 of R, GEM's baseline."""
+    b_cold: np.ndarray
+    """(n,): the cold runs' means per task."""
+    fwt: float
+    """GEM paper: baseline row 0, mean over T-1 terms."""
+    bwt: float
+    fwt_code: float
+    """GEM's ``metrics.py``: mean over T terms."""
+    bwt_code: float
+    fwt_vs_cold: float
+    """The paper's form with the cold means as baseline."""
+    missing: list[tuple[int, int]]
+    """(eval_after, task) cells R has no record for."""
+    note: str
+    """Empty when R and the cold means are complete."""
+
+
 def gem_report(
     records: Iterable[Record],
     metric: str = "success",
     *,
     agent: str | None = None,
     sequence: str | None = None,
-) -> dict[str, Any]:
-    """R, the baselines, FWT, BWT and a note on missing cells, for one agent and sequence.
-
-    Returns:
-        dict with ``R`` (array ``(n+1, n)``), ``b`` (row 0 of R, GEM's baseline), ``b_cold`` (cold
-        means, array ``(n,)``), ``fwt`` and ``bwt`` (GEM paper: baseline row 0, means over T-1
-        terms), ``fwt_code`` and ``bwt_code`` (GEM's ``metrics.py``: means over T terms),
-        ``fwt_vs_cold`` (paper form with the cold means as baseline), ``missing`` (list of
-        ``(i, j)``) and ``note`` (empty when R and the cold means are complete).
-    """
+) -> GemReport:
+    """R, the baselines, FWT, BWT and a note on missing cells, for one agent and sequence
+    (:class:`GemReport`)."""
     records = list(records)
     rel = _select(records, agent, sequence)
     n = _n_tasks(rel, None)
@@ -381,18 +404,18 @@ def gem_report(
         notes.append(f"no cold records for tasks {missing_b} (FWT vs cold)")
     if notes:
         notes.append("FWT/BWT average only the terms that are available")
-    return {
-        "R": R,
-        "b": R[0].copy(),
-        "b_cold": b_cold,
-        "fwt": forward_transfer(R),
-        "bwt": backward_transfer(R),
-        "fwt_code": forward_transfer(R, averaging="code"),
-        "bwt_code": backward_transfer(R, averaging="code"),
-        "fwt_vs_cold": forward_transfer(R, b_cold),
-        "missing": missing,
-        "note": "; ".join(notes),
-    }
+    return GemReport(
+        R=R,
+        b=R[0].copy(),
+        b_cold=b_cold,
+        fwt=forward_transfer(R),
+        bwt=backward_transfer(R),
+        fwt_code=forward_transfer(R, averaging="code"),
+        bwt_code=backward_transfer(R, averaging="code"),
+        fwt_vs_cold=forward_transfer(R, b_cold),
+        missing=missing,
+        note="; ".join(notes),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -407,7 +430,7 @@ TRANSFER_KEYS = ("agent", "sequence", "task_index", "task", "seen")
 SEEN, NOT_SEEN, ALL = "seen", "not seen", "all"
 
 
-CONDITION_ORDER = {"warm": 0, "cold": 1, "single": 2, "eval": 3}
+CONDITION_ORDER = {Condition.warm: 0, Condition.cold: 1, Condition.single: 2, Condition.eval: 3}
 """Table order of the conditions: the memory agents' two, then the baselines', then evaluations."""
 
 
@@ -439,14 +462,14 @@ def paired_seed_means(warm: Iterable[Record], cold: Iterable[Record], metric: st
     return np.array([w[s] for s in seeds], dtype=float), np.array([c[s] for s in seeds], dtype=float)
 
 
-def transfer_row(warm: Sequence[Record], cold: Sequence[Record], metrics: Sequence[str]) -> dict[str, Any]:
+def transfer_row(warm: Sequence[Record], cold: Sequence[Record], metrics: Sequence[str]) -> TableRow:
     """Warm/cold means, forward transfer and steps ratio with 95% CIs for one task (non-key columns).
 
     Point estimates use every seed of each side; the intervals resample the seeds present in both
     (paired bootstrap, :func:`embodmem.stats.paired_ci`), so with complete records both use the
     same seeds.
     """
-    row: dict[str, Any] = {}
+    row: TableRow = {}
     w_seeds, c_seeds = {seed_of(r) for r in warm}, {seed_of(r) for r in cold}
     row["n_seeds"] = len(w_seeds & c_seeds)
     row["n_warm"], row["n_cold"] = len(w_seeds), len(c_seeds)
@@ -479,7 +502,7 @@ def seen_groups(records: Sequence[Record]) -> dict[tuple[Any, ...], str]:
     flags: dict[tuple[Any, ...], bool] = {}
     for preferred in (True, False):
         for r in records:
-            if (r.get("condition") == "warm") != preferred or r.get("target_seen_before") is None:
+            if (r.get("condition") == Condition.warm) != preferred or r.get("target_seen_before") is None:
                 continue
             s = seed_of(r)
             if preferred or s not in flags:
@@ -487,7 +510,7 @@ def seen_groups(records: Sequence[Record]) -> dict[tuple[Any, ...], str]:
     return {seed_of(r): SEEN if flags.get(seed_of(r), False) else NOT_SEEN for r in records}
 
 
-def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success", "spl")) -> list[dict[str, Any]]:
+def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success", "spl")) -> list[TableRow]:
     """Rows per (agent, sequence, task_index, task, seen) comparing warm with cold.
 
     ``seen`` splits a task's seeds by whether its target was seen in an earlier task of the warm run
@@ -502,14 +525,14 @@ def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success
     :func:`gem_matrix`.
     """
     rows = []
-    relevant = [r for r in records if r.get("condition") in ("warm", "cold")]
+    relevant = [r for r in records if r.get("condition") in (Condition.warm, Condition.cold)]
     for key, recs in group_records(relevant, TRANSFER_KEYS[:-1]).items():
         groups = seen_groups(recs)
         present = [g for g in (SEEN, NOT_SEEN) if g in groups.values()]
         for group in ([ALL] if len(present) > 1 else []) + present:
             mine = [r for r in recs if group == ALL or groups[seed_of(r)] == group]
-            warm = [r for r in mine if r.get("condition") == "warm"]
-            cold = [r for r in mine if r.get("condition") == "cold"]
+            warm = [r for r in mine if r.get("condition") == Condition.warm]
+            cold = [r for r in mine if r.get("condition") == Condition.cold]
             rows.append({**dict(zip(TRANSFER_KEYS, (*key, group))), **transfer_row(warm, cold, metrics)})
     return rows
 
@@ -522,7 +545,7 @@ def transfer_table(records: Iterable[Record], metrics: Sequence[str] = ("success
 CHAIN_KEYS = ("agent", "condition", "sequence", "task_index", "task")
 
 
-def chain_table(records: Iterable[Record]) -> list[dict[str, Any]]:
+def chain_table(records: Iterable[Record]) -> list[TableRow]:
     """ISR and CSR per (agent, condition, sequence, task_index, task) over (world, seed) chains.
 
     ISR (independent success rate) of task k is its success rate over seeds. CSR (conditional
@@ -540,7 +563,7 @@ def chain_table(records: Iterable[Record]) -> list[dict[str, Any]]:
         >>> [(r["task"], r["isr"], r["csr"], r["n_csr"]) for r in chain_table(recs)]
         [('x', 0.5, 0.5, 2), ('y', 1.0, 1.0, 1)]
     """
-    relevant = [r for r in records if r.get("condition") in ("warm", "cold", "single")]
+    relevant = [r for r in records if r.get("condition") in (Condition.warm, Condition.cold, Condition.single)]
     chains: dict[tuple[Any, ...], dict[int, float]] = defaultdict(dict)
     for (agent, condition, sequence, task_index), recs in group_records(relevant, CHAIN_KEYS[:-1]).items():
         for s, value in seed_means(recs, "success").items():

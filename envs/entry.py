@@ -19,10 +19,12 @@ an index, so that RL libraries take a raw registered id as it is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
+from embodmem.envs.config import EnvConfig
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.wrappers import DropMission, MissionToIndex
 
@@ -42,6 +44,12 @@ def make_underwater(mission_encoding: str = "text", **kwargs: Any) -> gym.Env:
     elif mission_encoding == "none":
         env = DropMission(env)
     return env
+
+
+def make_env(config: EnvConfig, tasks: Sequence[str], world_seed: int) -> UnderwaterEnv:
+    """The harness's one way to build its environment (the app, the GEM rows, replay and rerun):
+    ``config`` is the run's settings, as the episode log keeps them."""
+    return UnderwaterEnv(tasks=tuple(tasks), world_seed=world_seed, config=config)
 
 
 make_underwater.metadata = UnderwaterEnv.metadata  # type: ignore[attr-defined]  # gymnasium.make reads the render modes here

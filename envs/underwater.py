@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import cv2
@@ -28,6 +29,7 @@ from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
 from embodmem.envs.fauna import drift
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
+from embodmem.envs.ground_truth import GroundTruth, StepInfo, path_via_cells_m
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.odometry import DeadReckoning, degrade_sonar
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
@@ -140,8 +142,8 @@ class UnderwaterEnv(MiniGridEnv):
     2. Timeout (see `max_steps`).
 
     `info` carries `distance_m`, `geodesic_m`, `instance_distances_m`, `path_length_m`,
-    `collisions`, `target_in_view` and `success` for metrics and the oracle (agents must not read
-    it).
+    `collisions`, `target_in_view` and `success` (agents must not read it); the harness reads the
+    same privileged state through `ground_truth()` (`embodmem.envs.ground_truth.GroundTruth`).
 
     ## Registered Configurations
 
@@ -313,8 +315,8 @@ class UnderwaterEnv(MiniGridEnv):
     # ------------------------------------------------------------------ gymnasium API
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], StepInfo]:
         """Start a task. ``options`` may hold:
 
         - ``task`` (a task name) or ``task_index`` (position in ``tasks``) or ``next_task`` (bool);
@@ -389,7 +391,7 @@ class UnderwaterEnv(MiniGridEnv):
         obs = self.gen_obs()
         return obs, self._info(success=False)
 
-    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, StepInfo]:
         terminated, truncated, success = self._act(action)
         self._move_fish()
         obs = self.gen_obs()
@@ -556,34 +558,13 @@ class UnderwaterEnv(MiniGridEnv):
         pipeline seen at its far end is reached there, even if its near end was closer.
         """
         assert self.world is not None and self.task is not None
-        maps = self._task_maps(self.task)
-        if not cells:
-            return float("inf")
-        n = self.width
-        yy, xx = np.mgrid[0:n, 0:n]
-        told = np.array(sorted(cells), dtype=np.float32)
-        near = np.min(np.hypot(xx[None] - told[:, 0, None, None], yy[None] - told[:, 1, None, None]), axis=0)
-        goal = maps["success"] & (near * self.cell_size_m <= self.success_distance_m + 1e-6)
-        field = bfs_distance(self.world.free(), goal)
-        x, y = start
-        walked = 0
-        while not maps["success"][y, x]:
-            if not np.isfinite(field[y, x]):
-                return float("inf")
-            x, y = min(
-                (
-                    (x + dx, y + dy)
-                    for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1))
-                    if 0 <= x + dx < n and 0 <= y + dy < n
-                ),
-                key=lambda c: field[c[1], c[0]],
-            )
-            walked += 1
-        return walked * self.cell_size_m
+        success = self._task_maps(self.task)["success"]
+        return path_via_cells_m(self.world.free(), success, start, cells, self.cell_size_m, self.success_distance_m)
 
-    def _info(self, success: bool) -> dict[str, Any]:
+    def _info(self, success: bool) -> StepInfo:
         x, y = self.agent_pos
         visible = self.visible_instances()
+        self._visible_now, self._success_now = visible, success  # for ground_truth()
         return {
             "task": self.task.name,
             "task_index": self.task_index,
@@ -604,6 +585,39 @@ class UnderwaterEnv(MiniGridEnv):
             "success": success,
             "wrong_instance": self._stopped_at_wrong_instance,
         }
+
+    def ground_truth(self) -> GroundTruth:
+        """The privileged state after the last reset or step, as one view (:mod:`embodmem.envs.ground_truth`):
+        what the measures, the runner, the oracle and the video read; never the agents."""
+        x, y = self.agent_pos
+        visible = self._visible_now
+        return GroundTruth(
+            world_seed=self.world_seed,
+            world=self.world,
+            task=self.task,
+            task_index=self.task_index,
+            mission=self.mission,
+            step=self.step_count,
+            max_steps=self.max_steps,
+            agent_pos=(int(x), int(y)),
+            agent_dir=int(self.agent_dir),
+            start_pose=self.start_pose,
+            distance_m=float(self._maps["nearest"][y, x]),
+            geodesic_m=float(self._maps["geodesic"][y, x]),
+            instance_distances_m=[float(d) for d in self._maps["instances"][:, y, x]],
+            path_length_m=self.path_length_m,
+            collisions=self.collisions,
+            target_in_view=any(k == self.task.target for k, _ in visible),
+            visible_instances=sorted(visible),
+            visible_target_cells=frozenset(self.visible_target_cells()) if visible else frozenset(),
+            success=self._success_now,
+            wrong_instance=self._stopped_at_wrong_instance,
+            geodesic_field=self._maps["geodesic"],
+            success_cells=self._maps["success"],
+            cell_size_m=self.cell_size_m,
+            success_distance_m=self.success_distance_m,
+            fish=self.fish,
+        )
 
     # ------------------------------------------------------------------ instance goals
 

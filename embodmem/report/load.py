@@ -51,36 +51,44 @@ def find_metrics_files(root: str | Path) -> list[Path]:
     return files
 
 
-def validate_record(record: Any, where: str) -> dict[str, Any]:
-    """Check one record against :class:`~embodmem.metrics_record.EpisodeRecord` and :data:`REPORT_KEYS`;
-    unknown keys (agent statistics) are kept as they are.
+def validate_record(record: object, where: str) -> EpisodeRecord:
+    """Read one record through :class:`~embodmem.metrics_record.EpisodeRecord` (a parsed JSON object,
+    or a record already typed) and check :data:`REPORT_KEYS`; unknown keys (agent statistics) are
+    kept as they are.
 
     Raises:
         MetricsFormatError: naming ``where`` (``file:line`` or ``record N``) and the field.
     """
-    if not isinstance(record, dict):
+    if isinstance(record, EpisodeRecord):
+        typed = record
+    elif not isinstance(record, dict):
         raise MetricsFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    else:
+        typed = _typed(record, where)
+    for key in REPORT_KEYS:
+        if getattr(typed, key) is None:
+            raise MetricsFormatError(f"{where}: field {key!r} is missing; a record must say {', '.join(REPORT_KEYS)}")
+    return typed
+
+
+def _typed(record: dict[str, object], where: str) -> EpisodeRecord:
     try:
-        EpisodeRecord.model_validate(record)
+        return EpisodeRecord.model_validate(record)
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
         loc = ".".join(str(p) for p in err["loc"])
         got = f" (got {err['input']!r})" if err["type"] != "missing" and len(repr(err["input"])) < 80 else ""
         field = f"field {loc!r}: " if loc else ""
         raise MetricsFormatError(f"{where}: {field}{err['msg']}{got}") from None
-    for key in REPORT_KEYS:
-        if record.get(key) is None:
-            raise MetricsFormatError(f"{where}: field {key!r} is missing; a record must say {', '.join(REPORT_KEYS)}")
-    return record
 
 
-def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+def load_records(paths: Iterable[str | Path]) -> list[EpisodeRecord]:
     """Read and check every record of the given ``metrics.jsonl`` files (blank lines are skipped).
 
     Raises:
         MetricsFormatError: for a line that is not JSON or not a valid record, as ``file:line: why``.
     """
-    records: list[dict[str, Any]] = []
+    records: list[EpisodeRecord] = []
     for path in paths:
         path = Path(path)
         with path.open(encoding="utf-8") as fh:

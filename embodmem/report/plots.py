@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from embodmem.atomic import atomic_write_bytes
+from embodmem.condition import Condition
 from embodmem.report.tables import MIN_CI_N, N_TOO_SMALL, has_ci, is_missing, withhold_small_n_intervals
 from embodmem.transfer import ALL, CONDITION_ORDER, order_key, per_seed_steps_ratios, seen_groups, transfer_table
 
@@ -103,11 +104,11 @@ def plot_success_spl(summary_rows: Sequence[Mapping[str, Any]], path: str | Path
     """
     from matplotlib.figure import Figure
 
-    rows = [r for r in summary_rows if r.get("condition") != "eval"]
+    rows = [r for r in summary_rows if r.get("condition") != Condition.eval]
     if not rows:
         return None
     tasks = _task_positions(rows)
-    with_warm = {r["agent"] for r in rows if r["condition"] == "warm"}
+    with_warm = {r["agent"] for r in rows if r["condition"] == Condition.warm}
     # Memory agents (warm, then cold) first, then the baselines that ran one condition.
     labels = sorted(
         {(r["agent"], r["condition"]) for r in rows},
@@ -220,8 +221,8 @@ def plot_steps_ratio(
             for q in records
             if (q.get("agent"), q.get("task_index"), q.get("task")) == (r["agent"], r["task_index"], r["task"])
         ]
-        warm = [q for q in mine if q.get("condition") == "warm"]
-        cold = [q for q in mine if q.get("condition") == "cold"]
+        warm = [q for q in mine if q.get("condition") == Condition.warm]
+        cold = [q for q in mine if q.get("condition") == Condition.cold]
         ratios = per_seed_steps_ratios(warm, cold)
         if r.get("seen") != ALL:
             groups = seen_groups(mine)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from embodmem.metrics_record import EpisodeRecord
 from embodmem.report.load import validate_record
 from embodmem.report.plots import plot_steps_ratio, plot_success_spl, plot_transfer, safe_name
 from embodmem.report.tables import (
@@ -23,7 +24,9 @@ from embodmem.report.tables import (
 from embodmem.transfer import TRANSFER_KEYS, order_key, transfer_row, transfer_table
 
 
-def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool = True) -> ReportOutput:
+def write_summary(
+    records: Iterable[EpisodeRecord | Mapping[str, object]], out_dir: str | Path, *, plots: bool = True
+) -> ReportOutput:
     """Write ``summary.csv``, ``transfer.csv``, ``gem.csv`` (if eval records) and the plots into ``out_dir``.
 
     Every 95% CI over fewer than :data:`~embodmem.report.tables.MIN_CI_N` (world, seed) pairs is
@@ -35,12 +38,13 @@ def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool
     Raises:
         MetricsFormatError: for an invalid record, naming its position (``record N``, 1-based).
     """
-    records = [validate_record(r, f"record {i}") for i, r in enumerate(records, start=1)]
+    typed = [validate_record(r, f"record {i}") for i, r in enumerate(records, start=1)]
+    rows: list[Record] = [r.plain() for r in typed]  # the tables group and average fields by name
     out = Path(out_dir)
     # Intervals over fewer than MIN_CI_N (world, seed) pairs are withheld everywhere: CSV, print, plots.
-    summary = withhold_small_n_intervals(summary_table(records))
-    transfer = withhold_small_n_intervals(transfer_table(records, TRANSFER_METRICS))
-    gems = gem_rows(records, TRANSFER_METRICS)
+    summary = withhold_small_n_intervals(summary_table(rows))
+    transfer = withhold_small_n_intervals(transfer_table(rows, TRANSFER_METRICS))
+    gems = gem_rows(rows, TRANSFER_METRICS)
     result = ReportOutput(summary=summary, transfer=transfer, gem=gems)
 
     summary_cols = list(SUMMARY_KEYS) + ["n_seeds", "n_episodes"]
@@ -51,11 +55,11 @@ def write_summary(records: Iterable[Record], out_dir: str | Path, *, plots: bool
     result.files.append(write_csv(out / "transfer.csv", transfer, transfer_cols))
     if gems:
         result.files.append(write_csv(out / "gem.csv", gem_csv_rows(gems), GEM_COLUMNS))
-        result.notes += [f"GEM {g['agent']}/{g['sequence']}/{g['metric']}: {g['note']}" for g in gems if g["note"]]
+        result.notes += [f"GEM {g.agent}/{g.sequence}/{g.metric}: {g.report.note}" for g in gems if g.report.note]
 
     if plots:
-        for sequence in sorted({r.get("sequence") for r in records}, key=order_key):
-            seq_records = [r for r in records if r.get("sequence") == sequence]
+        for sequence in sorted({r.get("sequence") for r in rows}, key=order_key):
+            seq_records = [r for r in rows if r.get("sequence") == sequence]
             seq_summary = [r for r in summary if r.get("sequence") == sequence]
             seq_transfer = [r for r in transfer if r.get("sequence") == sequence]
             name = safe_name(sequence)

@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from embodmem.atomic import atomic_write_text
+from embodmem.condition import Condition
 from embodmem.stats import mean_ci
 from embodmem.transfer import (
     ALL,
     CHAIN_KEYS,
+    GemReport,
+    TableRow,
     chain_table,
     gem_report,
     group_records,
@@ -72,7 +75,7 @@ def has_ci(n: Any) -> bool:
     return n is not None and not is_missing(n) and int(n) >= MIN_CI_N
 
 
-def withhold_small_n_intervals(rows: Iterable[Mapping[str, Any]], n_key: str = "n_seeds") -> list[dict[str, Any]]:
+def withhold_small_n_intervals(rows: Iterable[TableRow], n_key: str = "n_seeds") -> list[TableRow]:
     """Copies of ``rows`` with every ``*_lo`` / ``*_hi`` set to None where ``n_key`` is below
     :data:`MIN_CI_N` (see there why)."""
     out = []
@@ -84,7 +87,7 @@ def withhold_small_n_intervals(rows: Iterable[Mapping[str, Any]], n_key: str = "
     return out
 
 
-def summary_table(records: Iterable[Record], metrics: Sequence[str] = SUMMARY_METRICS) -> list[dict[str, Any]]:
+def summary_table(records: Iterable[Record], metrics: Sequence[str] = SUMMARY_METRICS) -> list[TableRow]:
     """Per agent x condition x task: ``<m>_mean``, ``<m>_std``, ``<m>_lo`` / ``<m>_hi`` over seeds,
     ``csr`` / ``n_csr`` (chain success, :func:`embodmem.transfer.chain_table`), ``n_seeds`` and
     ``n_episodes``.
@@ -98,7 +101,7 @@ def summary_table(records: Iterable[Record], metrics: Sequence[str] = SUMMARY_ME
     chains = {tuple(c[k] for k in CHAIN_KEYS): c for c in chain_table(records)}
     rows = []
     for key, recs in group_records(records, SUMMARY_KEYS).items():
-        row: dict[str, Any] = dict(zip(SUMMARY_KEYS, key))
+        row: TableRow = dict(zip(SUMMARY_KEYS, key))
         row["n_seeds"] = len({seed_of(r) for r in recs})
         row["n_episodes"] = len(recs)
         for m in metrics:
@@ -266,7 +269,7 @@ def summary_print_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
     """Summary rows (not ``eval``) as printed: means over (world, seed) pairs, one format per column."""
     out = []
     for r in rows:
-        if r.get("condition") == "eval":
+        if r.get("condition") == Condition.eval:
             continue
         d = {"cond": str(r.get("condition")), "task": _task_label(r), "n": str(r.get("n_seeds"))}
         for header, key, decimals in SUMMARY_PRINT:
@@ -300,10 +303,22 @@ def transfer_print_rows(
     return out
 
 
-def gem_rows(records: Sequence[Record], metrics: Sequence[str]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class GemResult:
+    """GEM figures of one agent, sequence and metric, with the sequence's task names."""
+
+    agent: str | None
+    sequence: str | None
+    metric: str
+    tasks: dict[int, str | None]
+    """Task position (from 1) -> task name."""
+    report: GemReport
+
+
+def gem_rows(records: Sequence[Record], metrics: Sequence[str]) -> list[GemResult]:
     """GEM results per agent, sequence and metric, for every pair that has eval records."""
     pairs = sorted(
-        {(r.get("agent"), r.get("sequence")) for r in records if r.get("condition") == "eval"},
+        {(r.get("agent"), r.get("sequence")) for r in records if r.get("condition") == Condition.eval},
         key=lambda p: (order_key(p[0]), order_key(p[1])),
     )
     out = []
@@ -311,8 +326,7 @@ def gem_rows(records: Sequence[Record], metrics: Sequence[str]) -> list[dict[str
         mine = [r for r in records if r.get("agent") == agent and r.get("sequence") == sequence]
         tasks = {int(r["task_index"]): r.get("task") for r in mine}
         for m in metrics:
-            rep = gem_report(mine, m)
-            out.append({"agent": agent, "sequence": sequence, "metric": m, "tasks": tasks, **rep})
+            out.append(GemResult(agent, sequence, m, tasks, gem_report(mine, m)))
     return out
 
 
@@ -328,13 +342,13 @@ GEM_SUMMARY = (
 )
 
 
-def gem_csv_rows(gems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def gem_csv_rows(gems: Sequence[GemResult]) -> list[TableRow]:
     """GEM results in long form: one row per R cell, per baseline entry (``b`` is row 0 of R,
     ``b_cold`` the cold means), and one per summary of :data:`GEM_SUMMARY`."""
     rows = []
     for g in gems:
-        base = {"agent": g["agent"], "sequence": g["sequence"], "metric": g["metric"]}
-        R, b = g["R"], g["b"]
+        base: TableRow = {"agent": g.agent, "sequence": g.sequence, "metric": g.metric}
+        R, b = g.report.R, g.report.b
         for i in range(R.shape[0]):
             for j in range(1, R.shape[1] + 1):
                 rows.append(
@@ -343,45 +357,47 @@ def gem_csv_rows(gems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         "kind": "R",
                         "eval_after": i,
                         "task_index": j,
-                        "task": g["tasks"].get(j),
+                        "task": g.tasks.get(j),
                         "value": float(R[i, j - 1]),
                     }
                 )
         for j in range(1, len(b) + 1):
-            rows.append({**base, "kind": "b", "task_index": j, "task": g["tasks"].get(j), "value": float(b[j - 1])})
+            rows.append({**base, "kind": "b", "task_index": j, "task": g.tasks.get(j), "value": float(b[j - 1])})
         for j in range(1, len(b) + 1):
             rows.append(
                 {
                     **base,
                     "kind": "b_cold",
                     "task_index": j,
-                    "task": g["tasks"].get(j),
-                    "value": float(g["b_cold"][j - 1]),
+                    "task": g.tasks.get(j),
+                    "value": float(g.report.b_cold[j - 1]),
                 }
             )
         for kind, key in GEM_SUMMARY:
-            rows.append({**base, "kind": kind, "value": g[key], "note": g["note"]})
+            rows.append({**base, "kind": kind, "value": getattr(g.report, key), "note": g.report.note})
     return rows
 
 
-def format_gem(g: Mapping[str, Any]) -> str:
+def format_gem(g: GemResult) -> str:
     """One GEM result as text: R with rows = tasks experienced, columns = task evaluated, then the
     cold means, then FWT/BWT (GEM paper form, baseline row 0), FWT vs cold and GEM's code form."""
-    R, b_cold = g["R"], g["b_cold"]
+    R, b_cold = g.report.R, g.report.b_cold
     n = R.shape[1]
     rows = [
         {"after": str(i), **{f"T{j}": fmt_number(float(R[i, j - 1])) for j in range(1, n + 1)}} for i in range(n + 1)
     ]
     rows.append({"after": "cold", **{f"T{j}": fmt_number(float(b_cold[j - 1])) for j in range(1, n + 1)}})
     text = [
-        f"GEM matrix of {g['metric']} (rows: tasks experienced, 0 = none; last row: cold runs)",
+        f"GEM matrix of {g.metric} (rows: tasks experienced, 0 = none; last row: cold runs)",
         format_table(rows, right=[f"T{j}" for j in range(1, n + 1)]),
-        "   ".join(f"{kind} {fmt_number(g[key], signed=True)}" for kind, key in GEM_SUMMARY[:3]),
+        "   ".join(f"{kind} {fmt_number(getattr(g.report, key), signed=True)}" for kind, key in GEM_SUMMARY[:3]),
         "GEM's code averages over T terms: "
-        + "   ".join(f"{kind.split()[0]} {fmt_number(g[key], signed=True)}" for kind, key in GEM_SUMMARY[3:]),
+        + "   ".join(
+            f"{kind.split()[0]} {fmt_number(getattr(g.report, key), signed=True)}" for kind, key in GEM_SUMMARY[3:]
+        ),
     ]
-    if g["note"]:
-        text.append(f"note: {g['note']}")
+    if g.report.note:
+        text.append(f"note: {g.report.note}")
     return "\n".join(text)
 
 
@@ -389,9 +405,9 @@ def format_gem(g: Mapping[str, Any]) -> str:
 class ReportOutput:
     """What :func:`write_summary` computed and wrote, so the caller can print or test it."""
 
-    summary: list[dict[str, Any]]
-    transfer: list[dict[str, Any]]
-    gem: list[dict[str, Any]]
+    summary: list[TableRow]
+    transfer: list[TableRow]
+    gem: list[GemResult]
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -428,7 +444,7 @@ def format_report(result: ReportOutput) -> str:
                 ),
             ]
         for g in result.gem:
-            if (g["sequence"], g["agent"]) == (sequence, agent):
+            if (g.sequence, g.agent) == (sequence, agent):
                 text += ["", format_gem(g)]
         blocks.append("\n".join(text))
     blocks += [f"note: {note}" for note in result.notes]

@@ -22,8 +22,8 @@ Example:
     >>> scene = Scene.from_env(env).placed({"task_index": 2, "sequence": "wreck_then_barrel"})
     >>> steps = []
     >>> for a in (2, 2, 1):
-    ...     obs, _, term, trunc, info = env.step(a)
-    ...     steps.append(StepRecord.capture(env, obs, info, a))
+    ...     obs, *_ = env.step(a)
+    ...     steps.append(StepRecord.capture(env.ground_truth(), obs, a))
     >>> frames = list(render_frames(scene, steps, size=64, summary={"success": 0}, hold_frames=2))
     >>> len(frames), frames[0].shape
     (5, (124, 192, 3))

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import cv2
 
 from embodmem.agents.base import Agent, Retrieval
-from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.envs.ground_truth import GroundTruthEnv
 from embodmem.memory import AgentMemory, TopologicalMap
 from embodmem.metrics_record import episode_name
-from embodmem.runner import EpisodeResult
+from embodmem.runner import EpisodeResult, StepEvent
 from embodmem.video.encoding import CODECS, write_video
 from embodmem.video.panels import render_frames
 from embodmem.video.snapshots import MapSnapshot, Scene, StepRecord, retrievals_from_log
@@ -62,7 +62,7 @@ class EpisodeRecorder:
         video_cfg: the ``video`` config group (a :class:`embodmem.config.VideoConfig`, or the
             OmegaConf node built from it).
         out_dir: where the videos go (created on the first video).
-        root: paths recorded in ``result.record["video"]`` are relative to it (default: the parent of
+        root: paths recorded in ``result.video`` are relative to it (default: the parent of
             ``out_dir``, i.e. the run directory for ``<run>/videos``).
     """
 
@@ -86,13 +86,13 @@ class EpisodeRecorder:
         """Videos written so far."""
         self.frames_written = 0
         self.episodes_seen = 0
-        self._env: UnderwaterEnv | None = None
+        self._env: GroundTruthEnv | None = None
         self._agent: Agent | None = None
         self._episode: _Episode | None = None
         self._last_graph: tuple[tuple[int, int, int | None], int, MapSnapshot] | None = None
         self._last_retrievals: list[Retrieval] | None = None
 
-    def bind(self, env: UnderwaterEnv, agent: Agent) -> None:
+    def bind(self, env: GroundTruthEnv, agent: Agent) -> None:
         """Follow this environment and agent (called before each task sequence)."""
         self._env, self._agent = env, agent
         self._episode = None
@@ -104,18 +104,18 @@ class EpisodeRecorder:
             return False
         return not (self.episodes == "first" and self.episodes_seen > 0)
 
-    def step(self, ctx: Mapping[str, Any]) -> None:
-        """Snapshot one step; ``ctx`` holds ``obs``, ``info``, ``action`` and ``agent`` after ``env.step``."""
+    def step(self, ctx: StepEvent) -> None:
+        """Snapshot one step (the runner's event after ``env.step``)."""
         if not self._wanted_before_result() or self._env is None:
             return
-        info = ctx["info"]
+        truth = ctx.truth
         ep = self._episode
-        if ep is None or (ep.steps and int(info.get("step", 0)) <= ep.steps[-1].step):
-            ep = self._episode = _Episode(Scene.from_env(self._env))
-        agent: Agent | None = ctx.get("agent", self._agent)
+        if ep is None or (ep.steps and truth.step <= ep.steps[-1].step):
+            ep = self._episode = _Episode(Scene.from_truth(truth))
+        agent: Agent | None = ctx.agent
         trace = None if agent is None else agent.trace
         graph, current = self._graph_of(agent)
-        rec = StepRecord.capture(self._env, ctx["obs"], info, ctx["action"], trace, graph, current)
+        rec = StepRecord.capture(truth, ctx.obs, ctx.action, trace, graph, current)
         if trace is not None and trace.retrievals and trace.retrievals is not self._last_retrievals:
             self._last_retrievals = trace.retrievals
             ep.live[rec.step] = (trace.query, list(trace.retrievals))
@@ -143,20 +143,20 @@ class EpisodeRecorder:
         """End the episode: write its video if it is wanted, return its path (else None).
 
         The path, relative to ``root``, also goes into
-        ``result.record["video"]``. An encoding error is logged and stored as
-        ``result.record["video_error"]`` instead of stopping the run.
+        ``result.video``. An encoding error is logged and stored as
+        ``result.video_error`` instead of stopping the run.
         """
         ep, self._episode = self._episode, None
         wanted = self._wanted_before_result()
         self.episodes_seen += 1
         if ep is None or not ep.steps or not wanted:
             return None
-        record = result.record
+        record = result.record.plain()
         if self.episodes == "failures" and bool(record.get("success")):
             return None
         # Retrievals: the agent's own (with thumbnails) where step() saw them, else the log's (poses
         # and scores only). step() sees them only if the runner calls on_step before it clears them.
-        found = retrievals_from_log(result.log.get("retrievals", []))
+        found = retrievals_from_log([e.to_log() for e in result.outcome.trace.retrievals])
         found.update(ep.live)
         for rec in ep.steps:
             if rec.step in found:
@@ -168,12 +168,12 @@ class EpisodeRecorder:
             )
         except (OSError, RuntimeError, ValueError, cv2.error) as err:
             log.warning("video for %s not written: %s", path.name, err)
-            record["video_error"] = str(err)
+            result.video_error = str(err)
             return None
         self.frames_written += n
         self.paths.append(path)
         try:
-            record["video"] = str(path.relative_to(self.root))
+            result.video = str(path.relative_to(self.root))
         except ValueError:
-            record["video"] = str(path)
+            result.video = str(path)
         return path

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from embodmem.agents.base import AgentTrace, Retrieval
+from embodmem.envs.ground_truth import GroundTruth, GroundTruthEnv
 from embodmem.envs.tasks import SEQUENCES
-from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.retrieval import RetrievalEvent
 
 if TYPE_CHECKING:  # the memory package (FAISS) is not needed to draw a replay
@@ -66,29 +66,28 @@ class StepRecord:
     @classmethod
     def capture(
         cls,
-        env: UnderwaterEnv,
+        truth: GroundTruth,
         obs: Mapping[str, Any],
-        info: Mapping[str, Any],
         action: int | None,
         trace: AgentTrace | None = None,
         graph: MapSnapshot | None = None,
         current_node: int | None = None,
     ) -> StepRecord:
-        """Snapshot the state after ``env.step(action)`` (``trace``: the agent's, if any)."""
+        """Snapshot the state after ``env.step(action)`` from the env's ground truth (``trace``: the agent's, if any)."""
         p = None if trace is None else trace.extra.get("p_target")
         goal = None if trace is None or trace.goal_cell is None else (int(trace.goal_cell[0]), int(trace.goal_cell[1]))
-        x, y = info["agent_pos"]
+        x, y = truth.agent_pos
         return cls(
-            step=int(info.get("step", 0)),
+            step=truth.step,
             image=np.array(obs["image"], dtype=np.uint8, copy=True),
             action=None if action is None else int(action),
             pos=(int(x), int(y)),
-            heading=int(info["agent_dir"]),
-            distance_m=float(info["distance_m"]),
-            path_length_m=float(info["path_length_m"]),
-            collisions=int(info["collisions"]),
-            target_in_view=bool(info["target_in_view"]),
-            fish=np.array(env.fish, dtype=np.float32, copy=True),
+            heading=truth.agent_dir,
+            distance_m=truth.distance_m,
+            path_length_m=float(truth.path_length_m),
+            collisions=truth.collisions,
+            target_in_view=truth.target_in_view,
+            fish=np.array(truth.fish, dtype=np.float32, copy=True),
             mode="" if trace is None else trace.mode,
             goal_cell=goal,
             p_target=None if p is None else float(p),
@@ -118,26 +117,31 @@ class Scene:
     """Tasks in the run's sequence (None: unknown)."""
 
     @classmethod
-    def from_env(cls, env: UnderwaterEnv) -> Scene:
-        """Read the scene from an ``UnderwaterEnv`` right after ``reset`` (privileged: for humans).
+    def from_env(cls, env: GroundTruthEnv) -> Scene:
+        """Read the scene from an env's ground truth during an episode (privileged: for humans).
 
         The place in the sequence is left unknown: the env cannot tell two runs of the same task
         apart; :meth:`placed` sets it from the episode's record.
         """
-        world = env.world
+        return cls.from_truth(env.ground_truth())
+
+    @classmethod
+    def from_truth(cls, truth: GroundTruth) -> Scene:
+        """The scene of the episode ``truth`` belongs to."""
+        world = truth.world
         mask = np.zeros(world.kinds.shape, dtype=bool)
-        for cells in world.instance_cells(env.task.target):
+        for cells in world.instance_cells(truth.task.target):
             mask[cells[:, 1], cells[:, 0]] = True
-        sx, sy, sd = env.start_pose
+        sx, sy, sd = truth.start_pose
         return cls(
             kinds=world.kinds.copy(),
             target_mask=mask,
             start_pose=(int(sx), int(sy), int(sd)),
-            mission=str(env.mission),
-            task=env.task.name,
-            task_number=int(env.task.number),
-            world_seed=int(env.world_seed),
-            max_steps=int(env.max_steps),
+            mission=str(truth.mission),
+            task=truth.task.name,
+            task_number=int(truth.task.number),
+            world_seed=int(truth.world_seed),
+            max_steps=int(truth.max_steps),
         )
 
     def placed(self, record: Mapping[str, Any]) -> Scene:

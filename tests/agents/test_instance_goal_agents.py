@@ -75,8 +75,8 @@ def test_image_goal_episode_reaches_the_instance(embedder: ClipEmbedder) -> None
     agent = FrontierExplorer(embedder)
     result = run_episode(env, agent, {"task": "image.wreck.capsized", "start": "fixed0"}, 0)
     assert agent.recognizer.mission == "find the capsized sunken ship"
-    assert result.record["wrong_instance"] == 0
-    assert result.record["success"] == 1, result.record
+    assert result.measures.wrong_instance == 0
+    assert result.measures.success == 1, result.measures
 
 
 def test_new_memory_rows_are_defined() -> None:
@@ -111,5 +111,5 @@ def test_fully_observed_twin_goes_to_the_named_instance(embedder: ClipEmbedder) 
     agent = MappedAgent(embedder, AgentMemory(MemoryConfig(dim=embedder.dim)), MemoryAgentConfig(), env)
     agent.set_context("run", "description.wreck.capsized", 0)
     result = run_episode(env, agent, {"task": "description.wreck.capsized", "start": "fixed0"}, 0)
-    assert result.record["success"] == 1 and result.record["wrong_instance"] == 0
-    assert result.record["spl"] >= 0.6, result.record
+    assert result.measures.success == 1 and result.measures.wrong_instance == 0
+    assert result.measures.spl >= 0.6, result.measures

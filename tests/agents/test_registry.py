@@ -56,6 +56,6 @@ def test_a_new_baseline_is_one_module_plus_one_registry_line(tmp_path: Path, mon
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose("config", overrides=overrides)
     records = run(cfg, tmp_path / "out")
-    toy = [r for r in records if r["agent"] == "toy"]
-    assert [r["condition"] for r in toy] == ["single", "single"] and all(r["steps"] == 5 for r in toy)
+    toy = [r for r in records if r.agent == "toy"]
+    assert [r.condition for r in toy] == ["single", "single"] and all(r.steps == 5 for r in toy)
     assert "toy_agent" in sys.modules

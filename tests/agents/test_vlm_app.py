@@ -57,14 +57,14 @@ def test_vlm_agent_runs_a_sequence_from_the_hydra_config(tmp_path: Path) -> None
         server.respond = _explore_then_stop
         records = run(vlm_config(server.url), tmp_path)
         assert server.count > 0 and server.model_requests == 1  # the endpoint was checked once, first
-    assert [r["agent"] for r in records] == ["vlm", "vlm"]
+    assert [r.agent for r in records] == ["vlm", "vlm"]
     for r in records:
-        assert r["steps"] == 30 and r["vlm_calls"] >= 1
-        assert r["vlm_calls"] <= r["steps"] / 2  # high level: the planner runs each choice for several steps
-        assert r["vlm_attempts_ok"] == r["vlm_calls"] and r["vlm_format_errors"] == 0 and r["vlm_dropped_params"] == ""
-    assert records[1]["memory_frames"] > 0  # the navigator wrote the frames into memory
+        assert r.steps == 30 and r.vlm_calls >= 1
+        assert r.vlm_calls <= r.steps / 2  # high level: the planner runs each choice for several steps
+        assert r.vlm_attempts_ok == r.vlm_calls and r.vlm_format_errors == 0 and r.vlm_dropped_params == ""
+    assert records[1].memory_frames > 0  # the navigator wrote the frames into memory
     line = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
-    assert line["vlm_calls"] == records[0]["vlm_calls"]
+    assert line["vlm_calls"] == records[0].vlm_calls
 
 
 def test_a_server_that_stops_answering_aborts_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_a_server_that_stops_answering_aborts_the_run_and_keeps_what_finished(tm
     assert len(lines) == 2 and "aborted" not in lines[0] and lines[0]["steps"] == 30
     assert (tmp_path / lines[0]["episode_log"]).is_file()  # the completed episode's log is there too
     aborted = lines[1]
-    assert aborted == info.value.record and aborted["aborted"] is True and aborted["task"] == "barrel"
+    assert aborted == info.value.record.plain() and aborted["aborted"] is True and aborted["task"] == "barrel"
     assert "VLMBudgetError" in aborted["abort_reason"] and "\n" not in aborted["abort_reason"]
     assert aborted["vlm_failures"] >= 1 and aborted["vlm_attempts_timeout"] >= 2 and aborted["vlm_latency_s"] >= 1.0
 

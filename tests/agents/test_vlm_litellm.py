@@ -118,11 +118,11 @@ def app_config(proxy: LiteLLMProxy, model: str, *extra: str):
 
 def test_a_provider_rejecting_format_and_seed_completes_the_run_with_both_dropped(proxy, tmp_path) -> None:
     records = run(app_config(proxy, "no-seed-no-format", "env.max_steps=4"), tmp_path)
-    assert len(records) == 2 and all(r["steps"] == 4 for r in records)
-    assert records[0]["vlm_params_dropped"] == 2 and records[1]["vlm_params_dropped"] == 0  # once each
-    assert all(r["vlm_dropped_params"] == "response_format,seed" for r in records)
-    assert all(r["vlm_failures"] == 0 and r["vlm_fallbacks"] == 0 for r in records)
-    assert sum(r["vlm_attempts_ok"] for r in records) == sum(r["vlm_calls"] for r in records) == 8
+    assert len(records) == 2 and all(r.steps == 4 for r in records)
+    assert records[0].vlm_params_dropped == 2 and records[1].vlm_params_dropped == 0  # once each
+    assert all(r.vlm_dropped_params == "response_format,seed" for r in records)
+    assert all(r.vlm_failures == 0 and r.vlm_fallbacks == 0 for r in records)
+    assert sum(r.vlm_attempts_ok for r in records) == sum(r.vlm_calls for r in records) == 8
 
 
 def test_an_aborted_run_keeps_metrics_of_the_completed_episodes(proxy, tmp_path) -> None:

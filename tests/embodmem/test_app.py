@@ -24,16 +24,16 @@ def _compose(overrides: list[str]):
 
 def test_default_job_writes_every_output(tmp_path: Path) -> None:
     records = run(_compose(SMALL), tmp_path)
-    conditions = {(r["agent"], r["condition"]) for r in records}
+    conditions = {(r.agent, r.condition) for r in records}
     assert conditions == {("memory", "warm"), ("memory", "cold"), ("explorer", "single")}
-    assert {r["split"] for r in records} == {"dev"}
+    assert {r.split for r in records} == {"dev"}
     for name in ("config.yaml", "metrics.jsonl", "summary.csv", "transfer.csv", "profile.json"):
         assert (tmp_path / name).is_file(), name
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 6
     assert len(list((tmp_path / "episodes").glob("*.json"))) == 6
     for r in records:  # every field the runner writes is one of the record schema's, and valid
-        assert set(r) <= set(EpisodeRecord.model_fields), set(r) - set(EpisodeRecord.model_fields)
-        EpisodeRecord.model_validate(r)
+        assert set(r.plain()) <= set(EpisodeRecord.model_fields), set(r.plain()) - set(EpisodeRecord.model_fields)
+        EpisodeRecord.model_validate(r.plain())
 
 
 def test_invalid_values_name_the_key_and_the_allowed_values() -> None:
@@ -96,8 +96,8 @@ def test_memory_migrates_between_runs_with_sleep_and_gem(tmp_path: Path) -> None
         ]
     )
     records = run(cfg, first)
-    evals = [r for r in records if r["condition"] == "eval"]
-    assert sorted({r["eval_after"] for r in evals}) == [0, 1, 2] and len(evals) == 6
+    evals = [r for r in records if r.condition == "eval"]
+    assert sorted({r.eval_after for r in evals}) == [0, 1, 2] and len(evals) == 6
     assert (first / "gem.csv").is_file()
     saved = first / "memory" / f"world{cfg.experiment.world_seeds[0]}"
     assert saved.is_dir()
@@ -106,9 +106,9 @@ def test_memory_migrates_between_runs_with_sleep_and_gem(tmp_path: Path) -> None
         SMALL + ["experiment.baselines=[]", "experiment.conditions=[warm]", f"experiment.load_memory={saved}"]
     )
     again = run(cfg, second)
-    warm1 = [r for r in records if r["condition"] == "warm"]
+    warm1 = [r for r in records if r.condition == "warm"]
     # the second run starts with the first run's frames already in memory
-    assert again[0]["memory_frames"] > warm1[0]["memory_frames"]
+    assert again[0].memory_frames > warm1[0].memory_frames
 
 
 def test_agent_group_thresholds_reach_every_agent_that_uses_them() -> None:
@@ -130,10 +130,10 @@ def test_agent_group_thresholds_reach_every_agent_that_uses_them() -> None:
         )
 
 
-def _runs_only(records: list[dict]) -> list[dict]:
+def _runs_only(records: list[EpisodeRecord]) -> list[dict]:
     """Warm and cold records without what legitimately differs between runs (timing, file names)."""
     drop = {*TIMING_FIELDS, "episode_log", "run_id"}
-    return [{k: v for k, v in r.items() if k not in drop} for r in records if r["condition"] in ("warm", "cold")]
+    return [{k: v for k, v in r.plain().items() if k not in drop} for r in records if r.condition in ("warm", "cold")]
 
 
 def test_gem_evaluation_never_changes_the_run_it_evaluates(tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_gem_evaluation_never_changes_the_run_it_evaluates(tmp_path: Path) -> No
     assert _runs_only(plain) == _runs_only(with_gem)
     from embodmem.transfer import gem_matrix
 
-    R = gem_matrix([r for r in with_gem if r["condition"] == "eval"], "success", agent="memory")
+    R = gem_matrix([r.plain() for r in with_gem if r.condition == "eval"], "success", agent="memory")
     assert R.shape == (3, 2)
     assert R[0, 1] == 0.0 and R[1, 1] == 1.0  # task 2 fails with no memory, succeeds after task 1
 
@@ -183,7 +183,7 @@ def test_ablations_are_real_variants(tmp_path: Path) -> None:
     """Every ablation runs warm and cold; no_recall never queries, textlog keeps no frames."""
     cfg = _compose(SMALL + ["experiment=ablations", "experiment.world_seeds=[1001]", "experiment.baselines=[]"])
     records = run(cfg, tmp_path)
-    agents = {r["agent"] for r in records}
+    agents = {r.agent for r in records}
     assert agents == {
         "memory",
         "memory_no_recall",
@@ -192,14 +192,14 @@ def test_ablations_are_real_variants(tmp_path: Path) -> None:
         "memory_fifo_only",
         "textlog",
     }
-    by = {(r["agent"], r["condition"], r["task_index"]): r for r in records}
-    assert by[("memory_no_recall", "warm", 2)]["memory_queries"] == 0
-    assert by[("memory", "warm", 2)]["memory_queries"] > 0
-    assert by[("textlog", "warm", 2)]["memory_frames"] == 0
-    assert by[("memory_no_consolidation", "warm", 2)]["memory_frames"] > by[("memory", "warm", 2)]["memory_frames"]
+    by = {(r.agent, r.condition, r.task_index): r for r in records}
+    assert by[("memory_no_recall", "warm", 2)].memory_queries == 0
+    assert by[("memory", "warm", 2)].memory_queries > 0
+    assert by[("textlog", "warm", 2)].memory_frames == 0
+    assert by[("memory_no_consolidation", "warm", 2)].memory_frames > by[("memory", "warm", 2)].memory_frames
 
 
 def test_poisoned_runs_record_k_and_store_the_false_memories(tmp_path: Path) -> None:
     cfg = _compose(SMALL + ["experiment.baselines=[]", "experiment.poison_k=5", "experiment.conditions=[warm]"])
     records = run(cfg, tmp_path)
-    assert {r["poison_k"] for r in records} == {5}
+    assert {r.poison_k for r in records} == {5}

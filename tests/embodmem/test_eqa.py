@@ -3,6 +3,7 @@ the answerers, bad input, the run mode, and the VLM answerer end to end through 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -257,7 +258,7 @@ def test_blind_uses_the_prior_only(dev) -> None:
 def test_run_mode_writes_records_with_type_and_answerer(tmp_path: Path, capsys) -> None:
     cfg = compose_job(["experiment=eqa", "experiment.eqa.tours=2", "logger.progress=false"])
     records = run(cfg, tmp_path)
-    assert records and {"type", "answerer", "correct", "valid"} <= set(records[0])
+    assert records and {"type", "answerer", "correct", "valid"} <= set(dataclasses.asdict(records[0]))
     lines = (tmp_path / "eqa.jsonl").read_text().splitlines()
     assert len(lines) == len(records)
     assert "| answerer | existence" in (tmp_path / "eqa.md").read_text()
@@ -328,13 +329,13 @@ def test_vlm_answerer_through_a_litellm_proxy_counts_format_errors(proxy, tmp_pa
     monkeypatch.setenv(GATEWAY_KEY_ENV, MASTER_KEY)
     cache = tmp_path / "cache"
     records = run(compose_job(vlm_overrides(proxy, "eqa-yes", f"agent.vlm.cache_dir={cache}")), tmp_path / "a")
-    types = Counter(r["type"] for r in records)
-    assert set(r["answerer"] for r in records) == {"vlm"} and len(records) >= 5
-    assert sum(r["format_error"] for r in records) == types["where"]  # {"answer": "yes"} has no x, y
-    yes_no = [r for r in records if r["type"] == "existence"]
-    assert all(r["valid"] and r["answer"] == "yes" for r in yes_no)
-    other = [r for r in records if r["type"] in ("count", "order", "relation")]
-    assert other and not any(r["valid"] or r["correct"] for r in other)  # "yes" is not one of their choices
+    types = Counter(r.type for r in records)
+    assert set(r.answerer for r in records) == {"vlm"} and len(records) >= 5
+    assert sum(r.format_error for r in records) == types["where"]  # {"answer": "yes"} has no x, y
+    yes_no = [r for r in records if r.type == "existence"]
+    assert all(r.valid and r.answer == "yes" for r in yes_no)
+    other = [r for r in records if r.type in ("count", "order", "relation")]
+    assert other and not any(r.valid or r.correct for r in other)  # "yes" is not one of their choices
     report = (tmp_path / "a" / "eqa.md").read_text()
     assert f"format_errors {types['where']}, requests {len(records)}," in report
     assert f"vlm: {len(records) - len(yes_no)} answers outside the choices or unreadable" in report
@@ -342,11 +343,11 @@ def test_vlm_answerer_through_a_litellm_proxy_counts_format_errors(proxy, tmp_pa
     assert again == records
     assert f"cache_hits {len(records)}" in (tmp_path / "b" / "eqa.md").read_text()
     junk = run(compose_job(vlm_overrides(proxy, "eqa-junk", "agent.vlm.cache_dir=null")), tmp_path / "c")
-    assert all(r["format_error"] and not r["valid"] and not r["correct"] for r in junk)
+    assert all(r.format_error and not r.valid and not r.correct for r in junk)
     assert f"format_errors {len(junk)}, requests {len(junk)}," in (tmp_path / "c" / "eqa.md").read_text()
     # a server that fails (HTTP 500): the client retries (max_retries=1), each question counts as failed
     broken = run(compose_job(vlm_overrides(proxy, "broken", "agent.vlm.cache_dir=null")), tmp_path / "d")
-    assert all(not r["valid"] and not r["correct"] for r in broken)
+    assert all(not r.valid and not r.correct for r in broken)
     n = len(broken)
     assert f"failed_requests {n}, requests {n}, retries {n}" in (tmp_path / "d" / "eqa.md").read_text()
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from embodmem.metrics import (
     EpisodeMeasures,
+    Report,
     best_reported_distances,
     distance_score,
     instance_score,
@@ -234,20 +238,24 @@ def test_distance_score_matches_the_reference_on_random_episodes() -> None:
 # --- EpisodeMeasures ------------------------------------------------------------------------------
 
 
-def _info(**kw: object) -> dict[str, object]:
-    base: dict[str, object] = {
-        "step": 0,
-        "agent_pos": (3, 4),
-        "distance_m": 12.0,
-        "geodesic_m": 10.0,
-        "instance_distances_m": [12.0, 40.0],
-        "path_length_m": 0.0,
-        "collisions": 0,
-        "success": False,
-        "target_in_view": False,
-    }
-    base.update(kw)
-    return base
+@dataclass(frozen=True)
+class Reading:
+    """A ground-truth reading (embodmem.metrics.TruthReading) with test values."""
+
+    step: int = 0
+    agent_pos: tuple[int, int] = (3, 4)
+    distance_m: float = 12.0
+    geodesic_m: float = 10.0
+    instance_distances_m: Sequence[float] = (12.0, 40.0)
+    path_length_m: float = 0.0
+    collisions: int = 0
+    success: bool | None = False
+    target_in_view: bool = False
+    wrong_instance: bool = False
+
+
+def _info(**kw: Any) -> Reading:
+    return Reading(**kw)
 
 
 def test_episode_measures_successful_episode() -> None:
@@ -267,17 +275,17 @@ def test_episode_measures_successful_episode() -> None:
         ),
     )
     r = m.get()
-    assert r["success"] == 1
-    assert r["steps"] == 3
-    assert r["path_length"] == pytest.approx(15.0)
-    assert r["shortest_path"] == pytest.approx(10.0)
-    assert r["spl"] == pytest.approx(10.0 / 15.0)  # 1 * 10 / max(10, 15)
-    assert r["soft_spl"] == pytest.approx(10.0 / 15.0)  # (1 - 0/10) * 10/15
+    assert r.success == 1
+    assert r.steps == 3
+    assert r.path_length == pytest.approx(15.0)
+    assert r.shortest_path == pytest.approx(10.0)
+    assert r.spl == pytest.approx(10.0 / 15.0)  # 1 * 10 / max(10, 15)
+    assert r.soft_spl == pytest.approx(10.0 / 15.0)  # (1 - 0/10) * 10/15
     # sorted [1, 35]: 0.6 * 100 + 0.4 * 100 * (100 - 35) / 70 = 60 + 37.142857
-    assert r["distance_score"] == pytest.approx(60.0 + 40.0 * 65.0 / 70.0)
-    assert r["collisions"] == 1
-    assert r["final_distance_m"] == pytest.approx(1.0)
-    assert r["target_seen"] is True  # in view at step 1 only, still counts
+    assert r.distance_score == pytest.approx(60.0 + 40.0 * 65.0 / 70.0)
+    assert r.collisions == 1
+    assert r.final_distance_m == pytest.approx(1.0)
+    assert r.target_seen is True  # in view at step 1 only, still counts
 
 
 def test_episode_measures_failed_episode() -> None:
@@ -285,12 +293,12 @@ def test_episode_measures_failed_episode() -> None:
     m.reset(_info())
     m.update(2, _info(path_length_m=20.0, geodesic_m=5.0, distance_m=50.0, instance_distances_m=[50.0, 90.0]))
     r = m.get()
-    assert r["success"] == 0
-    assert r["spl"] == 0.0
-    assert r["soft_spl"] == pytest.approx(0.25)  # (1 - 5/10) * 10 / max(10, 20) = 0.5 * 0.5
+    assert r.success == 0
+    assert r.spl == 0.0
+    assert r.soft_spl == pytest.approx(0.25)  # (1 - 5/10) * 10 / max(10, 20) = 0.5 * 0.5
     # sorted [50, 90]: 0.6 * 100 * 50/70 + 0.4 * 100 * 10/70 = 42.857143 + 5.714286
-    assert r["distance_score"] == pytest.approx(0.6 * 100 * 50 / 70 + 0.4 * 100 * 10 / 70)
-    assert r["target_seen"] is False
+    assert r.distance_score == pytest.approx(0.6 * 100 * 50 / 70 + 0.4 * 100 * 10 / 70)
+    assert r.target_seen is False
 
 
 def test_episode_measures_counts_from_the_episode_start() -> None:
@@ -299,27 +307,26 @@ def test_episode_measures_counts_from_the_episode_start() -> None:
     m.reset(_info(path_length_m=7.0, collisions=2))
     m.update(0, _info(path_length_m=9.0, collisions=5))
     r = m.get()
-    assert r["path_length"] == pytest.approx(2.0)  # 9 - 7
-    assert r["collisions"] == 3  # 5 - 2
+    assert r.path_length == pytest.approx(2.0)  # 9 - 7
+    assert r.collisions == 3  # 5 - 2
 
 
 def test_episode_measures_target_seen_at_reset() -> None:
     m = EpisodeMeasures()
     m.reset(_info(target_in_view=True))
-    assert m.get()["target_seen"] is True
-    assert m.get()["steps"] == 0
+    assert m.get().target_seen is True
+    assert m.get().steps == 0
 
 
 def test_success_fallback_rule_when_env_does_not_report() -> None:
-    info = _info(distance_m=1.0)
-    del info["success"]
+    info = _info(distance_m=1.0, success=None)  # the env does not judge success
     m = EpisodeMeasures(success_distance_m=1.5, stop_action=6)
     m.reset(info)
     m.update(6, info)  # stop within 1.5 m
-    assert m.get()["success"] == 1
+    assert m.get().success == 1
     m.reset(info)
     m.update(2, info)  # did not stop
-    assert m.get()["success"] == 0
+    assert m.get().success == 0
 
 
 def test_episode_measures_errors() -> None:
@@ -330,10 +337,6 @@ def test_episode_measures_errors() -> None:
         m.get()
     with pytest.raises(RuntimeError, match="before reset"):
         m.report(_info())
-    info = _info()
-    del info["geodesic_m"]
-    with pytest.raises(KeyError, match="geodesic_m"):
-        m.reset(info)
 
 
 def test_episode_measures_credit_reports_at_the_true_position() -> None:
@@ -345,10 +348,10 @@ def test_episode_measures_credit_reports_at_the_true_position() -> None:
     m.report(_info(step=2, agent_pos=(6, 5), instance_distances_m=[5.0], distance_m=5.0))
     m.update(2, _info(step=3, agent_pos=(30, 5), instance_distances_m=[120.0], distance_m=120.0))
     r = m.get()
-    assert r["distance_score"] == 100.0 and r["distance_score_final"] == 0.0 and r["reports"] == 1
-    assert m.reports.steps == [{"step": 2, "position": [6, 5], "instance_distances_m": [5.0]}]
+    assert r.distance_score == 100.0 and r.distance_score_final == 0.0 and r.reports == 1
+    assert m.reports.steps == [Report(2, (6, 5), [5.0])]
     m.reset(_info())
-    assert m.get()["reports"] == 0 and m.reports.steps == []
+    assert m.get().reports == 0 and m.reports.steps == []
 
 
 def test_runner_logs_reports_where_the_agent_judged_the_frame() -> None:
@@ -356,27 +359,27 @@ def test_runner_logs_reports_where_the_agent_judged_the_frame() -> None:
     from embodmem.agents.explorer import FrontierExplorer
     from embodmem.embedding.embedder import ClipEmbedder
     from embodmem.envs.underwater import UnderwaterEnv
-    from embodmem.runner import run_episode
+    from embodmem.runner import StepEvent, run_episode
 
     env = UnderwaterEnv(tasks=("wreck",), world_seed=0, max_steps=150)
     agent = FrontierExplorer(ClipEmbedder(threads=1))
     seen: dict[int, dict[str, object]] = {}
     judged: dict[int, float] = {}
 
-    def on_step(step: dict) -> None:
-        info = step["info"]
-        judged[info["step"] - 1] = step["agent"].trace.extra["p_target"]  # frame before this step
-        seen[info["step"]] = {"pos": list(info["agent_pos"]), "d": info["instance_distances_m"]}
+    def on_step(step: StepEvent) -> None:
+        truth = step.truth
+        judged[truth.step - 1] = step.agent.trace.extra["p_target"]  # frame before this step
+        seen[truth.step] = {"pos": list(truth.agent_pos), "d": truth.instance_distances_m}
 
     result = run_episode(env, agent, {"task": "wreck", "start": "fixed0"}, episode_seed=0, on_step=on_step)
-    reports = result.log["reports"]
+    reports = result.trace.reports
     threshold = agent.config.detect_probability
-    assert [r["step"] for r in reports] == [s for s, p in sorted(judged.items()) if p >= threshold]
-    assert reports and result.record["reports"] == len(reports)
+    assert [r.step for r in reports] == [s for s, p in sorted(judged.items()) if p >= threshold]
+    assert reports and result.measures.reports == len(reports)
     for r in reports:
-        if r["step"] > 0:
-            assert r["position"] == seen[r["step"]]["pos"] and r["instance_distances_m"] == seen[r["step"]]["d"]
+        if r.step > 0:
+            assert r.position == tuple(seen[r.step]["pos"]) and r.instance_distances_m == seen[r.step]["d"]
     final = seen[max(seen)]["d"]
-    expected = distance_score(final, [r["instance_distances_m"] for r in reports])
-    assert result.record["distance_score"] == pytest.approx(expected)
-    assert result.record["distance_score_final"] == pytest.approx(position_score(final))
+    expected = distance_score(final, [r.instance_distances_m for r in reports])
+    assert result.measures.distance_score == pytest.approx(expected)
+    assert result.measures.distance_score_final == pytest.approx(position_score(final))

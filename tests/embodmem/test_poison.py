@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from embodmem.agents.memory_agent import MemoryAgent
+from embodmem.condition import Condition
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.poison import MIN_DISTANCE_CELLS, false_memories
@@ -60,14 +61,14 @@ def test_runner_implants_before_later_warm_tasks_where_asked(embedder: ClipEmbed
     env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=1003, max_steps=40)
     agent = _Spy(embedder)
     agent.implanted = []
-    spec = SequenceSpec("s", ("wreck", "barrel"), 1003, 0, "warm", poison_k=6, poison_place=place)
+    spec = SequenceSpec("s", ("wreck", "barrel"), 1003, 0, Condition.warm, poison_k=6, poison_place=place)
     results = run_sequence(env, agent, spec, "r")
     assert len(agent.implanted) == 1 and len(agent.implanted[0]) == 6  # before task 2 only
     cells = {(x, y) for x, y, _ in agent.implanted[0]}
-    on_trail = cells <= results[0].visited_cells
+    on_trail = cells <= results[0].outcome.visited_cells
     assert on_trail if place == "trail" else not on_trail
-    assert {r.record["poison_place"] for r in results} == {place}
+    assert {r.record.poison_place for r in results} == {place}
     cold = _Spy(embedder)
     cold.implanted = []
-    run_sequence(env, cold, SequenceSpec("s", ("wreck", "barrel"), 1003, 0, "cold", poison_k=6), "r")
+    run_sequence(env, cold, SequenceSpec("s", ("wreck", "barrel"), 1003, 0, Condition.cold, poison_k=6), "r")
     assert cold.implanted == []  # cold is the no-memory reference

@@ -12,11 +12,14 @@ import numpy as np
 import pytest
 
 from embodmem.agents.random_agent import RandomAgent
+from embodmem.condition import Condition
+from embodmem.envs.config import EnvConfig
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import LOG_FORMAT, seal
+from embodmem.metrics_record import EpisodeRecord, SequenceContext
 from embodmem.replay import ReplayError, ReplayMismatch, load_log, main, replay, simulate
-from embodmem.runner import RunWriter, run_episode
+from embodmem.runner import EpisodeResult, RunWriter, SequenceSpec, StepEvent, run_episode
 from embodmem.video import EpisodeRecorder
 from tests.embodmem.video_helpers import assert_faststart, decode
 
@@ -32,22 +35,24 @@ def write_logged_episode(run_dir: Path, start: str, world_seed: int = 2, recorde
     agent = RandomAgent(seed=4, stop_probability=0.0)
     images: list[np.ndarray] = []
 
-    def on_step(ctx: dict[str, Any]) -> None:
-        images.append(ctx["obs"]["image"].copy())
+    def on_step(ctx: StepEvent) -> None:
+        images.append(ctx.obs["image"].copy())
         if recorder is not None:
             recorder.step(ctx)
 
     if recorder is not None:
         recorder.bind(env, agent)
-    result = run_episode(env, agent, {"task": "barrel", "world_seed": world_seed, "start": start}, 7, on_step=on_step)
-    result.record.update(
-        sequence="wreck_then_barrel", world_seed=world_seed, seed=0, task_index=2, agent="random", condition="single"
+    outcome = run_episode(env, agent, {"task": "barrel", "world_seed": world_seed, "start": start}, 7, on_step=on_step)
+    spec = SequenceSpec("wreck_then_barrel", ("wreck", "barrel"), world_seed, 0, Condition.single)
+    context = SequenceContext(outcome.trace.start_pose)
+    record = EpisodeRecord.finished(
+        outcome.measures, outcome.wall_time_s, outcome.stats, spec.identity("r", agent, 1), context
     )
-    writer = RunWriter(run_dir, env_kwargs=dict(ENV_KW))
-    writer.write(result)
+    result = EpisodeResult(record, outcome)
     if recorder is not None:
         recorder.finish(result)
-    return run_dir / result.record["episode_log"], images, result
+    RunWriter(run_dir, env=EnvConfig(**ENV_KW)).write(result)
+    return run_dir / "episodes" / f"{record.name}.json", images, result
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +78,11 @@ def edited(tmp_path: Path, log_path: Path, edit, reseal: bool = True) -> Path:
 def test_replay_reproduces_every_observation(tmp_path: Path, logged, start: str) -> None:
     log_path, images, result = logged if start == "random" else write_logged_episode(tmp_path, start)
     sim = simulate(load_log(log_path), log_path)
-    assert len(sim.steps) == len(images) == len(result.log["actions"])
+    assert len(sim.steps) == len(images) == len(result.outcome.trace.actions)
     for i, (rec, seen) in enumerate(zip(sim.steps, images)):
         assert np.array_equal(rec.image, seen), f"step {i + 1} differs"
     for key in ("success", "spl", "steps", "path_length", "collisions"):
-        assert sim.summary[key] == result.record[key]
+        assert getattr(sim.summary, key) == getattr(result.record, key)
 
 
 def test_replay_renders_a_video(tmp_path: Path, logged) -> None:
@@ -108,9 +113,10 @@ def test_recorder_and_replay_render_the_same_video(tmp_path: Path) -> None:
     cfg = SimpleNamespace(enabled=True, episodes="all", fps=FPS, size=32, format="mp4")
     recorder = EpisodeRecorder(cfg, tmp_path / "videos")
     log_path, _, result = write_logged_episode(tmp_path, "fixed0", recorder=recorder)
-    live = decode(tmp_path / result.record["video"])
+    assert result.video is not None
+    live = decode(tmp_path / result.video)
     again = decode(replay(log_path, tmp_path / "replay.mp4", size=32, fps=FPS).video)
-    assert len(live) == len(again) == len(result.log["actions"]) + FPS
+    assert len(live) == len(again) == len(result.outcome.trace.actions) + FPS
     assert all(np.array_equal(a, b) for a, b in zip(live, again)), "one rendering path"
 
 
@@ -119,7 +125,7 @@ def test_recorder_and_replay_render_the_same_video(tmp_path: Path) -> None:
 
 def test_altered_action_is_caught_at_the_first_diverging_step(tmp_path: Path, logged) -> None:
     log_path, _, result = logged
-    actions = result.log["actions"]
+    actions = result.outcome.trace.actions
     k = next(i for i, a in enumerate(actions) if a == 2)  # a forward move: changing it changes the view
 
     def alter(log: dict) -> None:

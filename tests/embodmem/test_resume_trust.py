@@ -13,8 +13,8 @@ from omegaconf import DictConfig
 
 from embodmem.config import ConfigError
 from embodmem.fingerprint import FINGERPRINT_FILE, RESUME_MAY_CHANGE, check_resume, write_fingerprint
-from embodmem.metrics_record import episode_key
-from embodmem.runner import EpisodeResult, RunWriter, read_metrics
+from embodmem.metrics_record import EpisodeRecord
+from embodmem.runner import RunWriter, read_metrics
 
 
 def compose_job(overrides: list[str]) -> DictConfig:
@@ -60,10 +60,10 @@ def test_an_aborted_record_is_rerun_and_replaced(tmp_path: Path) -> None:
     aborted = _record(2, aborted=True, abort_reason="VLMUnavailableError: down", steps_before_abort=3)
     path.write_text(json.dumps(_record(1, steps=10)) + "\n" + json.dumps(aborted) + "\n")
     writer = RunWriter(tmp_path, episode_logs=False, resume=True)
-    assert episode_key(aborted) not in writer.done and len(writer.records) == 1
-    writer.write(EpisodeResult(_record(1, steps=10), {}))  # done already: not written again
-    writer.write(EpisodeResult(_record(2, steps=7), {}))
-    writer.write(EpisodeResult(_record(3, steps=5), {}))
+    assert EpisodeRecord.model_validate(aborted).key not in writer.done and len(writer.records) == 1
+    writer.write_records([EpisodeRecord.model_validate(_record(1, steps=10))])  # done already: not written again
+    writer.write_records([EpisodeRecord.model_validate(_record(2, steps=7))])
+    writer.write_records([EpisodeRecord.model_validate(_record(3, steps=5))])
     records = read_metrics(path)
     assert [(r["task_index"], r.get("steps"), r.get("aborted")) for r in records] == [
         (1, 10, None),
@@ -78,7 +78,7 @@ def test_an_aborted_evaluation_row_is_replaced_too(tmp_path: Path) -> None:
     row = {"condition": "eval", "eval_after": 1}
     path.write_text(json.dumps(_record(1, **row, aborted=True, abort_reason="x", steps_before_abort=0)) + "\n")
     writer = RunWriter(tmp_path, episode_logs=False, resume=True)
-    writer.write_records([_record(1, **row, steps=4)])
+    writer.write_records([EpisodeRecord.model_validate(_record(1, **row, steps=4))])
     assert [r.get("aborted") for r in read_metrics(path)] == [None]
 
 

@@ -19,6 +19,7 @@ from embodmem.episode_log import EpisodeLogError
 from embodmem.failures import FAILURE_KINDS, classify, report
 from embodmem.memory import MemoryLoadError
 from embodmem.memory.persistence import MemoryLockError
+from embodmem.metrics_record import EpisodeRecord
 from embodmem.preflight import check_feasible, poison_bytes
 from embodmem.runner import EpisodeAborted
 
@@ -30,7 +31,9 @@ def compose_job(overrides: list[str]) -> DictConfig:
 
 def _wrapped(cause: BaseException) -> EpisodeAborted:
     """As the runner raises it: an aborted episode carrying its cause."""
-    record = {"task_index": 2, "task": "barrel", "steps_before_abort": 5, "abort_reason": str(cause)}
+    record = EpisodeRecord.model_validate(
+        {"task_index": 2, "task": "barrel", "steps_before_abort": 5, "abort_reason": str(cause)}
+    )
     try:
         raise EpisodeAborted(record) from cause
     except EpisodeAborted as err:

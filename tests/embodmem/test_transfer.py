@@ -143,9 +143,9 @@ def test_forward_and_backward_transfer() -> None:
     assert forward_transfer(R_TRUE, B_TRUE) == pytest.approx(FWT_TRUE)
     assert backward_transfer(R_TRUE) == pytest.approx(BWT_TRUE)
     rep = gem_report(gem_records())
-    assert rep["fwt"] == pytest.approx(FWT_TRUE)
-    assert rep["bwt"] == pytest.approx(BWT_TRUE)
-    assert rep["missing"] == [] and rep["note"] == ""
+    assert rep.fwt == pytest.approx(FWT_TRUE)
+    assert rep.bwt == pytest.approx(BWT_TRUE)
+    assert rep.missing == [] and rep.note == ""
 
 
 def test_missing_cells_are_nan_and_left_out_of_the_means() -> None:
@@ -157,7 +157,7 @@ def test_missing_cells_are_nan_and_left_out_of_the_means() -> None:
     assert forward_transfer(R) == pytest.approx(0.2)
     assert forward_transfer(R, B_TRUE) == pytest.approx(0.2)
     assert backward_transfer(R) == pytest.approx(BWT_TRUE)
-    note = gem_report(recs)["note"]
+    note = gem_report(recs).note
     assert "(2, 3)" in note and "available" in note
 
 
@@ -282,13 +282,13 @@ def matrix_records(R: np.ndarray, cold: np.ndarray) -> list[dict[str, Any]]:
 
 def test_gem_report_on_the_issue_matrix() -> None:
     rep = gem_report(matrix_records(R_ISSUE, COLD_ISSUE))
-    np.testing.assert_allclose(rep["b"], [0.0, 0.1, 0.2])
-    np.testing.assert_allclose(rep["b_cold"], COLD_ISSUE)
-    assert rep["fwt"] == pytest.approx(0.40)  # paper: ((.5 - .1) + (.6 - .2)) / 2
-    assert rep["bwt"] == pytest.approx(-0.15)  # paper: ((.7 - .9) + (.8 - .9)) / 2
-    assert rep["fwt_vs_cold"] == pytest.approx(0.30)  # ((.5 - .2) + (.6 - .3)) / 2
-    assert rep["fwt_code"] == pytest.approx(0.8 / 3)  # GEM's metrics.py: 0.267
-    assert rep["bwt_code"] == pytest.approx(-0.10)
+    np.testing.assert_allclose(rep.b, [0.0, 0.1, 0.2])
+    np.testing.assert_allclose(rep.b_cold, COLD_ISSUE)
+    assert rep.fwt == pytest.approx(0.40)  # paper: ((.5 - .1) + (.6 - .2)) / 2
+    assert rep.bwt == pytest.approx(-0.15)  # paper: ((.7 - .9) + (.8 - .9)) / 2
+    assert rep.fwt_vs_cold == pytest.approx(0.30)  # ((.5 - .2) + (.6 - .3)) / 2
+    assert rep.fwt_code == pytest.approx(0.8 / 3)  # GEM's metrics.py: 0.267
+    assert rep.bwt_code == pytest.approx(-0.10)
 
 
 def _gem_metrics_py(result_t: list[int], result_a: np.ndarray) -> tuple[float, float]:

@@ -15,7 +15,8 @@ from embodmem.agents.random_agent import RandomAgent
 from embodmem.config import VideoConfig, VideoEpisodes, VideoFormat
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig, TopologicalMap
-from embodmem.runner import run_episode
+from embodmem.metrics_record import EpisodeIdentity, EpisodeRecord, SequenceContext
+from embodmem.runner import EpisodeOutcome, EpisodeResult, StepEvent, run_episode
 from embodmem.video import (
     EpisodeRecorder,
     MapSnapshot,
@@ -44,8 +45,8 @@ def short_episode(n: int = 6, seed: int = 0) -> tuple[Scene, list[StepRecord]]:
     scene = Scene.from_env(env)
     steps = []
     for a in [2, 1, 2, 2, 0, 2, 2, 1][:n]:
-        obs, _, _, _, info = env.step(a)
-        steps.append(StepRecord.capture(env, obs, info, a))
+        obs, *_ = env.step(a)
+        steps.append(StepRecord.capture(env.ground_truth(), obs, a))
     return scene, steps
 
 
@@ -54,15 +55,15 @@ def video_cfg(**kw) -> VideoConfig:
     return VideoConfig(**{**base, **kw})
 
 
-def labelled(result, success: int) -> None:
-    result.record.update(
-        sequence="wreck_then_barrel",
-        world_seed=0,
-        seed=0,
-        task_index=1,
-        agent="random",
-        condition="single",
-        success=success,
+def labelled(outcome: EpisodeOutcome, success: int, task_index: int = 1) -> EpisodeResult:
+    """The episode as a sequence's result, its success set to ``success`` (to test the selection)."""
+    measures = dataclasses.replace(outcome.measures, success=success)
+    identity = EpisodeIdentity(
+        "r", "random", "single", 0, 0, "dev", "wreck_then_barrel", task_index, "barrel", 0, "far"
+    )
+    context = SequenceContext(outcome.trace.start_pose)
+    return EpisodeResult(
+        EpisodeRecord.finished(measures, outcome.wall_time_s, outcome.stats, identity, context), outcome
     )
 
 
@@ -244,9 +245,8 @@ def record_episodes(
     rec.bind(env, agent)
     results = []
     for i, s in enumerate(successes):
-        result = run_episode(env, agent, {"task": "barrel"}, seed + i, on_step=rec.step)
-        labelled(result, s)
-        result.record["task_index"] = i + 1
+        outcome = run_episode(env, agent, {"task": "barrel"}, seed + i, on_step=rec.step)
+        result = labelled(outcome, s, i + 1)
         rec.finish(result)
         results.append(result)
     return rec, results
@@ -259,11 +259,11 @@ def test_recorder_selects_episodes(tmp_path: Path, episodes: str, expected: list
     rec, results = record_episodes(tmp_path, [1, 0, 0], episodes=VideoEpisodes(episodes))
     assert [int(p.name.split("task=")[1].split("-")[0]) for p in rec.paths] == expected
     for r in results:
-        if r.record["task_index"] in expected:
-            assert (tmp_path / r.record["video"]).is_file()
-            assert r.record["video"].startswith("videos/") and f"success={r.record['success']}" in r.record["video"]
+        if r.record.task_index in expected:
+            assert (tmp_path / r.video).is_file()
+            assert r.video.startswith("videos/") and f"success={r.record.success}" in r.video
         else:
-            assert "video" not in r.record
+            assert r.video is None
     for p in rec.paths:
         frames = decode(p)
         assert len(frames) == ENV_KW["max_steps"] + 4, "one frame per step plus one second of summary"
@@ -318,8 +318,8 @@ def test_recorder_keeps_live_retrievals_with_thumbnails_and_the_graph(tmp_path: 
     agent.reset(obs, env.sensor_spec)
     for _ in range(5):
         a = agent.act(obs)
-        obs, _, _, _, info = env.step(a)
-        rec.step({"obs": obs, "info": info, "action": a, "agent": agent})
+        obs, *_ = env.step(a)
+        rec.step(StepEvent(obs, env.ground_truth(), a, agent))
     ep = rec._episode
     assert ep is not None and [s.step for s in ep.steps] == [1, 2, 3, 4, 5]
     assert list(ep.live) == [3], "a retrieval list is taken once, at the step it appeared"
@@ -368,7 +368,7 @@ def test_encoder_thread_error_is_reported_and_the_run_goes_on(tmp_path: Path, mo
 
     monkeypatch.setattr(encoding_module, "_encode_planes", failing)
     _, results = record_episodes(tmp_path, [0, 0])
-    records = [r.record for r in results]
+    records = [r.final_record().plain() for r in results]
     assert records[0]["video_error"] == "encoder crashed" and "video" not in records[0]
     assert "video_error" not in records[1] and (tmp_path / records[1]["video"]).is_file()
     assert list((tmp_path / "videos").iterdir()) == [tmp_path / records[1]["video"]], "no partial file"
@@ -502,9 +502,9 @@ def test_video_on_through_the_app_writes_h264_videos_with_live_memory(tmp_path: 
     with initialize_config_module("embodmem.configs", version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     records = run(cfg, tmp_path)
-    assert len(records) == 6 and all("video_error" not in r for r in records)
+    assert len(records) == 6 and all(r.video_error is None for r in records)
     for r in records:
-        info = probe(tmp_path / r["video"])
-        assert r["video"].endswith(".mp4") and (info.codec, info.pix_fmt) == ("h264", "yuv420p")
-        assert_faststart(tmp_path / r["video"])
-        assert info.frames == r["steps"] + cfg.video.fps, "one frame per step, then one second of summary"
+        info = probe(tmp_path / r.video)
+        assert r.video.endswith(".mp4") and (info.codec, info.pix_fmt) == ("h264", "yuv420p")
+        assert_faststart(tmp_path / r.video)
+        assert info.frames == r.steps + cfg.video.fps, "one frame per step, then one second of summary"

@@ -1,0 +1,64 @@
+"""The env's ground truth (envs/ground_truth.py): one view of the privileged state, read by the
+measures, the runner, the oracle and the video; Gymnasium's info carries the same numbers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+
+from embodmem.agents.oracle import OracleAgent
+from embodmem.envs.underwater import UnderwaterEnv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_view_and_the_info_carry_the_same_numbers_at_every_step() -> None:
+    env = UnderwaterEnv(tasks=("wreck",), world_seed=3, max_steps=40)
+    obs, info = env.reset(seed=1, options={"start": "random"})
+    truth = env.ground_truth()
+    assert truth.info() == info
+    oracle = OracleAgent(env)
+    oracle.reset(obs, env.sensor_spec)
+    done, seen_cells = False, 0
+    while not done:
+        obs, _, terminated, truncated, info = env.step(oracle.act(obs))
+        truth = env.ground_truth()
+        assert truth.info() == info
+        assert truth.agent_pos == tuple(env.agent_pos) and truth.step == env.step_count
+        assert truth.visible_target_cells == (
+            frozenset(env.visible_target_cells()) if info["visible_instances"] else set()
+        )
+        seen_cells += len(truth.visible_target_cells)
+        done = terminated or truncated
+    assert truth.success and seen_cells > 0  # the oracle walks to the wreck, which comes into view
+
+
+def test_the_seen_place_bound_reads_the_same_from_the_view_and_the_env() -> None:
+    env = UnderwaterEnv(tasks=("pipeline",), world_seed=1003)
+    env.reset(seed=0, options={"start": "fixed0"})
+    truth = env.ground_truth()
+    cells = {(int(x), int(y)) for x, y in np.concatenate(truth.world.instance_cells("pipeline"))[:3]}
+    start = truth.agent_pos
+    assert truth.path_via_cells_m(start, cells) == env.path_via_cells_m(start, cells)
+    assert truth.path_via_cells_m(start, set()) == float("inf")
+
+
+def _private_reads(path: Path) -> list[str]:
+    """Attribute reads of a single-underscore name (``x._y``) in ``path``."""
+    tree = ast.parse(path.read_text())
+    return [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+    ]
+
+
+def test_the_oracle_and_the_runner_use_the_view_not_the_env_internals() -> None:
+    assert _private_reads(ROOT / "agents" / "oracle.py") == []
+    runner = (ROOT / "embodmem" / "runner.py").read_text()
+    assert "UnderwaterEnv" not in runner, "the runner is typed to GroundTruthEnv"
+    assert "visible_target_cells()" not in runner and "path_via_cells_m(" not in runner.replace(
+        "truth.path_via_cells_m(", ""
+    )
