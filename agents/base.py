@@ -17,21 +17,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from embodmem.envs.spec import SensorSpec
+from embodmem.envs.spec import Observation, SensorSpec
 from embodmem.profiling import Profiler
 from embodmem.retrieval import Retrieval
 
 if TYPE_CHECKING:
     from embodmem.memory import AgentMemory
-
-Observation = dict[str, Any]
-"""``image`` (H, W, 3) uint8 camera, ``sonar`` (beams,) float32 metres, ``pose`` (3,) float32
-[x, y, heading] in cells, ``mission`` str; optionally ``image_left`` / ``image_right`` /
-``image_back`` and ``topdown``."""
 
 
 @runtime_checkable

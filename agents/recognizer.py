@@ -14,6 +14,7 @@ import numpy as np
 from embodmem.agents.base import RecognitionEmbedder
 from embodmem.envs.objects import KINDS, TARGET_KINDS, VARIANTS
 from embodmem.envs.objects import Variant as Appearance
+from embodmem.envs.spec import Observation
 from embodmem.envs.tasks import IMAGE_MISSION
 
 DEEP_SUFFIX = " in deep water"
@@ -118,7 +119,7 @@ class TargetRecognizer:
             self.mission = mission
             self.prompts = self.embedder.embed_texts([mission] + negative_prompts(mission))
 
-    def set_goal(self, observation: dict) -> None:
+    def set_goal(self, observation: Observation) -> None:
         """Take the task's goal from an observation: its mission text, or for an image goal the words
         of the variant the goal image shows (:func:`describe_goal_image`), with the mission's light."""
         mission = str(observation["mission"])

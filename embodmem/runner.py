@@ -49,8 +49,7 @@ from embodmem.retrieval import RetrievalEvent
 def observation_digest(obs: Observation) -> str:
     """Short hash of everything an agent sees; a replay must reproduce it exactly."""
     h = hashlib.blake2b(digest_size=8)
-    for key in sorted(obs):
-        value = obs[key]
+    for key, value in sorted(obs.items(), key=lambda item: item[0]):
         h.update(key.encode())
         h.update(value.encode() if isinstance(value, str) else np.ascontiguousarray(value).tobytes())
     return h.hexdigest()

@@ -17,7 +17,7 @@ from typing import Any, Protocol, SupportsFloat, TypedDict
 import numpy as np
 
 from embodmem.envs.geodesic import bfs_distance
-from embodmem.envs.spec import SensorSpec
+from embodmem.envs.spec import Observation, SensorSpec
 from embodmem.envs.tasks import Task
 from embodmem.envs.world import World
 
@@ -41,9 +41,9 @@ class GroundTruthEnv(Protocol):
 
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, Any], object]: ...
+    ) -> tuple[Observation, object]: ...
 
-    def step(self, action: int) -> tuple[dict[str, Any], SupportsFloat, bool, bool, object]: ...
+    def step(self, action: int) -> tuple[Observation, SupportsFloat, bool, bool, object]: ...
 
     step_count: int
     """Actions taken in the current task (also when an episode stopped half-way)."""

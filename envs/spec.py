@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypedDict
+
+import numpy as np
+from numpy.typing import NDArray
 
 
 class Action(IntEnum):
@@ -32,6 +36,32 @@ class Action(IntEnum):
 
 ACTION_NAMES: dict[int, str] = {a.value: a.name.lower() for a in Action}
 """Action index -> name (``turn_left`` ...); iterating ``Action`` skips the MiniGrid aliases."""
+
+
+class _ObservationAlways(TypedDict):
+    image: NDArray[np.uint8]
+    """(H, W, 3) camera frame, fogged with the depth of the water."""
+    sonar: NDArray[np.float32]
+    """(beams,) ranges in metres (``inf`` where nothing echoes or the ping dropped out)."""
+    pose: NDArray[np.float32]
+    """(3,) [x, y, heading]: where the robot believes it is, in cells (dead reckoning)."""
+    mission: str
+    """The task in words (``"find oil drums"``, or one instance's description)."""
+
+
+class Observation(_ObservationAlways, total=False):
+    """What an agent reads each step: the underwater env's observation (its ``observation_space``):
+    always ``image``, ``sonar``, ``pose`` and ``mission``; the keys below only when configured."""
+
+    image_left: NDArray[np.uint8]
+    image_right: NDArray[np.uint8]
+    image_back: NDArray[np.uint8]
+    """Extra camera views (``extra_views``), a quarter, half or three quarters turned."""
+    topdown: NDArray[np.uint8]
+    """MiniGrid's 7x7 egocentric view as 56x56 RGB (``topdown``: for baselines, not the memory agent)."""
+    goal_image: NDArray[np.uint8]
+    """With ``instance_goals``: a rendered view of the goal instance (zeros for category goals)."""
+
 
 # Heading index -> unit step (dx, dy) in grid cells, MiniGrid convention: 0 east, 1 south, 2 west, 3 north.
 DIR_TO_VEC: tuple[tuple[int, int], ...] = ((1, 0), (0, 1), (-1, 0), (0, -1))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import cv2
 import numpy as np
@@ -32,7 +32,7 @@ from embodmem.envs.goals import goal_instance, instance_distance_maps, render_go
 from embodmem.envs.ground_truth import GroundTruth, StepInfo, path_via_cells_m
 from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.odometry import DeadReckoning, degrade_sonar
-from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, SensorSpec
+from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, Observation, SensorSpec
 from embodmem.envs.tasks import ALL_MISSIONS, Task, get_task
 from embodmem.envs.world import World, generate_world
 from embodmem.envs.wrappers import ObservationSpace
@@ -316,7 +316,7 @@ class UnderwaterEnv(MiniGridEnv):
 
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, Any], StepInfo]:
+    ) -> tuple[Observation, StepInfo]:
         """Start a task. ``options`` may hold:
 
         - ``task`` (a task name) or ``task_index`` (position in ``tasks``) or ``next_task`` (bool);
@@ -391,7 +391,7 @@ class UnderwaterEnv(MiniGridEnv):
         obs = self.gen_obs()
         return obs, self._info(success=False)
 
-    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, StepInfo]:
+    def step(self, action: int) -> tuple[Observation, float, bool, bool, StepInfo]:
         terminated, truncated, success = self._act(action)
         self._move_fish()
         obs = self.gen_obs()
@@ -454,7 +454,7 @@ class UnderwaterEnv(MiniGridEnv):
         vr = self.deep_view_range_cells if self.task.deep else self.view_range_cells
         return WaterLook.for_light(self.task.lux, vr)
 
-    def gen_obs(self) -> dict[str, Any]:
+    def gen_obs(self) -> Observation:
         look = self._look()
         x, y, d = self.agent_pos[0], self.agent_pos[1], self.agent_dir
         image, visibility = self.camera.render(self._padded, self._pad, x, y, d, look, self.fish, self.particles)
@@ -468,13 +468,13 @@ class UnderwaterEnv(MiniGridEnv):
 
     def _observation(
         self, image: np.ndarray, visibility: dict[str, np.ndarray], views: dict[str, np.ndarray], sonar: np.ndarray
-    ) -> dict[str, Any]:
+    ) -> Observation:
         """The observation from what the sensors caught this step (camera frame and its visibility,
         extra views, clean sonar ranges in cells); ``gen_obs`` and the batched env (envs/vector.py)
         both end here, so anything an observation sets belongs here."""
         self._visibility = visibility
         self._last_image = image
-        obs: dict[str, Any] = {"image": image, **views}
+        obs = cast(Observation, {"image": image, **views})  # keys in the order of observation_space
         if self.topdown:
             obs["topdown"] = self.get_pov_render(tile_size=8)
         obs["sonar"] = self._sonar_reading(sonar)

@@ -28,7 +28,7 @@ sub-env is re-raised as :class:`SubEnvError` naming its index and world seed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -40,10 +40,24 @@ from gymnasium.vector.utils import batch_space
 from embodmem.envs.config import EXTRA_VIEWS
 from embodmem.envs.entry import MISSION_ENCODINGS
 from embodmem.envs.fauna import drift
-from embodmem.envs.spec import ACTION_NAMES
+from embodmem.envs.ground_truth import StepInfo
+from embodmem.envs.spec import ACTION_NAMES, Observation
 from embodmem.envs.tasks import MISSIONS
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.wrappers import MISSION_INDEX
+
+ObservationBatch = dict[str, np.ndarray | tuple[object, ...]]
+"""Gymnasium's batched observation: per key of the single observation, an array with a row per
+sub-env, or (text missions) a tuple with an entry per sub-env."""
+
+_Filling = dict[str, np.ndarray | list[object]]
+"""An :data:`ObservationBatch` being filled (text missions a list until it is returned)."""
+
+VectorInfos = dict[str, np.ndarray]
+"""Gymnasium's batched ``info``: per key an array with a row per sub-env, and a ``_key`` mask."""
+
+Options = Mapping[str, object]
+"""``reset`` options (those of :meth:`UnderwaterEnv.reset`, plus ``reset_mask`` for the batch)."""
 
 
 class SubEnvError(RuntimeError):
@@ -61,7 +75,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
     any ``EnvConfig`` field), stepped together. ``mission_encoding`` as for the registered ids
     (:mod:`embodmem.envs.entry`): ``"text"`` (a tuple of strings), ``"index"`` or ``"none"``."""
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
+    metadata: dict[str, object] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(
         self,
@@ -110,7 +124,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         self.single_observation_space = spaces.Dict(obs_spaces)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
-        self._last: dict[str, Any] | None = None
+        self._last: ObservationBatch | None = None
         self._maps_of: list[int] = []
         self._padded = np.zeros(0, np.uint8)
         self._kinds = np.zeros(0, np.uint8)
@@ -118,8 +132,8 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
     # ------------------------------------------------------------------ Gymnasium API
 
     def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self, *, seed: int | list[int | None] | None = None, options: Options | None = None
+    ) -> tuple[ObservationBatch, VectorInfos]:
         """Reset every sub-env (or those in ``options["reset_mask"]``), as ``SyncVectorEnv`` does:
         ``seed`` an int (sub-env i gets ``seed + i``), a list, or None; the other ``options`` go to each
         sub-env (``UnderwaterEnv.reset``)."""
@@ -140,8 +154,8 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         return self._finish(obs), self._batch_infos([(i, info) for i, _, info in done])
 
     def reset_one(
-        self, index: int, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self, index: int, seed: int | None = None, options: Options | None = None
+    ) -> tuple[Observation, StepInfo]:
         """Reset sub-env ``index`` alone with its own ``options`` (a new world, task, start...) and
         return its observation and info; its next ``step`` steps it. For a caller that drives
         resets itself (``autoreset_mode="Disabled"``), e.g. a runner."""
@@ -149,7 +163,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         self._autoreset[index] = False
         return obs, info
 
-    def step(self, actions: Any) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: object) -> tuple[ObservationBatch, np.ndarray, np.ndarray, np.ndarray, VectorInfos]:
         """Step every sub-env with its action (a sub-env that ended last step is reset instead, in
         ``NEXT_STEP`` mode). The actions are checked before any sub-env moves."""
         actions = self._check_actions(actions)
@@ -159,7 +173,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         truncated = np.zeros(n, dtype=bool)
         successes = np.zeros(n, dtype=bool)
         obs = self._empty_obs()
-        resets: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        resets: list[tuple[int, Observation, StepInfo]] = []
         stepped: list[int] = []
         draws: list[np.ndarray] = []
         for i, env in enumerate(self.envs):
@@ -170,7 +184,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
                 terminated[i], truncated[i], successes[i] = env._act(int(actions[i]))
                 draws.append(env._fauna_draws())
             stepped.append(i)
-        infos_at: list[tuple[int, dict[str, Any]]] = []
+        infos_at: list[tuple[int, Mapping[str, object]]] = []
         if stepped:
             infos_at = self._observe(stepped, np.stack(draws), successes, obs)
         rewards[stepped] = successes[stepped].astype(np.float64)
@@ -198,8 +212,8 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
     # ------------------------------------------------------------------ batched observation
 
     def _observe(
-        self, stepped: list[int], draws: np.ndarray, successes: np.ndarray, obs: dict[str, Any]
-    ) -> list[tuple[int, dict[str, Any]]]:
+        self, stepped: list[int], draws: np.ndarray, successes: np.ndarray, obs: _Filling
+    ) -> list[tuple[int, Mapping[str, object]]]:
         """Move the fish of the stepped sub-envs, render and scan them in one batch, and fill their
         rows of ``obs``; returns their infos. The per-world draws (sonar noise) stay in order."""
         envs = [self.envs[i] for i in stepped]
@@ -229,7 +243,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             obs["image"][rows] = images
             for view, frames in views.items():
                 obs[view][rows] = frames
-        infos = []
+        infos: list[tuple[int, Mapping[str, object]]] = []
         for k, (i, env) in enumerate(zip(stepped, envs)):
             with _naming(i, env.world_seed):
                 env.fish = fish[k]
@@ -238,13 +252,13 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
                 sub_obs = env._observation(images[k], visibility.of(k), sub_views, ranges[k])
                 for key, value in sub_obs.items():
                     if key == "mission":
-                        obs[key][i] = self._mission(i, value)
+                        obs[key][i] = self._mission(i, sub_obs["mission"])
                     elif key != "image" and key not in views:
                         obs[key][i] = value
                 infos.append((i, env._info(bool(successes[i]))))
         return infos
 
-    def _mission(self, i: int, mission: str) -> Any:
+    def _mission(self, i: int, mission: str) -> str | int:
         if self.mission_encoding == "text":
             return mission
         index = MISSION_INDEX.get(mission)
@@ -252,31 +266,32 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"mission_encoding='index': mission {mission!r} is not one of {list(MISSIONS)}")
         return index
 
-    def _finish(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def _finish(self, obs: _Filling) -> ObservationBatch:
         """Text missions as Gymnasium batches a custom space: a tuple. Keeps the batch: a reset of
         some sub-envs returns the others' latest observations, as ``SyncVectorEnv`` does."""
-        if isinstance(obs.get("mission"), list):
-            obs["mission"] = tuple(obs["mission"])
-        self._last = obs
-        return obs
+        batch: ObservationBatch = {
+            key: tuple(value) if isinstance(value, list) else value for key, value in obs.items()
+        }
+        self._last = batch
+        return batch
 
     @staticmethod
-    def _copy(obs: dict[str, Any]) -> dict[str, Any]:
+    def _copy(obs: ObservationBatch) -> _Filling:
         """A batch to fill from an earlier one (text missions as a list again)."""
         return {key: np.copy(value) if isinstance(value, np.ndarray) else list(value) for key, value in obs.items()}
 
-    def _put(self, obs: dict[str, Any], i: int, sub_obs: dict[str, Any]) -> None:
+    def _put(self, obs: _Filling, i: int, sub_obs: Observation) -> None:
         """Copy one sub-env's own observation (from its reset) into row ``i``."""
         for key, value in sub_obs.items():
             if key == "mission":
                 if "mission" in obs:
-                    obs["mission"][i] = self._mission(i, value)
+                    obs["mission"][i] = self._mission(i, sub_obs["mission"])
             else:
                 obs[key][i] = value
 
-    def _empty_obs(self) -> dict[str, Any]:
+    def _empty_obs(self) -> _Filling:
         """One batch of observations to fill; a text ``mission`` is a list until :meth:`_finish`."""
-        obs: dict[str, Any] = {}
+        obs: _Filling = {}
         for key, space in self._spaces.items():
             if key == "mission" and self.mission_encoding == "text":
                 obs[key] = [None] * self.num_envs  # a tuple once filled (_finish)
@@ -287,9 +302,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
 
     # ------------------------------------------------------------------ helpers
 
-    def _reset_env(
-        self, i: int, seed: int | None, options: dict[str, Any] | None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _reset_env(self, i: int, seed: int | None, options: Options | None) -> tuple[Observation, StepInfo]:
         env = self.envs[i]
         with _naming(i, env.world_seed):
             obs, info = env.reset(seed=seed, options=options)
@@ -298,11 +311,11 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         return obs, info
 
     def _same_step_resets(
-        self, obs: dict[str, Any], ended: np.ndarray, infos_at: list[tuple[int, dict[str, Any]]]
-    ) -> dict[str, Any]:
+        self, obs: _Filling, ended: np.ndarray, infos_at: list[tuple[int, Mapping[str, object]]]
+    ) -> VectorInfos:
         """``SAME_STEP``: reset the ended sub-envs now; their last observation and info go to
         ``final_obs`` / ``final_info`` (as ``SyncVectorEnv`` lays them out)."""
-        merged: list[tuple[int, dict[str, Any]]] = []
+        merged: list[tuple[int, Mapping[str, object]]] = []
         for i, info in infos_at:
             if not ended[i]:
                 merged.append((i, info))
@@ -316,7 +329,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         self._autoreset[:] = False
         return self._batch_infos(merged)
 
-    def _batch_infos(self, infos_at: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    def _batch_infos(self, infos_at: list[tuple[int, Mapping[str, object]]]) -> VectorInfos:
         """Gymnasium's vector info layout (``VectorEnv._add_info``: an array per key and a ``_key``
         mask) for (index, info) pairs, built a key at a time when every info has the same flat keys."""
         if not infos_at:
@@ -326,14 +339,14 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             isinstance(value, dict) for value in infos_at[0][1].values()
         )
         if not flat:
-            infos: dict[str, Any] = {}
+            infos: VectorInfos = {}
             for i, info in infos_at:
-                infos = self._add_info(infos, info, i)
+                infos = self._add_info(infos, dict(info), i)
             return infos
         rows = np.array([i for i, _ in infos_at])
         mask = np.zeros(self.num_envs, dtype=np.bool_)
         mask[rows] = True
-        batched: dict[str, Any] = {}
+        batched: VectorInfos = {}
         for key in keys:
             values = [info[key] for _, info in infos_at]
             first = values[0]
@@ -351,7 +364,7 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             batched[f"_{key}"] = mask.copy()
         return batched
 
-    def _check_actions(self, actions: Any) -> np.ndarray:
+    def _check_actions(self, actions: object) -> np.ndarray:
         array = np.asarray(actions)
         if array.shape != (self.num_envs,) or not np.issubdtype(array.dtype, np.integer):
             raise ValueError(

@@ -77,10 +77,13 @@ def test_matches_gymnasiums_sync_vector_env_bit_for_bit(mode: str, settings: dic
 def test_env_noisy_as_the_app_builds_it_matches_sync_vector_env() -> None:
     """``env=noisy`` (sonar noise and dropouts, drift carried across the tasks of a visit), with the
     keywords the app gives the env, over a two-task sequence."""
-    from embodmem.app import env_kwargs
+    import dataclasses
 
-    settings = {**env_kwargs(embodmem.compose(["env=noisy"])), "image_size": 32, "max_steps": 30}
-    assert settings["odometry_carry"] and settings["sonar_dropout"] > 0 and settings["odometry_drift_pct"] > 0
+    from embodmem.app import env_config
+
+    config = dataclasses.replace(env_config(embodmem.compose(["env=noisy"])), image_size=32, max_steps=30)
+    assert config.odometry_carry and config.sonar_dropout > 0 and config.odometry_drift_pct > 0
+    settings = {"config": config}
     seeds = [2, 6, 10]
     ours = UnderwaterVectorEnv(num_envs=3, world_seeds=seeds, tasks=("wreck", "barrel"), **settings)
     ref = gym.vector.SyncVectorEnv(
