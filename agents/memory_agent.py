@@ -1,5 +1,9 @@
 """MemoryAgent: the explorer plus episodic memory and a topological map that outlive a task.
 
+:class:`RecallAgent` is the skeleton it shares with the text log (agents/textlog_agent.py): the
+explorer, a carried occupancy map and the rules that turn remembered sightings into a place to go.
+What is remembered, and how it is looked up (:meth:`RecallAgent.sightings`), is each subclass's own.
+
 It writes every frame to memory, labelled with the target kind it shows (if any). At a task's start,
 and every few steps while exploring, it asks memory for frames that match the mission text; when
 confident ones exist (its own frames, recognised as the target with high probability, not
@@ -13,6 +17,7 @@ agent uses what it remembers", explains each step.
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -55,17 +60,17 @@ def _near(cell: tuple[int, int], cells: set[tuple[int, int]], radius: int) -> bo
     return any(abs(cell[0] - c[0]) <= radius and abs(cell[1] - c[1]) <= radius for c in cells)
 
 
-class MemoryAgent(FrontierExplorer, MemoryCarrier):
-    """Frontier explorer whose memory (frames, map, occupancy) carries over between tasks."""
+class RecallAgent(FrontierExplorer, MemoryCarrier):
+    """The frontier explorer with a map that outlives a task and a recall of places: at a task's
+    start, and every few steps while exploring, it asks :meth:`sightings` for remembered views of
+    the mission's target, ranks the places they agree on, heads for the best and judges it by the
+    view; rejected places and discredited views are carried between tasks. Subclasses keep the
+    sightings (frames: :class:`MemoryAgent`; a text log: ``TextLogAgent``) and say how they are
+    written, read, saved and forgotten."""
 
-    name = "memory"
-
-    def __init__(
-        self, embedder: RecognitionEmbedder, memory: AgentMemory | None = None, config: MemoryAgentConfig | None = None
-    ):
+    def __init__(self, embedder: RecognitionEmbedder, config: MemoryAgentConfig | None = None):
         super().__init__(embedder, config or MemoryAgentConfig())
         self.config: MemoryAgentConfig
-        self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
         self.labeller = KindLabeller(embedder)
         """Labels every frame written with the target kind it most likely shows (``kinds`` eviction)."""
         self.context: WriteContext = {"run_id": "run", "task": "", "episode": 0}
@@ -93,12 +98,6 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     def set_context(self, run_id: str, task: str, episode: int) -> None:
         """Labels written with every frame (the runner calls this before each task)."""
         self.context = {"run_id": run_id, "task": task, "episode": episode}
-
-    @property
-    def frame_memory(self) -> AgentMemory:
-        """The frame memory (a TextLogAgent keeps none and overrides every method that uses it)."""
-        assert self.memory is not None, f"{type(self).__name__} keeps no frame memory"
-        return self.memory
 
     def reset(self, observation: Observation, spec: SensorSpec) -> None:
         super().reset(observation, spec)
@@ -139,19 +138,6 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
     _loaded_grid: dict[str, np.ndarray] | None = None
     _loaded_grid_from: Path = Path()
 
-    def save_state(self, directory: Path) -> None:
-        """Memory (through its own persistence), then the occupancy grid and the rejected places as a
-        map snapshot pinned to it; one writer at a time (a second process is refused)."""
-        directory = Path(directory)
-        with writer_lock(directory):
-            self.frame_memory.save(directory / "memory")
-            self._save_map(directory, companion_digest_of_memory(directory / "memory"))
-
-    def load_state(self, directory: Path) -> None:
-        directory = Path(directory)
-        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.frame_memory.config.dim)
-        self._load_map(directory, companion_digest_of_memory(directory / "memory"))
-
     def _save_map(self, directory: Path, companion_digest: str | None) -> None:
         grid = None
         if self.grid is not None:
@@ -176,11 +162,6 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         self._loaded_grid = grid
         self._loaded_grid_from = directory
 
-    def reset_memory(self) -> None:
-        """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
-        self.frame_memory.reset()
-        self._forget_map()
-
     def _forget_map(self) -> None:
         self.rejected_places = {}
         self.discredited_views = {}
@@ -191,44 +172,7 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         if self.trail is not None:
             self.trail[:] = False
 
-    def end_task(self, success: bool) -> None:
-        self.frame_memory.flush()
-
     # ---------------------------------------------------------------- perception + writing
-
-    def update(self, observation: Observation) -> None:
-        super().update(observation)
-        assert self.last_vector is not None and self.trail is not None
-        self.trail[self.pose[1], self.pose[0]] = True
-        with self.timed("memory_write"):
-            meta = self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
-            self.current_node = self.frame_memory.observe(self.last_vector, meta)
-        self.trace.kinds_reported = frozenset({meta.label}) if meta.label else frozenset()
-
-    def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray, vector: np.ndarray) -> FrameMeta:
-        """What is written with a frame: context, pose, and the target kind the frame's own vector
-        shows (none below ``detect_probability``), with its probability as the salience."""
-        x, y, h = pose
-        kinds, probs = self.labeller.label(vector)
-        seen = float(probs[0]) >= self.config.detect_probability
-        return FrameMeta(
-            run_id=self.context["run_id"],
-            task=self.context["task"],
-            episode=int(self.context["episode"]),
-            step=step,
-            x=float(x),
-            y=float(y),
-            heading=int(h),
-            label=kinds[0] if seen else "",
-            salience=float(probs[0]) if seen else 0.0,
-            thumbnail=image if self.frame_memory.config.keep_thumbnails else None,
-        )
-
-    def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
-        vectors = self.embedder.embed_images(images)
-        for vector, image, pose in zip(vectors, images, poses):
-            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image, vector))
-        self.frame_memory.flush()
 
     # ---------------------------------------------------------------- decisions
 
@@ -367,41 +311,6 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         yy, xx = np.ogrid[: self.grid.size, : self.grid.size]
         self.grid.seen[(xx - cell[0]) ** 2 + (yy - cell[1]) ** 2 <= radius**2] = False
 
-    def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
-        """(pose, confidence) of remembered frames that may show the mission's target (at least
-        ``recheck_probability``; own frames only, none discredited)."""
-        hits = cast(list[Hit], self.frame_memory.query(self.recognizer.query, self.config.memory_k))
-        self.queries += 1
-        if not hits:
-            return []
-        probs = self.recognizer.probability(self.frame_memory.hit_vectors(hits))
-        self.trace.query = self.recognizer.mission
-        self.trace.retrievals = [Retrieval.from_hit(h, float(p)) for h, p in zip(hits, probs)]
-        poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
-        discredited = self.discredited_views.get(self.recognizer.mission or "", set())
-        found = [
-            (pose, float(p))
-            for pose, p in zip(poses, probs)
-            if p >= min(self.config.recheck_probability, self.config.memory_probability)
-            and pose not in discredited
-            and (not self.config.own_trail_only or self._on_trail(pose))
-        ]
-        if self.config.check_same_view:
-            found = [(pose, p) for pose, p in found if not self._view_contradicted(pose)]
-        return found
-
-    def _view_contradicted(self, pose: tuple[int, int, int]) -> bool:
-        """Does another remembered frame from exactly this pose and heading not show the target? The
-        same view cannot both show it and not: such a memory is not trusted (on dev worlds no real
-        sighting was ever contradicted so; a false one often is)."""
-        x, y, heading = pose
-        same_view = QueryFilter(near=(x, y, 0.0), heading=heading)
-        twins = self.frame_memory.query(self.recognizer.query, self.config.memory_k, same_view, count_hits=False)
-        if len(twins) < 2:
-            return False
-        probs = self.recognizer.probability(self.frame_memory.hit_vectors(cast(list[Hit], twins)))
-        return bool((probs < self.config.recheck_probability).any())
-
     def _on_trail(self, pose: tuple[int, int, int]) -> bool:
         assert self.trail is not None
         x, y, _ = pose
@@ -477,6 +386,119 @@ class MemoryAgent(FrontierExplorer, MemoryCarrier):
         dist = np.minimum(dist, beside)
         dist[~np.isfinite(dist)] = 4 * n
         return dist
+
+    @abstractmethod
+    def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
+        """(pose, confidence) of remembered views that may show the mission's target: what
+        :meth:`rank_places` turns into a place to go."""
+
+
+class MemoryAgent(RecallAgent):
+    """Frontier explorer whose memory (frames, map, occupancy) carries over between tasks."""
+
+    name = "memory"
+
+    def __init__(
+        self, embedder: RecognitionEmbedder, memory: AgentMemory | None = None, config: MemoryAgentConfig | None = None
+    ):
+        super().__init__(embedder, config)
+        self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
+
+    @property
+    def frame_memory(self) -> AgentMemory:
+        """The frame memory (``memory``, typed as set)."""
+        assert self.memory is not None, f"{type(self).__name__} keeps no frame memory"
+        return self.memory
+
+    def save_state(self, directory: Path) -> None:
+        """Memory (through its own persistence), then the occupancy grid and the rejected places as a
+        map snapshot pinned to it; one writer at a time (a second process is refused)."""
+        directory = Path(directory)
+        with writer_lock(directory):
+            self.frame_memory.save(directory / "memory")
+            self._save_map(directory, companion_digest_of_memory(directory / "memory"))
+
+    def load_state(self, directory: Path) -> None:
+        directory = Path(directory)
+        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.frame_memory.config.dim)
+        self._load_map(directory, companion_digest_of_memory(directory / "memory"))
+
+    def reset_memory(self) -> None:
+        """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
+        self.frame_memory.reset()
+        self._forget_map()
+
+    def end_task(self, success: bool) -> None:
+        self.frame_memory.flush()
+
+    def update(self, observation: Observation) -> None:
+        super().update(observation)
+        assert self.last_vector is not None and self.trail is not None
+        self.trail[self.pose[1], self.pose[0]] = True
+        with self.timed("memory_write"):
+            meta = self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
+            self.current_node = self.frame_memory.observe(self.last_vector, meta)
+        self.trace.kinds_reported = frozenset({meta.label}) if meta.label else frozenset()
+
+    def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray, vector: np.ndarray) -> FrameMeta:
+        """What is written with a frame: context, pose, and the target kind the frame's own vector
+        shows (none below ``detect_probability``), with its probability as the salience."""
+        x, y, h = pose
+        kinds, probs = self.labeller.label(vector)
+        seen = float(probs[0]) >= self.config.detect_probability
+        return FrameMeta(
+            run_id=self.context["run_id"],
+            task=self.context["task"],
+            episode=int(self.context["episode"]),
+            step=step,
+            x=float(x),
+            y=float(y),
+            heading=int(h),
+            label=kinds[0] if seen else "",
+            salience=float(probs[0]) if seen else 0.0,
+            thumbnail=image if self.frame_memory.config.keep_thumbnails else None,
+        )
+
+    def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
+        vectors = self.embedder.embed_images(images)
+        for vector, image, pose in zip(vectors, images, poses):
+            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image, vector))
+        self.frame_memory.flush()
+
+    def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
+        """(pose, confidence) of remembered frames that may show the mission's target (at least
+        ``recheck_probability``; own frames only, none discredited)."""
+        hits = cast(list[Hit], self.frame_memory.query(self.recognizer.query, self.config.memory_k))
+        self.queries += 1
+        if not hits:
+            return []
+        probs = self.recognizer.probability(self.frame_memory.hit_vectors(hits))
+        self.trace.query = self.recognizer.mission
+        self.trace.retrievals = [Retrieval.from_hit(h, float(p)) for h, p in zip(hits, probs)]
+        poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
+        discredited = self.discredited_views.get(self.recognizer.mission or "", set())
+        found = [
+            (pose, float(p))
+            for pose, p in zip(poses, probs)
+            if p >= min(self.config.recheck_probability, self.config.memory_probability)
+            and pose not in discredited
+            and (not self.config.own_trail_only or self._on_trail(pose))
+        ]
+        if self.config.check_same_view:
+            found = [(pose, p) for pose, p in found if not self._view_contradicted(pose)]
+        return found
+
+    def _view_contradicted(self, pose: tuple[int, int, int]) -> bool:
+        """Does another remembered frame from exactly this pose and heading not show the target? The
+        same view cannot both show it and not: such a memory is not trusted (on dev worlds no real
+        sighting was ever contradicted so; a false one often is)."""
+        x, y, heading = pose
+        same_view = QueryFilter(near=(x, y, 0.0), heading=heading)
+        twins = self.frame_memory.query(self.recognizer.query, self.config.memory_k, same_view, count_hits=False)
+        if len(twins) < 2:
+            return False
+        probs = self.recognizer.probability(self.frame_memory.hit_vectors(cast(list[Hit], twins)))
+        return bool((probs < self.config.recheck_probability).any())
 
     def goto_node_action(self, node: int) -> int | None:
         """Navigator skill: next action toward the place of topological-map node ``node``."""

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from embodmem.agents.base import Observation, RecognitionEmbedder
-from embodmem.agents.memory_agent import MemoryAgent, MemoryAgentConfig
+from embodmem.agents.memory_agent import MemoryAgentConfig, RecallAgent
 from embodmem.agents.recognizer import KIND_PROMPT_NAMES, named_variant
 from embodmem.atomic import atomic_write_json
 from embodmem.envs.objects import KINDS, TARGET_KINDS
@@ -45,14 +45,14 @@ class LogEntry:
     confidence: float
 
 
-class TextLogAgent(MemoryAgent):
-    """The memory agent with its frame memory replaced by a FIFO text log of recognitions."""
+class TextLogAgent(RecallAgent):
+    """The memory agent's skeleton (explorer, carried map, recall of places) remembering in a FIFO
+    text log of recognitions instead of frames."""
 
     name = "textlog"
 
     def __init__(self, embedder: RecognitionEmbedder, config: MemoryAgentConfig | None = None):
-        super().__init__(embedder, None, config)
-        self.memory = None  # no frames: only the log below
+        super().__init__(embedder, config)
         self.log: deque[LogEntry] = deque(maxlen=LOG_ENTRIES)
         self.important: deque[LogEntry] = deque(maxlen=IMPORTANT_ENTRIES)
         self._mission_kind = ""
@@ -71,7 +71,7 @@ class TextLogAgent(MemoryAgent):
     # ---------------------------------------------------------------- writing
 
     def update(self, observation: Observation) -> None:
-        super(MemoryAgent, self).update(observation)  # the explorer's perception; no frame is written
+        super().update(observation)  # the explorer's perception; no frame is written
         assert self.last_vector is not None
         self._log(self.last_vector[None], [self.pose], self.steps)
 
@@ -125,9 +125,6 @@ class TextLogAgent(MemoryAgent):
         data = json.loads(raw)
         self.log = deque((LogEntry(**e) for e in data["log"]), maxlen=LOG_ENTRIES)
         self.important = deque((LogEntry(**e) for e in data["important"]), maxlen=IMPORTANT_ENTRIES)
-
-    def goto_node_action(self, node: int) -> int | None:
-        return None
 
     def episode_stats(self) -> dict[str, float]:
         return {

@@ -477,21 +477,21 @@ def test_vlm_answerer_on_attribute_questions_through_a_litellm_proxy(
     monkeypatch.setenv(GATEWAY_KEY_ENV, MASTER_KEY)
     attr = ["experiment.eqa.questions=attr_dev", "experiment.eqa.prior=attr_dev", "agent.vlm.cache_dir=null"]
     records = run(compose_job(vlm_overrides(proxy, "eqa-drums", *attr, tours=2)), tmp_path / "a")
-    assert records and {r["type"] for r in records} == {"attribute"} and {r["answerer"] for r in records} == {"vlm"}
+    assert records and {r.type for r in records} == {"attribute"} and {r.answerer for r in records} == {"vlm"}
     kind = {q.id: q.kinds[0] for q in attr_dev.questions}
-    drums = [r for r in records if kind[r["question"]] == "barrel"]
-    other = [r for r in records if kind[r["question"]] != "barrel"]
+    drums = [r for r in records if kind[r.question] == "barrel"]
+    other = [r for r in records if kind[r.question] != "barrel"]
     assert drums and other  # attr_dev's first two tours ask about oil drums and about other kinds
-    assert all(r["valid"] and r["answer"] == YELLOW_BAND_DRUMS and not r["format_error"] for r in drums)
-    assert [r["correct"] for r in drums] == [attr_dev.truths[r["question"]].answer == YELLOW_BAND_DRUMS for r in drums]
-    assert not any(r["valid"] or r["correct"] or r["format_error"] for r in other)
+    assert all(r.valid and r.answer == YELLOW_BAND_DRUMS and not r.format_error for r in drums)
+    assert [r.correct for r in drums] == [attr_dev.truths[r.question].answer == YELLOW_BAND_DRUMS for r in drums]
+    assert not any(r.valid or r.correct or r.format_error for r in other)
     report = (tmp_path / "a" / "eqa.md").read_text()
     assert "| vlm |" in report and "attribute" in report
     assert f"format_errors 0, requests {len(records)}," in report
     assert f"vlm: {len(other)} answers outside the choices or unreadable" in report
     junk = run(compose_job(vlm_overrides(proxy, "eqa-junk", *attr, tours=2)), tmp_path / "b")
     assert len(junk) == len(records)
-    assert all(r["format_error"] and not r["valid"] and not r["correct"] for r in junk)
+    assert all(r.format_error and not r.valid and not r.correct for r in junk)
     assert f"format_errors {len(junk)}, requests {len(junk)}," in (tmp_path / "b" / "eqa.md").read_text()
 
 
