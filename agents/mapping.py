@@ -12,6 +12,7 @@ import math
 import cv2
 import numpy as np
 
+from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
@@ -373,49 +374,6 @@ class OccupancyGrid:
         return [(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows]
 
 
-def distance_until(free: np.ndarray, sources: np.ndarray, stop: np.ndarray, beside: bool = False) -> np.ndarray:
-    """:func:`~embodmem.envs.geodesic.bfs_distance` (the same wavefront, the same values) that stops
-    once it has reached every cell of the ``stop`` mask (``beside``: reached it or one of its four
-    neighbours). Cells it has not reached stay ``inf``: they are farther than every reached one. A
-    planner descending from a cell, or a ranking that reads a few cells, needs no more, and nearby
-    goals then cost a few sweeps, not the whole map.
-
-    >>> free = np.ones((1, 6), bool)
-    >>> sources = np.zeros((1, 6), bool); sources[0, 0] = True
-    >>> stop = np.zeros((1, 6), bool); stop[0, 2] = True
-    >>> distance_until(free, sources, stop).tolist()
-    [[0.0, 1.0, 2.0, inf, inf, inf]]
-    """
-    dist = np.full(free.shape, np.inf, dtype=np.float32)
-    frontier = sources & free
-    dist[frontier] = 0.0
-    visited = frontier.copy()
-    pending = stop.copy()
-    d = 0
-    while frontier.any():
-        if beside:
-            # A stop cell is settled once it or a neighbour is reached: anything later is farther.
-            pending &= ~visited
-            pending[1:, :] &= ~visited[:-1, :]
-            pending[:-1, :] &= ~visited[1:, :]
-            pending[:, 1:] &= ~visited[:, :-1]
-            pending[:, :-1] &= ~visited[:, 1:]
-            if not pending.any():
-                break
-        elif not (pending & ~visited).any():
-            break
-        d += 1
-        grown = np.zeros_like(frontier)
-        grown[1:, :] |= frontier[:-1, :]
-        grown[:-1, :] |= frontier[1:, :]
-        grown[:, 1:] |= frontier[:, :-1]
-        grown[:, :-1] |= frontier[:, 1:]
-        frontier = grown & free & ~visited
-        visited |= frontier
-        dist[frontier] = d
-    return dist
-
-
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:
     """Shortest 4-connected path from ``start`` to the nearest goal cell, excluding ``start``.
 
@@ -425,7 +383,7 @@ def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -
     sx, sy = start
     at_start = np.zeros_like(goals)
     at_start[sy, sx] = True
-    field = distance_until(passable | goals, goals, at_start)
+    field = bfs_distance(passable | goals, goals, at_start)
     if not np.isfinite(field[sy, sx]):
         return None
     path = []

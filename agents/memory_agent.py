@@ -27,7 +27,6 @@ import numpy as np
 from embodmem.agents.base import MemoryCarrier, Observation, RecognitionEmbedder, Retrieval
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
-from embodmem.agents.mapping import distance_until
 from embodmem.agents.recognizer import KindLabeller
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
@@ -379,7 +378,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             wanted = np.zeros_like(self.grid.free)
             for x, y in cells:
                 wanted[y, x] = True
-            dist = distance_until(self.grid.passable(), source, wanted, beside=True)
+            dist = bfs_distance(self.grid.passable(), source, wanted, beside=True)
         padded = np.pad(dist, 1, constant_values=np.inf)
         n = self.grid.size
         beside = np.min([padded[1 + dy : 1 + dy + n, 1 + dx : 1 + dx + n] for dx, dy in DIR_TO_VEC], axis=0) + 1

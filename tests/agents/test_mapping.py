@@ -103,9 +103,8 @@ def test_one_march_looks_as_two_did() -> None:
 
 
 def test_planning_stops_the_wavefront_early_with_the_same_path() -> None:
-    """plan_path's wavefront stops at the start cell, and distance_until(beside) at settled cells:
+    """plan_path's wavefront stops at the start cell, and bfs_distance(stop, beside) at settled cells:
     the paths and the distances read are those of the full wavefront."""
-    from embodmem.agents.mapping import distance_until
     from embodmem.envs.geodesic import bfs_distance
 
     rng = np.random.default_rng(2)
@@ -132,7 +131,7 @@ def test_planning_stops_the_wavefront_early_with_the_same_path() -> None:
         wanted = rng.random((24, 24)) < 0.02
         source = np.zeros((24, 24), bool)
         source[start[1], start[0]] = True
-        quick, whole = distance_until(passable, source, wanted, beside=True), bfs_distance(passable, source)
+        quick, whole = bfs_distance(passable, source, wanted, beside=True), bfs_distance(passable, source)
 
         def beside(d: np.ndarray) -> np.ndarray:
             padded = np.pad(d, 1, constant_values=np.inf)
