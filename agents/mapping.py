@@ -133,30 +133,18 @@ class OccupancyGrid:
         ``searched_range`` (default: the same) as searched for later missions; with ``close_range``
         (at most ``look_range``), the cells up to it as looked at closely. What was only swept by
         sonar is not "seen": a small target there may have gone unnoticed."""
-        px, py, inside, occ = self._march(pose, angles, look_range)
-        ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0)
-        self.seen[py[ok], px[ok]] = True
+        px, py, ok = self._in_view(pose, angles, look_range)
+        _mark(self.seen, px, py, ok)
         if close_range is not None:
-            near = len(np.arange(0.25, close_range, 0.25))
-            sel = ok[:, :near]
-            self.close[py[:, :near][sel], px[:, :near][sel]] = True
-        if searched_range is None or searched_range >= look_range:
-            self.searched[py[ok], px[ok]] = True
-        else:
-            # The shorter march's samples are the first ones of this one (the same distances).
-            near = len(np.arange(0.25, searched_range, 0.25))
-            ok = ok[:, :near]
-            self.searched[py[:, :near][ok], px[:, :near][ok]] = True
+            _mark(self.close, px, py, ok, close_range)
+        _mark(self.searched, px, py, ok, searched_range)
 
     def look_by_kind(self, pose: tuple[int, int, int], angles: np.ndarray, ranges: np.ndarray) -> None:
         """Mark the cells in view as searched for each target kind up to that kind's range (cells,
         :data:`TARGET_KINDS` order): one march, each kind a prefix of it."""
-        px, py, inside, occ = self._march(pose, angles, float(ranges.max()))
-        ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0)
+        px, py, ok = self._in_view(pose, angles, float(ranges.max()))
         for k, reach in enumerate(ranges):
-            near = len(np.arange(0.25, reach, 0.25))
-            sel = ok[:, :near]
-            self.searched_by_kind[k][py[:, :near][sel], px[:, :near][sel]] = True
+            _mark(self.searched_by_kind[k], px, py, ok, float(reach))
 
     def carry_to_next_mission(self, kind: str | None = None) -> None:
         """Start a new mission on this map: only what was searched closely enough counts as seen
@@ -170,9 +158,19 @@ class OccupancyGrid:
         """(rows, columns) of the cells a camera at ``pose`` sees up to ``look_range`` cells, by the map
         (``occlusion=False``: the whole view cone, also behind what the map knows to be occupied;
         a tall target can show over a low rock)."""
-        px, py, inside, occ = self._march(pose, angles, look_range)
-        ok = inside & ~(np.cumsum(occ, axis=1) - occ > 0) if occlusion else inside  # beyond the first occupied cell
+        if occlusion:
+            px, py, ok = self._in_view(pose, angles, look_range)
+        else:
+            px, py, ok, _ = self._march(pose, angles, look_range)
         return py[ok], px[ok]
+
+    def _in_view(
+        self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The march's samples and which of them the camera sees: inside the map and not beyond the
+        first occupied cell of their ray."""
+        px, py, inside, occ = self._march(pose, angles, look_range)
+        return px, py, inside & ~(np.cumsum(occ, axis=1) - occ > 0)
 
     @property
     def size(self) -> int:
@@ -372,6 +370,15 @@ class OccupancyGrid:
         first = np.argmax(occ, axis=1)
         rows = np.nonzero(occ[np.arange(len(first)), first])[0]
         return [(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows]
+
+
+def _mark(target: np.ndarray, px: np.ndarray, py: np.ndarray, ok: np.ndarray, reach: float | None = None) -> None:
+    """Set ``target`` at the seen samples (``ok``) of a march, only those up to ``reach`` cells when
+    given: a shorter march's samples are the first ones of a longer one (the same distances)."""
+    if reach is not None:
+        near = len(np.arange(0.25, reach, 0.25))
+        px, py, ok = px[:, :near], py[:, :near], ok[:, :near]
+    target[py[ok], px[ok]] = True
 
 
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:
