@@ -1,0 +1,40 @@
+"""benchmarks/same_records.py, the check behind "bit-identical before and after": a changed field is
+found, a wall-clock field is not, a field added since is allowed only when asked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_dir(path: Path, **changes: object) -> Path:
+    record = {
+        "sequence": "wreck_then_barrel", "world_seed": 1001, "seed": 0, "task_index": 2, "agent": "memory",
+        "condition": "warm", "spl": 0.9354838709677419, "steps": 36, "wall_time_s": 0.5,
+    }  # fmt: skip
+    record.update(changes)
+    (path / "0").mkdir(parents=True)
+    (path / "0" / "metrics.jsonl").write_text(json.dumps(record) + "\n")
+    return path
+
+
+def _same(*args: Path | str) -> subprocess.CompletedProcess[str]:
+    script = ROOT / "benchmarks" / "same_records.py"
+    return subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def test_only_the_episode_counts(tmp_path: Path) -> None:
+    a = _run_dir(tmp_path / "a")
+    slower = _run_dir(tmp_path / "slower", wall_time_s=9.0)
+    other = _run_dir(tmp_path / "other", spl=0.9354838709677418)
+    added = _run_dir(tmp_path / "added", relocalisations=0)
+    assert _same(a, slower).returncode == 0
+    result = _same(a, other)
+    assert result.returncode == 1 and "spl" in result.stdout and "1 differences" in result.stdout
+    assert _same(a, added).returncode == 1
+    assert _same("--allow-added", a, added).returncode == 0
+    assert _same("--allow-added", added, a).returncode == 1  # a field that went missing is a difference
