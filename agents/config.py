@@ -73,6 +73,12 @@ class ExplorerConfig:
     only if it was looked at from within that kind's detection range in the light of the time
     (:data:`~embodmem.agents.recognizer.DETECTION_RANGE_CELLS`), not within one range for every
     kind (issue 30, "coverage without detection"). Off by default until the tables are re-run."""
+    confirm_centre_adjacent: bool = False
+    """From next to a candidate too, the middle of the view (the centre half of the columns) must
+    show the target before the robot stops, not just the whole frame: a target at the edge of the
+    view, beyond a low object straight ahead, is then not taken for that object (issue 30, "an
+    occluder taken for the target": dev world 1234, a stop facing a cable with the wind station five
+    cells off to the side). One more embedding per stop decision."""
     seen_within_detection_range: bool = False
     """Within a mission, when every reachable place has been looked at and the target was not
     found, look again first at what was looked at only from beyond the mission's kind's detection

@@ -299,11 +299,12 @@ class FrontierExplorer(Agent, Navigator):
         if self.last_probability < self.config.confirm_probability:
             return False
         adjacent = abs(cell[0] - self.pose[0]) + abs(cell[1] - self.pose[1]) <= 1
-        # With clean_background_stop, a candidate that could only be judged with other things behind
-        # it must show the target in the middle of the view from next to it too (a wind station
-        # beside a collapsed tower fills the frame's edge, not its middle).
+        # From next to it, the whole frame decides unless the middle must agree too: always with
+        # confirm_centre_adjacent, and with clean_background_stop for a candidate that could only be
+        # judged with other things behind it (a wind station beside a collapsed tower fills the
+        # frame's edge, not its middle).
         crowded = self.config.clean_background_stop and cell not in self._judged_clean
-        if adjacent and not crowded:
+        if adjacent and not (crowded or self.config.confirm_centre_adjacent):
             return True
         with self.timed("embedding"):
             centre = self.embedder.embed_images(centre_view(observation["image"])[None])

@@ -1,6 +1,7 @@
 """Issue 30's failure modes, each reproduced on a hand-built map and designed out behind its switch
-(agents/config.py: clean_background_stop, coverage_by_kind, seen_within_detection_range; all off by
-default), and the same situation with the switch off, where the old behaviour shows."""
+(agents/config.py: clean_background_stop, confirm_centre_adjacent, coverage_by_kind,
+seen_within_detection_range), and the same situation with the switch off, where the old behaviour
+shows."""
 
 from __future__ import annotations
 
@@ -92,6 +93,37 @@ def test_a_crowded_candidate_must_show_the_target_in_the_middle_of_the_view(embe
         agent.pose = (17, 25, 3)
         agent.last_probability = 0.94  # the whole frame: the wind station at its edge
         assert agent.confirmed_ahead(dict(obs, image=water), (17, 24)) is expect
+
+
+def test_from_next_to_a_candidate_the_middle_of_the_view_must_agree(embedder: ClipEmbedder) -> None:
+    """Judged from next to it with a clean background, a frame that shows the target only at its
+    edge (whole frame above the bar, open water in the middle) stops the old agent, not the new."""
+    water = np.zeros((64, 64, 3), np.uint8)
+    water[:] = (20, 60, 90)
+    for switch, expect in ((False, True), (True, False)):
+        agent, obs = _agent(embedder, "wind_station", confirm_centre_adjacent=switch)
+        agent.pose = (17, 25, 3)
+        agent.last_probability = 0.94
+        assert agent.confirmed_ahead(dict(obs, image=water), (17, 24)) is expect
+
+
+def test_the_dev_world_case_of_a_cable_before_the_view_of_a_wind_station(embedder: ClipEmbedder) -> None:
+    """Dev world 1234, find the wind power station from (15, 11) facing south: a three-cell cable is
+    straight ahead and the wind station five cells off, at the edge of the view. The old agent takes
+    the cable for it and stops 25 m short after 6 steps; with the switch the cable is ruled out by
+    the middle of the view and the robot stops by the wind station."""
+    outcomes = {}
+    for switch in (False, True):
+        env = UnderwaterEnv(tasks=("wind_station",), world_seed=1234, max_steps=400)
+        obs, info = env.reset(seed=0, options={"task": "wind_station", "start_pose": (15, 11, 1)})
+        agent = FrontierExplorer(embedder, MemoryAgentConfig(confirm_centre_adjacent=switch))
+        agent.reset(obs, env.sensor_spec)
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs))
+            done = terminated or truncated
+        outcomes[switch] = (bool(info["success"]), round(float(info["distance_m"]), 1), env.step_count)
+    assert outcomes[False] == (False, 25.0, 6) and outcomes[True][0], outcomes
 
 
 def test_a_lone_object_with_nothing_behind_keeps_every_viewing_cell(embedder: ClipEmbedder) -> None:
