@@ -233,6 +233,13 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
     parser.add_argument(
+        "--lanes",
+        type=int,
+        default=0,
+        help="runs advanced together in each job, their frames embedded in one batched call "
+        "(experiment.lanes; 0: one after another)",
+    )
+    parser.add_argument(
         "--agents",
         choices=("all", "core", "ablations", "quick", "memory"),
         default="all",
@@ -261,6 +268,8 @@ def main() -> None:
         }[args.agents]
         if args.sequences:
             cmd.append(f"experiment.sequences=[{args.sequences}]")
+        if args.lanes:
+            cmd.append(f"experiment.lanes={args.lanes}")
         cmd += args.overrides
         print(" ".join(cmd), flush=True)
         if args.dry_run:
