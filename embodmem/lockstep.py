@@ -27,7 +27,7 @@ from embodmem.profiling import Profiler
 class FrameEmbedder(Protocol):
     """The embedder the lanes' agents share (:class:`~embodmem.embedding.embedder.ClipEmbedder`)."""
 
-    def embed_images(self, images: np.ndarray) -> np.ndarray: ...
+    def cache_frames(self, images: np.ndarray, /) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | No
         frames = [obs["image"] for lane, obs in waiting if lane.embeds]
         if lockstep.embedder is not None and frames:
             with profiler.section("lockstep embedding"):
-                lockstep.embedder.embed_images(np.stack(frames))
+                lockstep.embedder.cache_frames(np.stack(frames))
         resumed, waiting = waiting, []
         for lane, _ in resumed:
             _advance(lane, waiting)
