@@ -123,7 +123,7 @@ class ClipEmbedder:
 
     def _encode_batch(self, images: np.ndarray) -> np.ndarray:
         """:meth:`_encode_images` through the batch graph when there is one (for :meth:`cache_frames`)."""
-        session = self._frame_session(*images.shape[1:3], batched=True)
+        session = self._frame_session(images.shape[1], images.shape[2], batched=True)
         if session is None:
             return self._encode_images(images)
         self.frames_embedded += len(images)
