@@ -55,7 +55,7 @@ from embodmem.lockstep import Lockstep
 from embodmem.metrics_record import EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
 from embodmem.profiling import Profiler
-from embodmem.runner import ExperimentPlan, RunWriter, run_experiment
+from embodmem.runner import ExperimentPlan, RunWriter, run_experiment, sequential_order
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -227,7 +227,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     )
     bar.close()
 
-    records = writer.records
+    records = sequential_order(plan, writer.records) if plan.lanes else writer.records
     steps = sum(r.steps or 0 for r in records if r.condition is not Condition.eval)
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})

@@ -580,6 +580,31 @@ class ExperimentPlan:
         )
 
 
+def sequential_order(plan: ExperimentPlan, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
+    """``records`` in the order the sequential runner writes them (sequence, world, run, task, GEM rows
+    after their task). Lanes write as their episodes end; the report's bootstrap intervals follow the
+    order of the records, so a lockstep run reports in this order to print the sequential run's CIs."""
+    sequences = {name: i for i, (name, _) in enumerate(plan.sequences)}
+    worlds = {w: i for i, w in enumerate(plan.world_seeds)}
+    runs: dict[tuple[str | None, Condition | None], int] = {}
+    for i, (name, condition) in enumerate(plan.runs):
+        runs.setdefault((name, condition), i)
+        if condition.carries_memory:  # its GEM rows are written by its lane
+            runs.setdefault((name, Condition.eval), i)
+    end = len(plan.runs) + len(plan.world_seeds) + len(plan.sequences)
+
+    def key(r: EpisodeRecord) -> tuple[int, ...]:
+        lane = (
+            sequences.get(r.sequence or "", end),
+            worlds.get(r.world_seed if r.world_seed is not None else -1, end),
+            runs.get((r.agent, r.condition), end),
+        )
+        task = r.task_index or 0
+        return (*lane, task, 0, 0) if r.eval_after is None else (*lane, r.eval_after, 1, task)
+
+    return sorted(records, key=key)
+
+
 def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tuple[str, ...], world_seed: int) -> bool:
     """Whether metrics.jsonl already holds every episode of this world (then resume skips it).
 

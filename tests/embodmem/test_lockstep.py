@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from embodmem.app import CONFIG_DIR, run
+from embodmem.app import CONFIG_DIR, experiment_plan, run
 from embodmem.config import ConfigError, validate
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.lockstep import Lane, Lockstep, run_lanes
 from embodmem.metrics_record import TIMING_FIELDS
-from embodmem.runner import read_metrics
+from embodmem.runner import read_metrics, read_records, sequential_order
 
 SMALL = [
     "experiment.tasks=[wreck,barrel,wreck]", "experiment.world_seeds=[1000,1001]", "experiment.variants=[memory]",
@@ -60,6 +60,19 @@ def test_lockstep_writes_the_sequential_records_on_these_worlds(runs: dict[str, 
     assert len(sequential) == 2 * 4 * 3
     assert _records(runs["lanes3"]) == sequential
     assert _records(runs["lanes8"]) == sequential
+    for lanes in ("lanes3", "lanes8"):
+        for name in ("summary.csv", "transfer.csv"):
+            assert (runs[lanes] / name).read_bytes() == (runs["sequential"] / name).read_bytes(), (lanes, name)
+
+
+def test_records_are_reported_in_the_sequential_runners_order(runs: dict[str, Path]) -> None:
+    """Lanes write as episodes end; the report (whose bootstrap follows the records' order) gets them
+    in the order the sequential runner writes them."""
+    written = read_records(runs["sequential"] / "metrics.jsonl")
+    plan = experiment_plan(_compose(), runs["sequential"])
+    shuffled = [written[i] for i in np.random.default_rng(0).permutation(len(written))]
+    assert [r.key for r in sequential_order(plan, shuffled)] == [r.key for r in written]
+    assert [r.key for r in read_records(runs["lanes3"] / "metrics.jsonl")] != [r.key for r in written]
 
 
 def test_the_same_lane_count_gives_the_same_records_and_logs(runs: dict[str, Path]) -> None:
