@@ -12,6 +12,8 @@ succeeded.
     python benchmarks/suite.py --split test --worlds 20 --agents ablations  # the README's ablation table
     python benchmarks/suite.py --split dev --worlds 30 --agents quick    # iteration: memory + explorer only
     python benchmarks/suite.py --from-dir multirun/suite-test      # re-print tables of a finished run
+    python benchmarks/suite.py --split test --worlds 100 --agents core --lanes 32 --out multirun/suite-lockstep
+    python benchmarks/suite.py --compare multirun/suite-test multirun/suite-lockstep   # side by side
 
 Only this script reads the test split, to report; choose nothing from it.
 """
@@ -219,6 +221,43 @@ def ablation_table(records: list[dict]) -> str:
     return "\n".join(out) + note + "\n".join(shares)
 
 
+NOT_COMPARED = frozenset({"wall_time_s", "memory_query_ms", "run_id", "episode_log"})
+"""Record fields that measure the machine or name files, not the episode (as benchmarks/same_records.py)."""
+
+
+def _differs(a: dict, b: dict) -> bool:
+    return any(a.get(k) != b.get(k) for k in (set(a) | set(b)) - NOT_COMPARED)
+
+
+def compare_table(a: list[dict], b: list[dict], names: tuple[str, str]) -> str:
+    """Side by side, per sequence and (agent, condition), later tasks pooled: success, SPL and steps of
+    run A and run B on the same episodes (e.g. sequential and lockstep), and how many records differ."""
+    keys = ("sequence", "world_seed", "seed", "task_index", "agent", "condition")
+    by_b = {tuple(r[k] for k in keys): r for r in b if r["condition"] != "eval"}
+    pairs = [(r, by_b[tuple(r[k] for k in keys)]) for r in a if tuple(r[k] for k in keys) in by_b]
+    fields = ("success", "spl", "steps")
+    x, y = names
+    out = [
+        f"| sequence | agent | n | success {x} | success {y} | SPL {x} | SPL {y} | steps {x} | steps {y} | "
+        f"SPL {y} - {x} [95% CI] | records differing |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for sequence, agent, condition in sorted({(r["sequence"], r["agent"], r["condition"]) for r, _ in pairs}):
+        rows = [(r, q) for r, q in pairs if (r["sequence"], r["agent"], r["condition"]) == (sequence, agent, condition)]
+        rows = [(r, q) for r, q in rows if r["task_index"] >= 2]
+        if not rows:
+            continue
+        cells = [f"{np.mean([r[f] for r, _ in rows]):.2f} | {np.mean([q[f] for _, q in rows]):.2f}" for f in fields]
+        spl_a, spl_b = np.array([r["spl"] for r, _ in rows]), np.array([q["spl"] for _, q in rows])
+        lo, hi = paired_ci(spl_b, spl_a, difference_of_means, clusters=[r["world_seed"] for r, _ in rows])
+        diff = f"{float(difference_of_means(spl_b, spl_a)):+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        differing = sum(_differs(r, q) for r, q in rows)
+        out.append(
+            f"| {sequence} | {agent} ({condition}) | {len(rows)} | " + " | ".join(cells) + f" | {diff} | {differing} |"
+        )
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="test", choices=SPLIT_NAMES)
@@ -233,6 +272,13 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
     parser.add_argument(
+        "--lanes",
+        type=int,
+        default=0,
+        help="runs advanced together in each job, their frames embedded in one batched call "
+        "(experiment.lanes; 0: one after another)",
+    )
+    parser.add_argument(
         "--agents",
         choices=("all", "core", "ablations", "quick", "memory"),
         default="all",
@@ -242,9 +288,21 @@ def main() -> None:
     parser.add_argument("--sequences", default=None, help="comma-separated subset of the suite's sequences")
     parser.add_argument("--out", type=Path, default=None, help="multirun directory (default multirun/suite-<split>)")
     parser.add_argument("--from-dir", type=Path, default=None, help="only print the tables of a finished run")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        nargs=2,
+        metavar=("DIR_A", "DIR_B"),
+        default=None,
+        help="print two finished runs of the same worlds side by side (e.g. sequential and --lanes 32)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the multirun command and exit")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
+    if args.compare is not None:
+        a, b = args.compare
+        print(compare_table(load_records(a), load_records(b), (a.name, b.name)))
+        return
     if args.from_dir is None:
         try:
             worlds = choose_worlds(args.split, args.worlds, args.first)
@@ -261,6 +319,8 @@ def main() -> None:
         }[args.agents]
         if args.sequences:
             cmd.append(f"experiment.sequences=[{args.sequences}]")
+        if args.lanes:
+            cmd.append(f"experiment.lanes={args.lanes}")
         cmd += args.overrides
         print(" ".join(cmd), flush=True)
         if args.dry_run:

@@ -51,10 +51,11 @@ from embodmem.envs.entry import make_env
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.fingerprint import check_resume, write_fingerprint
+from embodmem.lockstep import Lockstep
 from embodmem.metrics_record import EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
 from embodmem.profiling import Profiler
-from embodmem.runner import ExperimentPlan, RunWriter, run_experiment
+from embodmem.runner import ExperimentPlan, RunWriter, run_experiment, sequential_order
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -173,6 +174,7 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
         load_memory=Path(exp.load_memory) if exp.load_memory else None,
         poison_k=int(exp.poison_k),
         poison_place=cast(PoisonPlace, str(exp.poison_place)),  # one of them: validate() checked it
+        lanes=int(exp.lanes),
     )
 
 
@@ -207,6 +209,10 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
         from embodmem.video import EpisodeRecorder
 
         recorder = EpisodeRecorder(cfg.video, out_dir / "videos")
+    lockstep = None
+    if plan.lanes:
+        embeds = frozenset(name for name, _ in plan.runs if get_agent_spec(name).needs_embedder)
+        lockstep = Lockstep(plan.lanes, embedder, embeds)
     total = len(plan.world_seeds) * len(plan.runs) * sum(len(tasks) for _, tasks in plan.sequences)
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
     run_experiment(
@@ -217,10 +223,11 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
         profiler=profiler,
         recorder=recorder,
         on_progress=lambda: bar.update(1),
+        lockstep=lockstep,
     )
     bar.close()
 
-    records = writer.records
+    records = sequential_order(plan, writer.records) if plan.lanes else writer.records
     steps = sum(r.steps or 0 for r in records if r.condition is not Condition.eval)
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})

@@ -194,6 +194,11 @@ class ExperimentConfig:
     """Re-run into an output directory that holds a partial run: episodes already in metrics.jsonl
     are not written again (a world whose episodes are all there is skipped; in a partly done world
     every sequence is re-simulated, so warm memory and starts match an uninterrupted run)."""
+    lanes: int = 0
+    """0: the runs (sequence x world x agent x condition) one after another. N >= 1: up to N runs
+    advance together, one step each per round, the frames their agents embed going through the
+    embedder in one batched call (embodmem.lockstep): faster, and the same records for the same N,
+    but a batched forward pass may round an embedding's last bits differently (README, "Lockstep")."""
     eqa: EQAConfig = field(default_factory=EQAConfig)
     """Question answering from memory (``experiment=eqa``; embodmem.eqa)."""
 
@@ -305,6 +310,7 @@ RANGES: dict[str, Range] = {
     "seed": Range(0, integer=True),
     "experiment.world_seeds": Range(0, integer=True),  # lists: every item
     "experiment.poison_k": Range(0, integer=True),
+    "experiment.lanes": Range(0, 4096, integer=True),
     "embedder.batch_size": Range(1, integer=True),
     "embedder.cache_size": Range(0, integer=True),
     "embedder.threads": Range(1, integer=True),
@@ -410,6 +416,14 @@ def _check_stop_range(cfg: DictConfig) -> None:
         )
 
 
+def _check_lanes(cfg: DictConfig) -> None:
+    """Videos follow one episode at a time: lanes that advance together would interleave their frames."""
+    if cfg.experiment.lanes and cfg.video.enabled:
+        raise ConfigError.bad_value(
+            "experiment.lanes", cfg.experiment.lanes, "0 (one run at a time) when video.enabled=true"
+        )
+
+
 def _check_instance_goals(cfg: DictConfig) -> None:
     """Description and image goals need the world with variants, set in ``env`` so that episode logs
     (which record the env settings) replay the same world for every task of the sequence."""
@@ -455,6 +469,7 @@ def validate(cfg: DictConfig) -> None:
     _check_memory_dim(cfg)
     _check_stop_range(cfg)
     _check_instance_goals(cfg)
+    _check_lanes(cfg)
     for key, schema in PART_CONFIGS:
         part_config(key, schema, cfg)
     load = cfg.experiment.load_memory

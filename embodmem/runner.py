@@ -15,7 +15,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -31,6 +31,7 @@ from embodmem.envs.goals import goal_cells_seen
 from embodmem.envs.ground_truth import GroundTruth, GroundTruthEnv, ResetOptions
 from embodmem.envs.spec import Action
 from embodmem.episode_log import EpisodeLog, EpisodeTrace, write_log
+from embodmem.lockstep import Lane, Lockstep, run_lanes
 from embodmem.metrics import EpisodeMeasures, Measures, spl
 from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
 from embodmem.metrics_record import (
@@ -101,6 +102,23 @@ class EpisodeResult:
         return self.record.with_files(video=self.video, video_error=self.video_error)
 
 
+R = TypeVar("R")
+
+Steps = Generator[Observation, None, R]
+"""A run paused before each action: it yields the observation the agent is about to act on and
+returns its result (an episode's outcome, a sequence's results). Whoever drives it may prepare that
+step meanwhile: the lockstep driver (embodmem.lockstep) embeds many lanes' frames in one call."""
+
+
+def finish(steps: Steps[R]) -> R:
+    """Drive ``steps`` to its end without pausing (the sequential runner); its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
+
+
 def run_episode(
     env: GroundTruthEnv,
     agent: Agent,
@@ -109,8 +127,21 @@ def run_episode(
     profiler: Profiler | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
 ) -> EpisodeOutcome:
-    """Run one task to its end. The agent sees observations only; the env's ground truth feeds the
-    measures and what the sequence learns (what was seen, where the robot went)."""
+    """Run one task to its end (:func:`episode_steps`, not paused)."""
+    return finish(episode_steps(env, agent, reset_options, episode_seed, profiler, on_step))
+
+
+def episode_steps(
+    env: GroundTruthEnv,
+    agent: Agent,
+    reset_options: ResetOptions,
+    episode_seed: int,
+    profiler: Profiler | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
+) -> Steps[EpisodeOutcome]:
+    """The one episode loop: one task to its end, yielding each observation before the agent acts on
+    it. The agent sees observations only; the env's ground truth feeds the measures and what the
+    sequence learns (what was seen, where the robot went)."""
     profiler = profiler or Profiler()
     obs, _ = env.reset(seed=episode_seed, options=reset_options)
     truth = env.ground_truth()
@@ -127,6 +158,7 @@ def run_episode(
     start = time.perf_counter()
     done = False
     while not done:
+        yield obs
         with profiler.section("agent"):
             action = int(agent.act(obs))
         if agent.trace.reported:  # judged the frame of the current truth: log where it was taken
@@ -261,7 +293,21 @@ def run_sequence(
     on_episode: Callable[[EpisodeResult], None] | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
 ) -> list[EpisodeResult]:
-    """Run the tasks of ``spec`` one after another in one world."""
+    """Run the tasks of ``spec`` one after another in one world (:func:`sequence_steps`, not paused)."""
+    return finish(sequence_steps(env, agent, spec, run_id, profiler, sleep_between_tasks, on_episode, on_step))
+
+
+def sequence_steps(
+    env: GroundTruthEnv,
+    agent: Agent,
+    spec: SequenceSpec,
+    run_id: str,
+    profiler: Profiler | None = None,
+    sleep_between_tasks: bool = False,
+    on_episode: Callable[[EpisodeResult], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
+) -> Steps[list[EpisodeResult]]:
+    """The tasks of ``spec`` one after another in one world, yielding before each action."""
     results: list[EpisodeResult] = []
     seen_before: set[str] = set()
     reported_before: set[str] = set()
@@ -284,7 +330,7 @@ def run_sequence(
                 carrier.implant(images, poses)
         identity = spec.identity(run_id, agent, i)
         try:
-            outcome = run_episode(
+            outcome = yield from episode_steps(
                 env, agent, reset_options(spec, i), episode_seed(spec.world_seed, spec.seed, i), profiler, on_step
             )
         except Exception as err:
@@ -514,6 +560,8 @@ class ExperimentPlan:
     load_memory: Path | None = None
     poison_k: int = 0
     poison_place: PoisonPlace = "far"
+    lanes: int = 0
+    """Runs advanced together (``experiment.lanes``; 0: one after another)."""
 
     def sequence_spec(
         self, sequence: str, tasks: tuple[str, ...], world_seed: int, condition: Condition
@@ -530,6 +578,31 @@ class ExperimentPlan:
             poison_k=self.poison_k,
             poison_place=self.poison_place,
         )
+
+
+def sequential_order(plan: ExperimentPlan, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
+    """``records`` in the order the sequential runner writes them (sequence, world, run, task, GEM rows
+    after their task). Lanes write as their episodes end; the report's bootstrap intervals follow the
+    order of the records, so a lockstep run reports in this order to print the sequential run's CIs."""
+    sequences = {name: i for i, (name, _) in enumerate(plan.sequences)}
+    worlds = {w: i for i, w in enumerate(plan.world_seeds)}
+    runs: dict[tuple[str | None, Condition | None], int] = {}
+    for i, (name, condition) in enumerate(plan.runs):
+        runs.setdefault((name, condition), i)
+        if condition.carries_memory:  # its GEM rows are written by its lane
+            runs.setdefault((name, Condition.eval), i)
+    end = len(plan.runs) + len(plan.world_seeds) + len(plan.sequences)
+
+    def key(r: EpisodeRecord) -> tuple[int, ...]:
+        lane = (
+            sequences.get(r.sequence or "", end),
+            worlds.get(r.world_seed if r.world_seed is not None else -1, end),
+            runs.get((r.agent, r.condition), end),
+        )
+        task = r.task_index or 0
+        return (*lane, task, 0, 0) if r.eval_after is None else (*lane, r.eval_after, 1, task)
+
+    return sorted(records, key=key)
 
 
 def world_done(writer: RunWriter, plan: ExperimentPlan, sequence: str, tasks: tuple[str, ...], world_seed: int) -> bool:
@@ -573,79 +646,96 @@ def run_experiment(
     profiler: Profiler | None = None,
     recorder: EpisodeRecorder | None = None,
     on_progress: Callable[[], object] | None = None,
+    lockstep: Lockstep | None = None,
 ) -> list[EpisodeRecord]:
     """Every (sequence, world, agent, condition) of ``plan``; records are written as episodes end.
 
     Each agent starts fresh per world; memory carriers may start from ``plan.load_memory`` (warm) and
     save their state to ``plan.save_memory_dir``. GEM rows run on a second environment instance with
-    fresh agents (see :func:`evaluation_row`).
+    fresh agents (see :func:`evaluation_row`). Each (sequence, world, agent, condition) is a lane:
+    without ``lockstep`` the lanes run one after another, a world's lanes on one env; with it they
+    advance together (:func:`embodmem.lockstep.run_lanes`), each on its own env.
     """
+    if lockstep is not None and recorder is not None:
+        raise ValueError("videos are recorded by the sequential runner only (lockstep=None)")
     profiler = profiler or Profiler()
-    for sequence, tasks in plan.sequences:
-        for world_seed in plan.world_seeds:
-            if world_done(writer, plan, sequence, tasks, world_seed):
-                continue  # resume: every episode of this world is already in metrics.jsonl
-            env = make_env(tasks, world_seed)
-            eval_env = make_env(tasks, world_seed) if plan.gem_eval else None
-            for name, condition in plan.runs:
-                agent = make_agent(name, env)
-                agent.profiler = profiler
-                spec = plan.sequence_spec(sequence, tasks, world_seed, condition)
-                carrier = agent if isinstance(agent, MemoryCarrier) else None
-                if carrier is not None and condition.carries_memory and plan.load_memory is not None:
-                    carrier.load_state(plan.load_memory)
-                evaluate = carrier is not None and eval_env is not None and condition.carries_memory
 
-                def write_eval_row(
-                    after: int,
-                    carrier: MemoryCarrier | None = carrier,
-                    spec: SequenceSpec = spec,
-                    name: str = name,
-                    eval_env: EnvT | None = eval_env,
-                ) -> None:
-                    assert carrier is not None and eval_env is not None
-                    writer.write_records(
-                        evaluation_row(carrier, lambda: make_agent(name, eval_env), eval_env, spec, plan.run_id, after)
-                    )
+    def lane(
+        sequence: str,
+        tasks: tuple[str, ...],
+        world_seed: int,
+        name: str,
+        condition: Condition,
+        env: EnvT,
+        eval_env: EnvT | None,
+    ) -> Steps[None]:
+        agent = make_agent(name, env)
+        agent.profiler = profiler
+        spec = plan.sequence_spec(sequence, tasks, world_seed, condition)
+        carrier = agent if isinstance(agent, MemoryCarrier) else None
+        if carrier is not None and condition.carries_memory and plan.load_memory is not None:
+            carrier.load_state(plan.load_memory)
+        evaluate = carrier is not None and eval_env is not None and condition.carries_memory
 
-                def on_episode(
-                    result: EpisodeResult,
-                    write_eval_row: Callable[[int], None] = write_eval_row,
-                    evaluate: bool = evaluate,
-                ) -> None:
-                    if recorder is not None:
-                        recorder.finish(result)
-                    writer.write(result)
-                    if on_progress is not None:
-                        on_progress()
-                    if evaluate:
-                        assert result.record.task_index is not None
-                        write_eval_row(result.record.task_index)
+        def write_eval_row(after: int) -> None:
+            assert carrier is not None and eval_env is not None
+            writer.write_records(
+                evaluation_row(carrier, lambda: make_agent(name, eval_env), eval_env, spec, plan.run_id, after)
+            )
 
-                if recorder is not None:
-                    recorder.bind(env, agent)
-                try:
-                    if evaluate:
-                        write_eval_row(0)
-                    run_sequence(
-                        env,
-                        agent,
-                        spec,
-                        plan.run_id,
-                        profiler,
-                        plan.sleep_between_tasks and condition.carries_memory,
-                        on_episode,
-                        recorder.step if recorder is not None else None,
-                    )
-                except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
-                    writer.write_records([*aborted.completed, aborted.record])
-                    raise
-                if carrier is not None and condition.carries_memory and plan.save_memory_dir is not None:
-                    carrier.save_state(
-                        plan.save_memory_dir / f"world{world_seed}"
-                        if len(plan.sequences) == 1
-                        else plan.save_memory_dir / f"{sequence}-world{world_seed}"
-                    )
+        def on_episode(result: EpisodeResult) -> None:
+            if recorder is not None:
+                recorder.finish(result)
+            writer.write(result)
+            if on_progress is not None:
+                on_progress()
+            if evaluate:
+                assert result.record.task_index is not None
+                write_eval_row(result.record.task_index)
+
+        if recorder is not None:
+            recorder.bind(env, agent)
+        try:
+            if evaluate:
+                write_eval_row(0)
+            yield from sequence_steps(
+                env,
+                agent,
+                spec,
+                plan.run_id,
+                profiler,
+                plan.sleep_between_tasks and condition.carries_memory,
+                on_episode,
+                recorder.step if recorder is not None else None,
+            )
+        except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
+            writer.write_records([*aborted.completed, aborted.record])
+            raise
+        if carrier is not None and condition.carries_memory and plan.save_memory_dir is not None:
+            carrier.save_state(
+                plan.save_memory_dir / f"world{world_seed}"
+                if len(plan.sequences) == 1
+                else plan.save_memory_dir / f"{sequence}-world{world_seed}"
+            )
+
+    def lanes() -> Iterator[Lane]:
+        for sequence, tasks in plan.sequences:
+            for world_seed in plan.world_seeds:
+                if world_done(writer, plan, sequence, tasks, world_seed):
+                    continue  # resume: every episode of this world is already in metrics.jsonl
+                envs: tuple[EnvT, EnvT | None] | None = None
+                for name, condition in plan.runs:
+                    if envs is None or lockstep is not None:  # lanes that run together need their own envs
+                        envs = (make_env(tasks, world_seed), make_env(tasks, world_seed) if plan.gem_eval else None)
+                    steps = lane(sequence, tasks, world_seed, name, condition, *envs)
+                    yield Lane(steps, embeds=lockstep is not None and name in lockstep.embeds)
+
+    if lockstep is None:
+        for each in lanes():
+            for _ in each.steps:
+                pass
+    else:
+        run_lanes(lanes(), lockstep, profiler)
     return writer.records
 
 

@@ -5,13 +5,16 @@ turning back to where it looked a moment ago) is never pushed through the networ
 preprocessed with torch ops on the whole batch (:class:`FrameEncoder`) rather than PIL per image: at
 64x64 that is the difference between hundreds and thousands of frames per second. Single frames, one
 per agent step, go through the same graph exported to ONNX Runtime (:mod:`embodmem.embedding.export`),
-which at batch 1 is several times faster than PyTorch's eager dispatch.
+which at batch 1 is several times faster than PyTorch's eager dispatch. The lockstep runner fills the
+cache with many worlds' frames at once (:meth:`ClipEmbedder.cache_frames`) through a second graph
+that takes batches.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +71,7 @@ class ClipEmbedder:
         self.cache_size = cache_size
         self.runtime = runtime
         self.threads = threads or 1
-        self._sessions: dict[tuple[int, int], object] = {}  # (H, W) -> ONNX Runtime session or None
+        self._sessions: dict[tuple[int, int, bool], object] = {}  # (H, W, batched) -> ONNX Runtime session or None
         self._image_cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._text_cache: dict[str, np.ndarray] = {}
         self.dim = int(self.embed_texts(["probe"]).shape[1])
@@ -82,21 +85,22 @@ class ClipEmbedder:
 
     # ----------------------------------------------------------------- images
 
-    def _frame_session(self, height: int, width: int) -> Any:
-        """The ONNX Runtime session for single frames of this size, or None (then torch runs them).
+    def _frame_session(self, height: int, width: int, batched: bool = False) -> Any:
+        """The ONNX Runtime session for single frames of this size (``batched``: for batches), or None
+        (then torch runs them).
 
         Only on CPU, only for a graph exported from this very checkpoint (its sha256 is checked).
         """
-        key = (height, width)
+        key = (height, width, batched)
         if key not in self._sessions:
             session = None
             if self.runtime != "torch" and self.device.type == "cpu" and self.pretrained and height == width:
                 session = (
-                    load_frame_session(self.pretrained, height, self.threads)
+                    load_frame_session(self.pretrained, height, self.threads, batched)
                     if Path(self.pretrained).is_file()
                     else None
                 )
-            if session is None and self.runtime == "onnx":
+            if session is None and self.runtime == "onnx" and not batched:
                 raise ValueError(
                     f"runtime='onnx' but no ONNX graph for {self.pretrained!r} at {height}x{width} px; "
                     "export one with python -m embodmem.embedding.export"
@@ -117,21 +121,42 @@ class ClipEmbedder:
             out.append(self.encoder(batch).float().cpu().numpy())
         return np.concatenate(out).astype(np.float32)
 
+    def _encode_batch(self, images: np.ndarray) -> np.ndarray:
+        """:meth:`_encode_images` through the batch graph when there is one (for :meth:`cache_frames`)."""
+        session = self._frame_session(images.shape[1], images.shape[2], batched=True)
+        if session is None:
+            return self._encode_images(images)
+        self.frames_embedded += len(images)
+        chunks = [images[i : i + self.batch_size] for i in range(0, len(images), self.batch_size)]
+        return np.concatenate([session.run(None, {"frame": np.ascontiguousarray(c)})[0] for c in chunks])
+
     def embed_images(self, images: np.ndarray) -> np.ndarray:
         """(N, H, W, 3) uint8 RGB -> (N, D) float32 unit vectors; repeated frames come from the cache."""
+        return self._cached(images, self._encode_images)
+
+    def cache_frames(self, images: np.ndarray) -> None:
+        """Embed the frames of ``images`` not in the cache yet, in one pass, and keep them there: the
+        one-frame :meth:`embed_images` calls that follow find them (the lockstep runner,
+        :mod:`embodmem.lockstep`). The pass runs the batch ONNX graph when one was exported from this
+        checkpoint, whose rows do not depend on what else is in the batch; else what embed_images runs."""
+        if self.cache_size:
+            self._cached(images, self._encode_batch)
+
+    def _cached(self, images: np.ndarray, encode: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """``encode`` the distinct frames of ``images`` that are not in the cache; all rows, cached."""
         images = np.asarray(images)
         if images.ndim == 3:
             images = images[None]
         if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
             raise ValueError(f"images must be (N, H, W, 3) uint8, got shape {images.shape} dtype {images.dtype}")
         if self.cache_size == 0:
-            return self._encode_images(images)
+            return encode(images)
         keys = [hashlib.blake2b(img.tobytes(), digest_size=16).digest() for img in images]
         todo: dict[bytes, int] = {}  # distinct uncached frames -> first index in the batch
         for i, k in enumerate(keys):
             if k not in self._image_cache and k not in todo:
                 todo[k] = i
-        fresh = dict(zip(todo, self._encode_images(images[list(todo.values())]))) if todo else {}
+        fresh = dict(zip(todo, encode(images[list(todo.values())]))) if todo else {}
         self.cache_hits += len(images) - len(todo)
         rows = []
         for k in keys:

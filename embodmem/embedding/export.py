@@ -5,11 +5,15 @@ dispatching ops; ONNX Runtime runs the same graph about 4x faster (``benchmarks/
 measures both). The graph takes the camera frame as the environment gives it (uint8,
 1 x H x W x 3) and returns the unit vector, so a step costs one call.
 
-    python -m embodmem.embedding.export          # the default checkpoint (the trainer runs this too)
+    python -m embodmem.embedding.export          # the default checkpoint's two graphs (the trainer runs this too)
     python -m embodmem.embedding.export --model ViT-B-32 --pretrained /path/vit_b_32.pt --frame-size 64
 
-The graph is written next to the checkpoint (``<name>.frame<H>.onnx``) and records the checkpoint's
-sha256; :func:`load_frame_session` refuses a graph whose checkpoint has changed, so a retrained
+A second graph, ``<name>.batch<H>.onnx``, takes any number of frames (N x H x W x 3): the lockstep
+runner (:mod:`embodmem.lockstep`) embeds many worlds' frames in one call through it. Its rows do not
+depend on what else is in the batch (each frame's vector is the same in a batch of 1 or 64), but its
+last bits may differ from the one-frame graph's, whose fixed shape ONNX Runtime optimises further.
+
+Each graph is written next to the checkpoint and records the checkpoint's sha256; :func:`load_frame_session` refuses a graph whose checkpoint has changed, so a retrained
 model never runs with a stale graph. Export needs ``onnx`` and ``onnxscript`` (the ``train`` extra);
 running a graph needs only ``onnxruntime``.
 """
@@ -38,31 +42,43 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def frame_graph_path(checkpoint: str | Path, frame_size: int) -> Path:
-    """Where the ONNX graph for ``checkpoint`` and frames of ``frame_size`` pixels lives."""
+def frame_graph_path(checkpoint: str | Path, frame_size: int, batched: bool = False) -> Path:
+    """Where the ONNX graph for ``checkpoint`` and frames of ``frame_size`` pixels lives (one frame, or
+    ``batched``: any number)."""
     checkpoint = Path(checkpoint)
-    return checkpoint.with_name(f"{checkpoint.stem}.frame{frame_size}.onnx")
+    return checkpoint.with_name(f"{checkpoint.stem}.{'batch' if batched else 'frame'}{frame_size}.onnx")
 
 
-def export_frame_encoder(model_name: str, checkpoint: str | Path, frame_size: int | None = None) -> Path:
-    """Write the ONNX graph of ``FrameEncoder`` for one frame of ``frame_size`` pixels (default: the model's input)."""
+def export_frame_encoder(
+    model_name: str, checkpoint: str | Path, frame_size: int | None = None, batched: bool = False
+) -> Path:
+    """Write the ONNX graph of ``FrameEncoder`` for one frame of ``frame_size`` pixels (default: the
+    model's input), or with ``batched`` for any number of them."""
     model = create(model_name, checkpoint)
     encoder = FrameEncoder(model.visual).float().eval()
     size = frame_size or encoder.image_size
-    frame = torch.zeros(1, size, size, 3, dtype=torch.uint8)
+    frame = torch.zeros(2 if batched else 1, size, size, 3, dtype=torch.uint8)
+    dynamic = {"frames": {0: torch.export.Dim("batch", min=1, max=4096)}} if batched else None
     program = torch.onnx.export(
-        encoder, (frame,), dynamo=True, input_names=["frame"], output_names=["embedding"], verbose=False
+        encoder,
+        (frame,),
+        dynamo=True,
+        input_names=["frame"],
+        output_names=["embedding"],
+        dynamic_shapes=dynamic,
+        verbose=False,
     )
     assert program is not None  # dynamo export always returns its program
     proto = program.model_proto
     entry = proto.metadata_props.add()
     entry.key, entry.value = DIGEST_KEY, file_digest(checkpoint)
-    return atomic_write_bytes(frame_graph_path(checkpoint, size), proto.SerializeToString())
+    return atomic_write_bytes(frame_graph_path(checkpoint, size, batched), proto.SerializeToString())
 
 
-def load_frame_session(checkpoint: str | Path, frame_size: int, threads: int = 1) -> Any:
-    """An ONNX Runtime session for ``checkpoint``'s frame graph, or ``None`` if none matches it."""
-    path = frame_graph_path(checkpoint, frame_size)
+def load_frame_session(checkpoint: str | Path, frame_size: int, threads: int = 1, batched: bool = False) -> Any:
+    """An ONNX Runtime session for ``checkpoint``'s frame graph (``batched``: the batch graph), or
+    ``None`` if none matches it."""
+    path = frame_graph_path(checkpoint, frame_size, batched)
     if not path.is_file():
         return None
     import onnxruntime as ort
@@ -83,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pretrained", type=Path, default=DEFAULT_CHECKPOINT, help="local checkpoint")
     parser.add_argument("--frame-size", type=int, default=None, help="camera frame size (default: the model's input)")
     args = parser.parse_args(argv)
-    print(export_frame_encoder(args.model, args.pretrained, args.frame_size))
+    for batched in (False, True):
+        print(export_frame_encoder(args.model, args.pretrained, args.frame_size, batched))
 
 
 if __name__ == "__main__":

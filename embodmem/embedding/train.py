@@ -243,6 +243,7 @@ def train(
     }
     atomic_write_json(out.with_suffix(".train.json"), info)
     export_frame_encoder(DEFAULT_MODEL, out)  # the agent's one-frame path (ONNX Runtime)
+    export_frame_encoder(DEFAULT_MODEL, out, batched=True)  # the lockstep runner's batches
     return info
 
 

@@ -192,6 +192,7 @@ VALUES: dict[str, Any] = {
     "experiment.save_memory": True,
     "experiment.load_memory": "<tmp>/saved-memory",
     "experiment.resume": True,
+    "experiment.lanes": 3,
     # experiment.eqa: the question-answering mode (embodmem/config.py EQAConfig)
     "experiment.eqa.enabled": True,
     "experiment.eqa.questions": "test",
@@ -333,6 +334,7 @@ def reached(key: str, cfg: DictConfig, tmp: Path, embedder: Any) -> Any:
         "save_memory": plan.save_memory_dir == tmp / "memory",
         "load_memory": str(plan.load_memory),
         "resume": build_writer(cfg, tmp / "run").resume,
+        "lanes": plan.lanes,
     }
     return by_field[name]
 

@@ -1,0 +1,161 @@
+"""The lockstep runner (experiment.lanes): the records of the sequential runner on these worlds, the
+same records for any lane count, resume, refused values, and the driver's rounds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from embodmem.app import CONFIG_DIR, experiment_plan, run
+from embodmem.config import ConfigError, validate
+from embodmem.embedding.embedder import ClipEmbedder
+from embodmem.lockstep import Lane, Lockstep, run_lanes
+from embodmem.metrics_record import TIMING_FIELDS
+from embodmem.runner import read_metrics, read_records, sequential_order
+
+SMALL = [
+    "experiment.tasks=[wreck,barrel,wreck]", "experiment.world_seeds=[1000,1001]", "experiment.variants=[memory]",
+    "experiment.baselines=[explorer,oracle]", "env.max_steps=80", "logger.progress=false", "logger.plots=false",
+    "run_id=lockstep-test",
+]  # fmt: skip
+"""Two worlds, memory warm and cold, explorer, oracle: 8 lanes of three tasks."""
+
+
+def _compose(*extra: str):
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        return compose("config", overrides=[*SMALL, *extra])
+
+
+def _records(out: Path) -> dict[tuple, dict]:
+    """Records by episode key, less the wall-clock fields (the order in the file follows the lanes)."""
+    keyed = {}
+    for r in read_metrics(out / "metrics.jsonl"):
+        keyed[(r["world_seed"], r["agent"], r["condition"], r["task_index"])] = {
+            k: v for k, v in r.items() if k not in TIMING_FIELDS and k != "episode_log"
+        }
+    return keyed
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The same experiment sequentially, with 3 lanes twice and with 8 lanes."""
+    out = {}
+    for name, lanes in (("sequential", 0), ("lanes3", 3), ("lanes3-again", 3), ("lanes8", 8)):
+        out[name] = tmp_path_factory.mktemp(name)
+        run(_compose(f"experiment.lanes={lanes}"), out[name])
+    return out
+
+
+def test_lockstep_writes_the_sequential_records_on_these_worlds(runs: dict[str, Path]) -> None:
+    """Batched frames may differ from one-frame ones in the last bits (README, "Lockstep"); on these
+    worlds no decision turns on them, so every record is the sequential runner's."""
+    sequential = _records(runs["sequential"])
+    assert len(sequential) == 2 * 4 * 3
+    assert _records(runs["lanes3"]) == sequential
+    assert _records(runs["lanes8"]) == sequential
+    for lanes in ("lanes3", "lanes8"):
+        for name in ("summary.csv", "transfer.csv"):
+            assert (runs[lanes] / name).read_bytes() == (runs["sequential"] / name).read_bytes(), (lanes, name)
+
+
+def test_records_are_reported_in_the_sequential_runners_order(runs: dict[str, Path]) -> None:
+    """Lanes write as episodes end; the report (whose bootstrap follows the records' order) gets them
+    in the order the sequential runner writes them."""
+    written = read_records(runs["sequential"] / "metrics.jsonl")
+    plan = experiment_plan(_compose(), runs["sequential"])
+    shuffled = [written[i] for i in np.random.default_rng(0).permutation(len(written))]
+    assert [r.key for r in sequential_order(plan, shuffled)] == [r.key for r in written]
+    assert [r.key for r in read_records(runs["lanes3"] / "metrics.jsonl")] != [r.key for r in written]
+
+
+def test_the_same_lane_count_gives_the_same_records_and_logs(runs: dict[str, Path]) -> None:
+    assert _records(runs["lanes3"]) == _records(runs["lanes3-again"])
+    for log in sorted((runs["lanes3"] / "episodes").glob("*.json")):
+        again = json.loads((runs["lanes3-again"] / "episodes" / log.name).read_text())
+        mine = json.loads(log.read_text())
+        for key in ("actions", "obs_digests", "retrievals", "reports"):
+            assert mine[key] == again[key], (log.name, key)
+
+
+def test_a_lockstep_run_resumes_to_the_uninterrupted_records(runs: dict[str, Path], tmp_path: Path) -> None:
+    """A cut after a few episodes: resume reruns the unfinished worlds' lanes and writes only what is missing."""
+    full = runs["lanes3"]
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    shutil.copy(full / "fingerprint.json", cut / "fingerprint.json")
+    lines = (full / "metrics.jsonl").read_text().splitlines()
+    (cut / "metrics.jsonl").write_text("\n".join(lines[:5]) + "\n")
+    run(_compose("experiment.lanes=3", "experiment.resume=true"), cut)
+    assert _records(cut) == _records(full)
+    assert len(read_metrics(cut / "metrics.jsonl")) == len(lines)  # nothing written twice
+
+
+@pytest.mark.parametrize("lanes", [-1, 4097])
+def test_a_bad_lane_count_is_refused_in_one_line(lanes: object) -> None:
+    with pytest.raises(
+        ConfigError, match=rf"^experiment.lanes: {lanes} is not allowed; allowed: an integer in \[0, 4096\]$"
+    ):
+        validate(_compose(f"experiment.lanes={lanes}"))
+
+
+def test_lanes_with_videos_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"experiment.lanes: 4 is not allowed; allowed: 0 .* video.enabled=true"):
+        validate(_compose("experiment.lanes=4", "video.enabled=true"))
+
+
+class FakeEmbedder:
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def cache_frames(self, images: np.ndarray, /) -> None:
+        self.batches.append(len(images))
+
+
+def _lane(name: str, steps: int, log: list[str], embeds: bool = True) -> Lane:
+    def body():
+        for i in range(steps):
+            yield {"image": np.zeros((4, 4, 3), np.uint8)}
+            log.append(f"{name}{i}")
+
+    return Lane(body(), embeds)
+
+
+def test_lanes_advance_one_step_per_round_and_wait_for_a_place() -> None:
+    log: list[str] = []
+    embedder = FakeEmbedder()
+    lanes = [_lane("a", 2, log), _lane("b", 1, log, embeds=False), _lane("c", 2, log)]
+    run_lanes(lanes, Lockstep(2, embedder))
+    assert log == ["a0", "b0", "a1", "c0", "c1"]  # c starts when b ends
+    assert embedder.batches == [1, 2, 1]  # b's frames are not embedded; one call per round
+
+
+def test_batched_frames_do_not_depend_on_the_rest_of_the_batch() -> None:
+    """The batch graph's rows are the same in a batch of 1 or 70 (so any lane count writes the same
+    records), and within float32 rounding of the one-frame graph's."""
+    frames = np.random.default_rng(0).integers(0, 256, (70, 64, 64, 3), dtype=np.uint8)
+    together, alone, one_frame = ClipEmbedder(threads=1), ClipEmbedder(threads=1), ClipEmbedder(threads=1)
+    together.cache_frames(frames)
+    for frame in frames[:8]:
+        alone.cache_frames(frame[None])
+    assert together.frames_embedded == 70
+    np.testing.assert_array_equal(together.embed_images(frames[:8]), alone.embed_images(frames[:8]))
+    single = np.concatenate([one_frame.embed_images(f[None]) for f in frames[:8]])
+    np.testing.assert_allclose(together.embed_images(frames[:8]), single, atol=1e-6)
+
+
+def test_the_command_line_refuses_a_bad_lane_count_before_any_work(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "embodmem", "experiment.lanes=2.5", f"hydra.run.dir={out}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip() == "embodmem-run: error: experiment.lanes: '2.5' is not allowed; allowed: an integer"
+    assert not out.exists()
