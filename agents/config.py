@@ -63,28 +63,43 @@ class ExplorerConfig:
     relocalise_agree: int = 5
     """Informative scans in a row that must favour the same neighbouring cell before the estimate
     moves there (one noisy scan never moves it; a real drift persists)."""
-    clean_background_stop: bool = False
+    clean_background_stop: bool = True
     """Judge a candidate only from viewing cells whose view beyond it (the middle of the view, up to
     the visibility) holds no other obstacle the map knows, when such a cell exists: a target seen
     above or behind a low object in front is then not taken for that object (issue 30, "an occluder
-    taken for the target"). Off by default until the README's tables are re-run with it."""
-    coverage_by_kind: bool = False
+    taken for the target": dev worlds 1224 and 1370)."""
+    coverage_by_kind: bool = True
     """Carry camera coverage between missions per target kind: a cell counts as searched for a kind
     only if it was looked at from within that kind's detection range in the light of the time
     (:data:`~embodmem.agents.recognizer.DETECTION_RANGE_CELLS`), not within one range for every
-    kind (issue 30, "coverage without detection"). Off by default until the tables are re-run."""
-    confirm_centre_adjacent: bool = False
+    kind (issue 30, "coverage without detection": dev world 1347, and under ``env=noisy`` dev worlds
+    1456, 1488 and 1504, where oil drums looked at from four cells in task 1 were never searched
+    for again)."""
+    confirm_centre_adjacent: bool = True
     """From next to a candidate too, the middle of the view (the centre half of the columns) must
     show the target before the robot stops, not just the whole frame: a target at the edge of the
     view, beyond a low object straight ahead, is then not taken for that object (issue 30, "an
     occluder taken for the target": dev world 1234, a stop facing a cable with the wind station five
     cells off to the side). One more embedding per stop decision."""
+    fog_limited_look: bool = True
+    """Within a mission, a cell counts as looked at only from within the distance at which a small
+    target still shows in this light (``clear_sight_share`` of the visibility, as for carried
+    coverage), not from ``look_range_cells`` whatever the light: in deep water the fog hides oil
+    drums beyond about 2.5 cells, so a look from four cells found nothing and still ruled the place
+    out (issue 30, "not seen, deep water": dev worlds 1426, 1448, 1522 and 1574 under ``env=noisy``,
+    warm timeouts with the drums never in view). Clear water is unchanged (4 cells either way)."""
+    restart_when_stuck: bool = True
+    """When no cell left to look at can be reached on the map and no unknown cell either, start the
+    search over (forget what was looked at) instead of stopping where the robot is (issue 30, under
+    ``env=noisy``: dev worlds 1448 and 1452, a warm robot stopped 70-100 m from the target after
+    340-389 steps, its map fencing off the last unseen cells)."""
     seen_within_detection_range: bool = False
     """Within a mission, when every reachable place has been looked at and the target was not
     found, look again first at what was looked at only from beyond the mission's kind's detection
     range in this light (the recogniser misses it there), from within that range, before the search
     starts over (issue 30, "not seen, deep water": drums faced from 3-4 cells at a score of 0.01
-    and never revisited). Off by default until the tables are re-run."""
+    and never revisited). Off by default: on dev worlds 1400-1599 it fixed none of the deep-water
+    timeouts that ``fog_limited_look`` fixes, and it costs steps."""
 
     def __post_init__(self) -> None:
         check_types(self)

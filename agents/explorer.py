@@ -97,7 +97,7 @@ class FrontierExplorer(Agent, Navigator):
             [min(self.config.look_range_cells, detection_range(k, spec.view_range_m)) for k in TARGET_KINDS]
         )
         """Per target kind, cells within which a look counts as searched for it (``coverage_by_kind``)."""
-        self.seen_range = self.config.look_range_cells
+        self.seen_range = self.searched_range if self.config.fog_limited_look else self.config.look_range_cells
         """Cells within which a look counts as a look for this mission."""
         self.close_range: float | None = None
         """With ``seen_within_detection_range``: cells within which this mission's kind is recognised
@@ -387,7 +387,8 @@ class FrontierExplorer(Agent, Navigator):
         When every reachable cell has been looked at, the search starts over (camera coverage is
         forgotten). If frontiers are known but cannot be reached, the map may be wrong (an echo off a
         cell corner can wall the robot in): head for the nearest unknown cell through anything it
-        has not actually bumped into. Returns ``None`` only when nothing unknown is left.
+        has not actually bumped into. Returns ``None`` only when nothing unknown is left (and, with
+        ``restart_when_stuck``, nothing unseen can be reached even after the search starts over).
         """
         assert self.grid is not None
         if self.path and self.goal_kind in ("frontier", "unknown"):
@@ -425,7 +426,15 @@ class FrontierExplorer(Agent, Navigator):
             self.grid.seen[:] = False
             return self.frontier_action()
         if unknown.any():
-            return self._follow(unknown, "unknown", passable=self.grid.evidence < 100)
+            action = self._follow(unknown, "unknown", passable=self.grid.evidence < 100)
+            if action is not None:
+                return action
+        if self.config.restart_when_stuck and self.grid.seen.any():
+            # Nothing left to look at can be reached on this map (under noisy sonar, phantom echoes
+            # and drifted cells can fence off the cells not yet looked at): start the search over
+            # rather than stop where the robot is.
+            self.grid.seen[:] = False
+            return self.frontier_action()
         return None
 
     def goto_cell_action(self, goals: np.ndarray, kind: str) -> int | None:

@@ -1,7 +1,7 @@
 """Issue 30's failure modes, each reproduced on a hand-built map and designed out behind its switch
 (agents/config.py: clean_background_stop, confirm_centre_adjacent, coverage_by_kind,
-seen_within_detection_range), and the same situation with the switch off, where the old behaviour
-shows."""
+fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same situation with the
+switch off, where the old behaviour shows. All but the last are on by default."""
 
 from __future__ import annotations
 
@@ -22,11 +22,27 @@ def embedder() -> ClipEmbedder:
     return ClipEmbedder(threads=1)
 
 
+SAFEGUARDS_OFF: dict[str, bool] = {
+    "clean_background_stop": False,
+    "confirm_centre_adjacent": False,
+    "coverage_by_kind": False,
+    "fog_limited_look": False,
+    "restart_when_stuck": False,
+    "seen_within_detection_range": False,
+}
+"""The agent before issue 30's safeguards (the first five are on by default): each test turns on
+the one it is about, so the old behaviour and the switch's effect show side by side."""
+
+
+def _config(**switches: bool | float) -> MemoryAgentConfig:
+    return MemoryAgentConfig(**{**SAFEGUARDS_OFF, **switches})
+
+
 def _agent(embedder: ClipEmbedder, task: str, agent_type: type = FrontierExplorer, **switches: bool | float):
     """An agent reset on a task of an open 32x32 world, its map then replaced by a blank one."""
     env = UnderwaterEnv(tasks=(task,), world_seed=1001, max_steps=50)
     obs, _ = env.reset(seed=0)
-    agent = agent_type(embedder, config=MemoryAgentConfig(**switches))
+    agent = agent_type(embedder, config=_config(**switches))
     agent.reset(obs, env.sensor_spec)
     assert agent.grid is not None
     agent.grid.reset()
@@ -116,7 +132,7 @@ def test_the_dev_world_case_of_a_cable_before_the_view_of_a_wind_station(embedde
     for switch in (False, True):
         env = UnderwaterEnv(tasks=("wind_station",), world_seed=1234, max_steps=400)
         obs, info = env.reset(seed=0, options={"task": "wind_station", "start_pose": (15, 11, 1)})
-        agent = FrontierExplorer(embedder, MemoryAgentConfig(confirm_centre_adjacent=switch))
+        agent = FrontierExplorer(embedder, _config(confirm_centre_adjacent=switch))
         agent.reset(obs, env.sensor_spec)
         done = False
         while not done:
@@ -175,7 +191,7 @@ def test_coverage_counts_for_a_kind_only_within_its_detection_range(embedder: Cl
 
 def test_a_carried_map_gives_each_mission_its_own_coverage(embedder: ClipEmbedder) -> None:
     env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=1001, max_steps=30)
-    agent = MemoryAgent(embedder, config=MemoryAgentConfig(coverage_by_kind=True))
+    agent = MemoryAgent(embedder, config=_config(coverage_by_kind=True))
     obs, _ = env.reset(seed=0, options={"task": "wreck"})
     agent.reset(obs, env.sensor_spec)
     for _ in range(30):
@@ -227,7 +243,7 @@ def test_the_dev_world_case_of_a_cable_before_a_wreck(embedder: ClipEmbedder) ->
     for switch in (False, True):
         env = UnderwaterEnv(tasks=("wreck",), world_seed=1006, max_steps=400)
         obs, info = env.reset(seed=0, options={"task": "wreck", "start_pose": (2, 27, 2)})
-        agent = FrontierExplorer(embedder, MemoryAgentConfig(clean_background_stop=switch))
+        agent = FrontierExplorer(embedder, _config(clean_background_stop=switch))
         agent.reset(obs, env.sensor_spec)
         done = False
         while not done:
@@ -235,3 +251,42 @@ def test_the_dev_world_case_of_a_cable_before_a_wreck(embedder: ClipEmbedder) ->
             done = terminated or truncated
         outcomes[switch] = (bool(info["success"]), round(float(info["distance_m"]), 1))
     assert outcomes[False] == (False, 20.6) and outcomes[True][0], outcomes
+
+
+def test_in_deep_water_a_look_counts_only_as_far_as_the_fog_shows_small_targets(embedder: ClipEmbedder) -> None:
+    """Deep water hides oil drums beyond about 2.5 cells: with the switch a cell four cells ahead is
+    not looked at yet, two cells ahead is; in clear water both count either way."""
+    off, _ = _agent(embedder, "deep_barrel")
+    on, _ = _agent(embedder, "deep_barrel", fog_limited_look=True)
+    assert off.seen_range == 4.0 and on.seen_range == on.searched_range == 2.5
+    for agent in (off, on):
+        assert agent.grid is not None
+        agent.grid.free[:] = True
+        agent.pose = (10, 16, 0)
+        agent.grid.look(agent.pose, agent.view_rays, agent.seen_range, agent.searched_range)
+    assert off.grid is not None and on.grid is not None
+    assert off.grid.seen[16, 14] and not on.grid.seen[16, 14]
+    assert off.grid.seen[16, 12] and on.grid.seen[16, 12]
+    shallow_off, _ = _agent(embedder, "barrel")
+    shallow_on, _ = _agent(embedder, "barrel", fog_limited_look=True)
+    assert shallow_off.seen_range == shallow_on.seen_range == 4.0
+
+
+def test_a_search_fenced_off_by_the_map_starts_over_instead_of_stopping(embedder: ClipEmbedder) -> None:
+    """Everything looked at but one cell, walled in by cells the robot bumped into: the old agent
+    has nowhere to go and stops (frontier_action is None); with the switch it forgets what was
+    looked at and goes on searching."""
+    actions = {}
+    for switch in (False, True):
+        agent, _ = _agent(embedder, "barrel", restart_when_stuck=switch)
+        grid = agent.grid
+        assert grid is not None
+        grid.free[:] = True
+        grid.seen[:] = True
+        grid.seen[20, 20] = False
+        for dx, dy in [(-1, 0), (1, 0), (0, -1), (0, 1)]:
+            grid.mark_occupied(20 + dx, 20 + dy)
+        agent.pose = (10, 10, 0)
+        actions[switch] = agent.frontier_action()
+        assert bool(grid.seen.any()) is (not switch)
+    assert actions[False] is None and actions[True] is not None
