@@ -1,7 +1,7 @@
 """Issue 30's failure modes, each reproduced on a hand-built map and designed out behind its switch
 (agents/config.py: clean_background_stop, confirm_centre_adjacent, coverage_by_kind,
 fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same situation with the
-switch off, where the old behaviour shows. All but the last are on by default."""
+switch off, where the old behaviour shows. All but the last two are on by default."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ SAFEGUARDS_OFF: dict[str, bool] = {
     "restart_when_stuck": False,
     "seen_within_detection_range": False,
 }
-"""The agent before issue 30's safeguards (the first five are on by default): each test turns on
+"""The agent before issue 30's safeguards (all but fog_limited_look and
+seen_within_detection_range are on by default): each test turns on
 the one it is about, so the old behaviour and the switch's effect show side by side."""
 
 

@@ -65,7 +65,7 @@ VALUES: dict[str, Any] = {
     "agent.clean_background_stop": False,
     "agent.coverage_by_kind": False,
     "agent.confirm_centre_adjacent": False,
-    "agent.fog_limited_look": False,
+    "agent.fog_limited_look": True,
     "agent.restart_when_stuck": False,
     "agent.seen_within_detection_range": True,
     "agent.memory_probability": 0.8,
