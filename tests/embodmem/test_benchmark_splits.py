@@ -103,3 +103,24 @@ def test_suite_counts_warm_failures_where_cold_succeeded() -> None:
     assert row.endswith("| 0.0% | 1 (33.3%); 1 of 3 (33.3%) |")
     assert "recogniser reported the target earlier | 3 | 0.67 (share)" in text
     assert "| s | memory | 3 | 1 (33.3%) | 1 of 3 (33.3%) |" in lost_to_cold_table(records)
+
+
+def test_compare_puts_two_runs_side_by_side_and_counts_differing_records() -> None:
+    """``suite.py --compare``: the same episodes of two runs, later tasks only; a record that differs
+    in any field but the wall clock is counted, and the SPL difference is B minus A."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from suite import compare_table
+
+    def record(world: int, task: int, spl: float, wall: float) -> dict:
+        return {
+            "sequence": "deep_pair", "world_seed": world, "seed": 0, "task_index": task, "agent": "memory",
+            "condition": "warm", "success": 1, "spl": spl, "steps": 10, "wall_time_s": wall,
+        }  # fmt: skip
+
+    a = [record(w, t, 0.5, 1.0) for w in range(4) for t in (1, 2)]
+    b = [record(w, t, 0.5 if w else 0.9, 2.0) for w in range(4) for t in (1, 2)]
+    table = compare_table(a, b, ("sequential", "lockstep")).splitlines()
+    assert len(table) == 3 and table[2].startswith("| deep_pair | memory (warm) | 4 |")
+    cells = [c.strip() for c in table[2].split("|")]
+    assert cells[6:8] == ["0.50", "0.60"] and cells[-2] == "1"  # SPL A, B; one record differs (world 0)
+    assert cells[-3].startswith("+0.100")
