@@ -39,6 +39,22 @@ def _config(**switches: bool | float) -> MemoryAgentConfig:
     return MemoryAgentConfig(**{**SAFEGUARDS_OFF, **switches})
 
 
+def _dev_case(
+    embedder: ClipEmbedder, world: int, task: str, start: tuple[int, int, int], **switches: bool
+) -> tuple[bool, float, int]:
+    """One task of a dev world from a given pose, the explorer with ``switches`` on the old agent:
+    (success, distance to the target in m, steps)."""
+    env = UnderwaterEnv(tasks=(task,), world_seed=world, max_steps=400)
+    obs, info = env.reset(seed=0, options={"task": task, "start_pose": start})
+    agent = FrontierExplorer(embedder, _config(**switches))
+    agent.reset(obs, env.sensor_spec)
+    done = False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        done = terminated or truncated
+    return bool(info["success"]), round(float(info["distance_m"]), 1), env.step_count
+
+
 def _agent(embedder: ClipEmbedder, task: str, agent_type: type = FrontierExplorer, **switches: bool | float):
     """An agent reset on a task of an open 32x32 world, its map then replaced by a blank one."""
     env = UnderwaterEnv(tasks=(task,), world_seed=1001, max_steps=50)
@@ -129,17 +145,10 @@ def test_the_dev_world_case_of_a_cable_before_the_view_of_a_wind_station(embedde
     straight ahead and the wind station five cells off, at the edge of the view. The old agent takes
     the cable for it and stops 25 m short after 6 steps; with the switch the cable is ruled out by
     the middle of the view and the robot stops by the wind station."""
-    outcomes = {}
-    for switch in (False, True):
-        env = UnderwaterEnv(tasks=("wind_station",), world_seed=1234, max_steps=400)
-        obs, info = env.reset(seed=0, options={"task": "wind_station", "start_pose": (15, 11, 1)})
-        agent = FrontierExplorer(embedder, _config(confirm_centre_adjacent=switch))
-        agent.reset(obs, env.sensor_spec)
-        done = False
-        while not done:
-            obs, _, terminated, truncated, info = env.step(agent.act(obs))
-            done = terminated or truncated
-        outcomes[switch] = (bool(info["success"]), round(float(info["distance_m"]), 1), env.step_count)
+    outcomes = {
+        switch: _dev_case(embedder, 1234, "wind_station", (15, 11, 1), confirm_centre_adjacent=switch)
+        for switch in (False, True)
+    }
     assert outcomes[False] == (False, 25.0, 6) and outcomes[True][0], outcomes
 
 
@@ -240,17 +249,10 @@ def test_the_dev_world_case_of_a_cable_before_a_wreck(embedder: ClipEmbedder) ->
     """Dev world 1006, find a sunken ship from (2, 27) facing west: the wreck is recognised behind a
     two-cell cable. The old agent stops next to the cable, 20.6 m from the wreck; with the switch
     the cable is judged from its far side, ruled out, and the robot stops by the wreck."""
-    outcomes = {}
-    for switch in (False, True):
-        env = UnderwaterEnv(tasks=("wreck",), world_seed=1006, max_steps=400)
-        obs, info = env.reset(seed=0, options={"task": "wreck", "start_pose": (2, 27, 2)})
-        agent = FrontierExplorer(embedder, _config(clean_background_stop=switch))
-        agent.reset(obs, env.sensor_spec)
-        done = False
-        while not done:
-            obs, _, terminated, truncated, info = env.step(agent.act(obs))
-            done = terminated or truncated
-        outcomes[switch] = (bool(info["success"]), round(float(info["distance_m"]), 1))
+    outcomes = {
+        switch: _dev_case(embedder, 1006, "wreck", (2, 27, 2), clean_background_stop=switch)[:2]
+        for switch in (False, True)
+    }
     assert outcomes[False] == (False, 20.6) and outcomes[True][0], outcomes
 
 
