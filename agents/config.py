@@ -95,7 +95,8 @@ class ExplorerConfig:
     """When no cell left to look at can be reached on the map and no unknown cell either, start the
     search over (forget what was looked at) instead of stopping where the robot is (issue 30, under
     ``env=noisy``: dev worlds 1448 and 1452, a warm robot stopped 70-100 m from the target after
-    340-389 steps, its map fencing off the last unseen cells)."""
+    340-389 steps, its map fencing off the last unseen cells; with the restart both search on,
+    1452 then succeeds with ``coverage_by_kind`` and 1448 runs out of steps)."""
     seen_within_detection_range: bool = False
     """Within a mission, when every reachable place has been looked at and the target was not
     found, look again first at what was looked at only from beyond the mission's kind's detection
