@@ -106,6 +106,13 @@ class FrontierExplorer(Agent, Navigator):
         if self.config.seen_within_detection_range and self.mission_kind is not None:
             self.close_range = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
         self._close_pass = False
+        self.objects_within: float | None = None
+        """With ``face_objects_in_fog``, in fog: cells within which an object must be faced for
+        the water in front of it to count as looked at (the mission's kind's detection range)."""
+        fog = self.searched_range < self.config.look_range_cells
+        if self.config.face_objects_in_fog and fog and self.mission_kind is not None:
+            within = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+            self.objects_within = within if within < self.seen_range else None
         self.reset_spatial_memory_if_cold()
         self.rejected = set()
         self._look_closer = set()
@@ -157,7 +164,9 @@ class FrontierExplorer(Agent, Navigator):
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
             if self.close_range is None:
-                self.grid.look(self.pose, self.view_rays, self.seen_range, self.searched_range)
+                self.grid.look(
+                    self.pose, self.view_rays, self.seen_range, self.searched_range, objects_within=self.objects_within
+                )
             else:  # the second pass counts only close looks as looks
                 reach = self.close_range if self._close_pass else self.seen_range
                 self.grid.look(self.pose, self.view_rays, reach, self.searched_range, self.close_range)

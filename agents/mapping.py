@@ -48,6 +48,9 @@ class OccupancyGrid:
         self.close = np.zeros((n, n), dtype=bool)
         """Cells looked at, this mission, from within the range at which its target is recognised
         (``seen_within_detection_range``): the rest of ``seen`` is looked at again before giving up."""
+        self.faced_closely = np.zeros((n, n), dtype=bool)
+        """Occupied cells the camera has faced, this mission, from within the range at which the
+        mission's kind is recognised (``face_objects_in_fog``)."""
         self.searched_by_kind = np.zeros((len(TARGET_KINDS), n, n), dtype=bool)
         """Per target kind (:data:`TARGET_KINDS` order): cells looked at from within the range at
         which that kind is recognised, in the light of the time (``coverage_by_kind``)."""
@@ -91,6 +94,7 @@ class OccupancyGrid:
         self.searched[:] = False
         self.searched_by_kind[:] = False
         self.close[:] = False
+        self.faced_closely[:] = False
 
     def _march(
         self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float
@@ -128,16 +132,43 @@ class OccupancyGrid:
         look_range: float,
         searched_range: float | None = None,
         close_range: float | None = None,
+        objects_within: float | None = None,
     ) -> None:
         """Mark the cells inside the camera's view up to ``look_range`` cells as seen, and up to
         ``searched_range`` (default: the same) as searched for later missions; with ``close_range``
         (at most ``look_range``), the cells up to it as looked at closely. What was only swept by
-        sonar is not "seen": a small target there may have gone unnoticed."""
+        sonar is not "seen": a small target there may have gone unnoticed. With ``objects_within``
+        (``face_objects_in_fog``), a ray that ends at an object not yet faced from within that many
+        cells does not mark the cells within that many cells in front of it as seen."""
         px, py, ok = self._in_view(pose, angles, look_range)
-        _mark(self.seen, px, py, ok)
+        if objects_within is None:
+            _mark(self.seen, px, py, ok)
+        else:
+            _mark(self.seen, px, py, ok & ~self._before_unfaced_objects(px, py, ok, objects_within))
         if close_range is not None:
             _mark(self.close, px, py, ok, close_range)
         _mark(self.searched, px, py, ok, searched_range)
+
+    def _before_unfaced_objects(self, px: np.ndarray, py: np.ndarray, ok: np.ndarray, within: float) -> np.ndarray:
+        """The samples of a view march (``ok``: seen) within ``within`` cells in front of the object
+        that ends their ray, where that object is farther off and has not been faced from that close
+        this mission; objects at most ``within`` off are marked faced. Occupied cells on the map's
+        edge are the survey area's wall, not objects."""
+        n = self.size
+        hit = np.zeros_like(ok)
+        hit[ok] = self.occupied[py[ok], px[ok]]
+        hit &= (px > 0) & (py > 0) & (px < n - 1) & (py < n - 1)
+        rays = np.nonzero(hit.any(axis=1))[0]
+        first = hit[rays].argmax(axis=1)
+        distance = (first + 1) * SAMPLE_STEP
+        ox, oy = px[rays, first], py[rays, first]
+        near = distance <= within
+        self.faced_closely[oy[near], ox[near]] = True
+        far = ~near & ~self.faced_closely[oy, ox]
+        withheld = np.zeros_like(ok)
+        t = (np.arange(ok.shape[1]) + 1) * SAMPLE_STEP
+        withheld[rays[far]] = t[None, :] > (distance[far] - within)[:, None]
+        return withheld
 
     def look_by_kind(self, pose: tuple[int, int, int], angles: np.ndarray, ranges: np.ndarray) -> None:
         """Mark the cells in view as searched for each target kind up to that kind's range (cells,
@@ -151,6 +182,7 @@ class OccupancyGrid:
         (with ``kind``: closely enough to recognise that kind, ``coverage_by_kind``)."""
         self.seen[:] = self.searched if kind is None else self.searched_by_kind[TARGET_KINDS.index(kind)]
         self.close[:] = self.seen
+        self.faced_closely[:] = False
 
     def view_cells(
         self, pose: tuple[int, int, int], angles: np.ndarray, look_range: float, occlusion: bool = True
