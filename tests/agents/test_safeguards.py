@@ -11,6 +11,7 @@ import pytest
 
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
+from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.recognizer import DETECTION_RANGE_CELLS, detection_range, mission_kind
 from embodmem.embedding.embedder import ClipEmbedder
@@ -55,6 +56,13 @@ def _dev_case(
         obs, _, terminated, truncated, info = env.step(agent.act(obs))
         done = terminated or truncated
     return bool(info["success"]), round(float(info["distance_m"]), 1), env.step_count
+
+
+def _open_water(agent: FrontierExplorer) -> OccupancyGrid:
+    """The agent's blank map with every cell known free (open water), for a hand-built scene."""
+    assert agent.grid is not None
+    agent.grid.free[:] = True
+    return agent.grid
 
 
 def _agent(embedder: ClipEmbedder, task: str, agent_type: type = FrontierExplorer, **switches: bool | float):
@@ -158,8 +166,7 @@ def test_a_lone_object_with_nothing_behind_keeps_every_viewing_cell(embedder: Cl
     off, _ = _agent(embedder, "barrel")
     on, _ = _agent(embedder, "barrel", clean_background_stop=True)
     for agent in (off, on):
-        assert agent.grid is not None
-        agent.grid.free[:] = True
+        _open_water(agent)
         agent.grid.mark_occupied(16, 16)
     assert (off.viewing_cells((16, 16)) == on.viewing_cells((16, 16))).all()
 
@@ -167,9 +174,7 @@ def test_a_lone_object_with_nothing_behind_keeps_every_viewing_cell(embedder: Cl
 def test_with_clutter_all_round_the_old_viewing_cells_remain(embedder: ClipEmbedder) -> None:
     """Judged from next to it only: whichever side, another object stands three cells behind."""
     on, _ = _agent(embedder, "barrel", clean_background_stop=True, stop_range_cells=1.0)
-    grid = on.grid
-    assert grid is not None
-    grid.free[:] = True
+    grid = _open_water(on)
     for x, y in [(16, 16), (16, 13), (16, 19), (13, 16), (19, 16), (14, 14), (18, 18), (14, 18), (18, 14)]:
         grid.mark_occupied(x, y)
     off, _ = _agent(embedder, "barrel", stop_range_cells=1.0)
@@ -188,9 +193,7 @@ def test_coverage_counts_for_a_kind_only_within_its_detection_range(embedder: Cl
     with the switch on; with it off the carried map calls it searched."""
     for switch, expect_seen in ((False, True), (True, False)):
         agent, _ = _agent(embedder, "wreck", MemoryAgent, coverage_by_kind=switch)
-        grid = agent.grid
-        assert grid is not None
-        grid.free[:] = True
+        grid = _open_water(agent)
         agent.pose = (10, 16, 0)  # facing east: (14, 16) is four cells ahead
         grid.look(agent.pose, agent.view_rays, agent.seen_range, agent.searched_range)
         if switch:
@@ -229,9 +232,7 @@ def test_deep_water_looks_again_closely_at_what_it_faced_from_afar(embedder: Cli
     on, _ = _agent(embedder, "deep_barrel", seen_within_detection_range=True)
     assert off.close_range is None and on.close_range == 2.0
     for agent in (off, on):
-        grid = agent.grid
-        assert grid is not None
-        grid.free[:] = True
+        grid = _open_water(agent)
         grid.mark_occupied(14, 16)
         agent.pose = (10, 16, 0)
         grid.look(agent.pose, agent.view_rays, agent.seen_range, agent.searched_range, agent.close_range)
@@ -265,8 +266,7 @@ def test_in_deep_water_a_look_counts_only_as_far_as_the_fog_shows_small_targets(
     on, _ = _agent(embedder, "deep_barrel", fog_limited_look=True)
     assert off.seen_range == 4.0 and on.seen_range == on.searched_range == 2.5
     for agent in (off, on):
-        assert agent.grid is not None
-        agent.grid.free[:] = True
+        _open_water(agent)
         agent.pose = (10, 16, 0)
         agent.grid.look(agent.pose, agent.view_rays, agent.seen_range, agent.searched_range)
     assert off.grid is not None and on.grid is not None
@@ -286,9 +286,7 @@ def test_in_deep_water_the_water_before_an_object_faced_from_afar_is_looked_at_a
     looks = {}
     for switch in (False, True):
         agent, _ = _agent(embedder, "deep_barrel", face_objects_in_fog=switch)
-        grid = agent.grid
-        assert grid is not None
-        grid.free[:] = True
+        grid = _open_water(agent)
         grid.mark_occupied(15, 16)  # the drums, four cells east of (11, 16)
         agent.pose = (11, 16, 0)
         grid.look(
@@ -310,8 +308,7 @@ def test_in_deep_water_the_water_before_an_object_faced_from_afar_is_looked_at_a
     assert looks[False][16, 14] and not looks[True][16, 14]  # old: the drums' surroundings are done
     assert looks[True][16, 12] and looks[True][14, 14]  # near water, and water beside the drums' ray
     edge, _ = _agent(embedder, "deep_barrel", face_objects_in_fog=True)
-    assert edge.grid is not None
-    edge.grid.free[:] = True
+    _open_water(edge)
     edge.grid.mark_occupied(31, 16)  # the survey area's wall
     edge.grid.look((27, 16, 0), edge.view_rays, 4.0, objects_within=2.0)
     assert edge.grid.seen[16, 30]
@@ -327,9 +324,7 @@ def test_a_search_fenced_off_by_the_map_starts_over_instead_of_stopping(embedder
     actions = {}
     for switch in (False, True):
         agent, _ = _agent(embedder, "barrel", restart_when_stuck=switch)
-        grid = agent.grid
-        assert grid is not None
-        grid.free[:] = True
+        grid = _open_water(agent)
         grid.seen[:] = True
         grid.seen[20, 20] = False
         for dx, dy in [(-1, 0), (1, 0), (0, -1), (0, 1)]:
