@@ -165,7 +165,12 @@ class FrontierExplorer(Agent, Navigator):
             self.grid.update(self.pose, observation["sonar"])
             if self.close_range is None:
                 self.grid.look(
-                    self.pose, self.view_rays, self.seen_range, self.searched_range, objects_within=self.objects_within
+                    self.pose,
+                    self.view_rays,
+                    self.seen_range,
+                    self.searched_range,
+                    objects_within=self.objects_within,
+                    withhold_across_view=self.config.face_objects_across_view,
                 )
             else:  # the second pass counts only close looks as looks
                 reach = self.close_range if self._close_pass else self.seen_range

@@ -133,18 +133,25 @@ class OccupancyGrid:
         searched_range: float | None = None,
         close_range: float | None = None,
         objects_within: float | None = None,
+        withhold_across_view: bool = False,
     ) -> None:
         """Mark the cells inside the camera's view up to ``look_range`` cells as seen, and up to
         ``searched_range`` (default: the same) as searched for later missions; with ``close_range``
         (at most ``look_range``), the cells up to it as looked at closely. What was only swept by
         sonar is not "seen": a small target there may have gone unnoticed. With ``objects_within``
         (``face_objects_in_fog``), a ray that ends at an object not yet faced from within that many
-        cells does not mark the cells within that many cells in front of it as seen."""
+        cells does not mark the cells within that many cells in front of it as seen; with
+        ``withhold_across_view`` as well, no other ray of the view marks those cells."""
         px, py, ok = self._in_view(pose, angles, look_range)
         if objects_within is None:
             _mark(self.seen, px, py, ok)
         else:
-            _mark(self.seen, px, py, ok & ~self._before_unfaced_objects(px, py, ok, objects_within))
+            withheld = self._before_unfaced_objects(px, py, ok, objects_within) & ok
+            if withhold_across_view:  # rays passing just beside the object cross the same water
+                cells = np.zeros_like(self.seen)
+                cells[py[withheld], px[withheld]] = True
+                withheld[ok] = cells[py[ok], px[ok]]
+            _mark(self.seen, px, py, ok & ~withheld)
         if close_range is not None:
             _mark(self.close, px, py, ok, close_range)
         _mark(self.searched, px, py, ok, searched_range)

@@ -1,6 +1,6 @@
 """Issue 30's failure modes, each reproduced on a hand-built map and designed out behind its switch
 (agents/config.py: clean_background_stop, confirm_centre_adjacent, coverage_by_kind,
-face_objects_in_fog, fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same
+face_objects_in_fog, face_objects_across_view, fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same
 situation with the switch off, where the old behaviour shows. Which are on by default:
 agents/config.py."""
 
@@ -29,6 +29,7 @@ SAFEGUARDS_OFF: dict[str, bool] = {
     "confirm_centre_adjacent": False,
     "coverage_by_kind": False,
     "face_objects_in_fog": False,
+    "face_objects_across_view": False,
     "fog_limited_look": False,
     "restart_when_stuck": False,
     "seen_within_detection_range": False,
@@ -281,8 +282,9 @@ def test_in_deep_water_the_water_before_an_object_faced_from_afar_is_looked_at_a
     """Oil drums four cells ahead in deep water, recognised from two (a score of about 0.0001 from
     three or more): with the switch the cell in front of them stays to be looked at, so the search
     leads the robot up to them; the nearer water and the water beside them count as before. Once
-    faced from two cells the drums are done, also for later looks from afar. Objects on the map's
-    edge (the survey area's wall) and clear water change nothing."""
+    faced from two cells the drums are done, also for later looks from afar. With
+    face_objects_across_view, a cell one ray withholds no other ray of the view marks (from three
+    cells, rays beside the drums' cross the water in front of them). Objects on the map's edge (the survey area's wall) and clear water change nothing."""
     looks = {}
     for switch in (False, True):
         agent, _ = _agent(embedder, "deep_barrel", face_objects_in_fog=switch)
@@ -307,6 +309,18 @@ def test_in_deep_water_the_water_before_an_object_faced_from_afar_is_looked_at_a
             assert grid.seen[16, 14]
     assert looks[False][16, 14] and not looks[True][16, 14]  # old: the drums' surroundings are done
     assert looks[True][16, 12] and looks[True][14, 14]  # near water, and water beside the drums' ray
+    # Three cells ahead, rays beside the drums' pass through the water in front of them: with
+    # face_objects_across_view, what one ray withholds the whole view withholds.
+    for across in (False, True):
+        three, obs = _agent(embedder, "deep_barrel", face_objects_in_fog=True, face_objects_across_view=across)
+        grid = _open_water(three)
+        grid.mark_occupied(14, 16)
+        assert three.spec is not None
+        no_echo = np.full_like(obs["sonar"], three.spec.sonar_max_range_m)
+        three.update({**obs, "pose": np.array([11, 16, 0], dtype=obs["pose"].dtype), "sonar": no_echo})
+        assert three.pose == (11, 16, 0) and three.seen_range == 4.0
+        assert bool(grid.seen[16, 13]) is not across and bool(grid.seen[16, 12]) is not across
+        assert grid.seen[15, 12] and grid.seen[17, 13]  # the water beside them counts either way
     edge, _ = _agent(embedder, "deep_barrel", face_objects_in_fog=True)
     _open_water(edge)
     edge.grid.mark_occupied(31, 16)  # the survey area's wall

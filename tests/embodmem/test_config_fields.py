@@ -66,6 +66,7 @@ VALUES: dict[str, Any] = {
     "agent.coverage_by_kind": False,
     "agent.confirm_centre_adjacent": False,
     "agent.face_objects_in_fog": False,
+    "agent.face_objects_across_view": False,
     "agent.fog_limited_look": True,
     "agent.restart_when_stuck": False,
     "agent.seen_within_detection_range": True,
