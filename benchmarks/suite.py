@@ -11,9 +11,13 @@ succeeded.
     python benchmarks/suite.py --split test --worlds 100 --agents core      # the README's main tables
     python benchmarks/suite.py --split test --worlds 20 --agents ablations  # the README's ablation table
     python benchmarks/suite.py --split dev --worlds 30 --agents quick    # iteration: memory + explorer only
-    python benchmarks/suite.py --from-dir multirun/suite-test      # re-print tables of a finished run
+    python benchmarks/suite.py --from-dir multirun/suite-test-core      # re-print tables of a finished run
     python benchmarks/suite.py --split test --worlds 100 --agents core --lanes 32 --out multirun/suite-lockstep
-    python benchmarks/suite.py --compare multirun/suite-test multirun/suite-lockstep   # side by side
+    python benchmarks/suite.py --compare multirun/suite-test-core multirun/suite-lockstep   # side by side
+    python benchmarks/suite.py --split test --worlds 100 --agents core experiment.resume=true  # finish a stopped run
+
+Each run writes to its own directory (default ``multirun/suite-<split>-<agents>``); a new run into a
+directory that holds records is refused (they would mix), unless it resumes that run.
 
 Only this script reads the test split, to report; choose nothing from it.
 """
@@ -286,7 +290,9 @@ def main() -> None:
         "explorer; memory: the memory agent warm/cold only",
     )
     parser.add_argument("--sequences", default=None, help="comma-separated subset of the suite's sequences")
-    parser.add_argument("--out", type=Path, default=None, help="multirun directory (default multirun/suite-<split>)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="multirun directory (default multirun/suite-<split>-<agents>)"
+    )
     parser.add_argument("--from-dir", type=Path, default=None, help="only print the tables of a finished run")
     parser.add_argument(
         "--compare",
@@ -308,7 +314,7 @@ def main() -> None:
             worlds = choose_worlds(args.split, args.worlds, args.first)
         except ValueError as err:
             parser.error(str(err))
-        out = args.out or ROOT / "multirun" / f"suite-{args.split}"
+        out = args.out or ROOT / "multirun" / f"suite-{args.split}-{args.agents}"
         cmd = multirun_command(["experiment=suite"], args.split, worlds, args.jobs, out)
         cmd += {
             "all": [],

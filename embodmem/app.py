@@ -50,7 +50,7 @@ from embodmem.config import (
 from embodmem.envs.entry import make_env
 from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.fingerprint import check_resume, write_fingerprint
+from embodmem.fingerprint import check_new_run, check_resume, write_fingerprint
 from embodmem.lockstep import Lockstep
 from embodmem.metrics_record import EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
@@ -193,6 +193,8 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     plan = experiment_plan(cfg, out_dir)
     if cfg.experiment.resume:  # the run directory must hold this very experiment (one line naming what differs)
         check_resume(out_dir, cfg)
+    else:  # and a new run must not land among an earlier run's records
+        check_new_run(out_dir)
     write_fingerprint(out_dir, cfg)
     if cfg.agent.name == AgentName.vlm:  # the endpoint answers, the key and the model are accepted, before any work
         from embodmem.agents.vlm_agent import check_vlm_endpoint

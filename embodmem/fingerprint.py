@@ -122,6 +122,23 @@ def check_resume(out_dir: Path, cfg: DictConfig) -> None:
     )
 
 
+def check_new_run(out_dir: Path) -> None:
+    """Refuse to start a new run (``experiment.resume=false``) in a directory that holds records of an
+    earlier one: its records would be appended to those, and tables read from the directory would
+    mix the two runs (an ablation run written where the core run was doubled its memory records).
+
+    Raises:
+        ConfigError: one line naming the directory and the two ways on.
+    """
+    metrics = out_dir / "metrics.jsonl"
+    if metrics.exists() and metrics.stat().st_size > 0:
+        raise ConfigError(
+            f"experiment.resume=false: {metrics} already holds records of an earlier run, which a new run would mix "
+            "with its own; continue that run with experiment.resume=true (same settings), or write to another "
+            "directory (hydra.run.dir, hydra.sweep.dir, or a benchmark script's --out)"
+        )
+
+
 def write_fingerprint(out_dir: Path, cfg: DictConfig) -> Path:
     """Store the fingerprint of ``cfg`` in ``out_dir`` (atomically)."""
     out_dir.mkdir(parents=True, exist_ok=True)

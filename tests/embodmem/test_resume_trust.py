@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
 from embodmem.config import ConfigError
-from embodmem.fingerprint import FINGERPRINT_FILE, RESUME_MAY_CHANGE, check_resume, write_fingerprint
+from embodmem.fingerprint import FINGERPRINT_FILE, RESUME_MAY_CHANGE, check_new_run, check_resume, write_fingerprint
 from embodmem.metrics_record import EpisodeRecord
 from embodmem.runner import RunWriter, read_metrics
 
@@ -86,3 +86,21 @@ def test_a_record_the_schema_refuses_stops_the_resume_in_one_line(tmp_path: Path
     (tmp_path / "metrics.jsonl").write_text(json.dumps(_record(1, steps="ten")) + "\n")
     with pytest.raises(ValueError, match=r"record 1 field steps: Input should be a valid integer"):
         RunWriter(tmp_path, resume=True)
+
+
+def test_a_new_run_into_a_directory_with_records_is_refused_before_any_work(tmp_path: Path) -> None:
+    """Without experiment.resume, a run whose directory already holds records would append its own to
+    them (an ablation run written where the core run was doubled the memory agent's records)."""
+    from embodmem.app import run
+
+    check_new_run(tmp_path)  # an empty directory: fine
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("")
+    check_new_run(tmp_path)  # an empty file (a run stopped before its first episode): fine
+    line = json.dumps(_record(1, steps=10)) + "\n"
+    metrics.write_text(line)
+    with pytest.raises(ConfigError) as info:
+        run(compose_job([]), tmp_path)
+    message = str(info.value)
+    assert str(metrics) in message and "experiment.resume=true" in message and "\n" not in message
+    assert metrics.read_text() == line and not (tmp_path / "config.yaml").exists()
