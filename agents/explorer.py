@@ -117,6 +117,7 @@ class FrontierExplorer(Agent, Navigator):
         self.rejected = set()
         self._look_closer = set()
         self._judged_clean = set()
+        self._viewing: dict[tuple[tuple[int, int], float], tuple[np.ndarray, np.ndarray]] = {}
         self.candidate = None
         self.path = []
         self.goal_kind = ""
@@ -332,8 +333,14 @@ class FrontierExplorer(Agent, Navigator):
         n = self.grid.size
         cx, cy = cell
         occupied = self.grid.occupied
-        mask = np.zeros_like(self.grid.free)
         reach = 1.0 if cell in self._look_closer else self.config.stop_range_cells
+        # The answer depends only on the cell, the reach and the occupied cells: an approach asks
+        # several times a step, and over many steps of an unchanged map (``_clean_background`` marches
+        # rays from every viewing cell, which dominated long tours).
+        cached = self._viewing.get((cell, reach))
+        if cached is not None and np.array_equal(cached[0], occupied):
+            return cached[1].copy()
+        mask = np.zeros_like(self.grid.free)
         for (dx, dy), between in self._view_offsets(reach, float(self.half_fov)):
             gx, gy = cx + dx, cy + dy
             inside = 0 <= gx < n and 0 <= gy < n and not occupied[gy, gx]
@@ -346,6 +353,9 @@ class FrontierExplorer(Agent, Navigator):
             if clean.any():  # none: judge from where it can be judged at all
                 mask = clean
                 self._judged_clean.add(cell)
+        if len(self._viewing) > 256:
+            self._viewing.clear()
+        self._viewing[(cell, reach)] = (occupied.copy(), mask.copy())
         return mask
 
     def _clean_background(self, cell: tuple[int, int], viewing: np.ndarray) -> np.ndarray:
@@ -365,12 +375,8 @@ class FrontierExplorer(Agent, Navigator):
             pose = (int(gx), int(gy), facing((int(gx), int(gy)), cell))
             rows, cols = self.grid.view_cells(pose, rays, reach, occlusion=False)
             beyond = np.hypot(cols - gx, rows - gy) > np.hypot(cell[0] - gx, cell[1] - gy) + 0.5
-            others = [
-                (int(x), int(y))
-                for x, y in zip(cols[beyond], rows[beyond])
-                if self.grid.occupied[y, x] and (int(x), int(y)) not in own
-            ]
-            clean[gy, gx] = not others
+            hit = beyond & self.grid.occupied[rows, cols]
+            clean[gy, gx] = all((int(x), int(y)) in own for x, y in zip(cols[hit], rows[hit]))
         return clean
 
     @staticmethod

@@ -111,6 +111,15 @@ def test_an_occluder_is_judged_from_where_nothing_stands_behind_it(embedder: Cli
     assert viewing.any() and not viewing[16, 11]
     assert viewing[14, 11]  # from the north, facing south: open water behind the cable
     assert cable in on._judged_clean
+    # The answer is remembered while the map stands (an approach asks every step), not after it changes.
+    assert on.grid is not None
+    on.grid.mark_occupied(11, 18)  # a rock behind the cable, seen from the north
+    again = on.viewing_cells(cable)
+    fresh, _ = _agent(embedder, "wreck", clean_background_stop=True)
+    _cable_before_wreck(fresh)
+    assert fresh.grid is not None
+    fresh.grid.mark_occupied(11, 18)
+    assert not again[14, 11] and (again == fresh.viewing_cells(cable)).all()
 
 
 def test_an_occluder_ruled_out_from_a_clean_view_takes_its_object_with_it(embedder: ClipEmbedder) -> None:
