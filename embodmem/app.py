@@ -52,7 +52,7 @@ from embodmem.envs.tasks import get_sequence
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.fingerprint import check_new_run, check_resume, write_fingerprint
 from embodmem.lockstep import Lockstep
-from embodmem.metrics_record import EpisodeRecord, PoisonPlace
+from embodmem.metrics_record import METRICS_FILE, EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
 from embodmem.profiling import Profiler
 from embodmem.runner import ExperimentPlan, RunWriter, run_experiment, sequential_order
@@ -267,7 +267,7 @@ def hydra_main(cfg: DictConfig) -> None:
         failure = classify(err)
         if failure is None:
             raise  # a bug: keep the traceback
-        metrics = Path(out_dir) / "metrics.jsonl"
+        metrics = Path(out_dir) / METRICS_FILE
         kept = 0
         with contextlib.suppress(OSError, UnicodeDecodeError):  # the line must come out whatever the disk does
             kept = len(metrics.read_text().splitlines()) if metrics.is_file() else 0

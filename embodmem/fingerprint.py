@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embodmem.atomic import atomic_write_text
 from embodmem.config import ConfigError
+from embodmem.metrics_record import METRICS_FILE
 
 FINGERPRINT_FILE = "fingerprint.json"
 
@@ -96,7 +97,7 @@ def check_resume(out_dir: Path, cfg: DictConfig) -> None:
     """
     path = out_dir / FINGERPRINT_FILE
     if not path.exists():
-        if (out_dir / "metrics.jsonl").exists():
+        if (out_dir / METRICS_FILE).exists():
             raise ConfigError(
                 f"experiment.resume=true: {out_dir} holds metrics.jsonl but no {FINGERPRINT_FILE}, so it cannot be "
                 "checked that it was made with this config; resume only a run directory this version started"
@@ -130,7 +131,7 @@ def check_new_run(out_dir: Path) -> None:
     Raises:
         ConfigError: one line naming the directory and the two ways on.
     """
-    metrics = out_dir / "metrics.jsonl"
+    metrics = out_dir / METRICS_FILE
     if metrics.exists() and metrics.stat().st_size > 0:
         raise ConfigError(
             f"experiment.resume=false: {metrics} already holds records of an earlier run, which a new run would mix "

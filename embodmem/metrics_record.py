@@ -249,6 +249,10 @@ class EpisodeRecord(BaseModel):
         return self.model_copy(update={k: v for k, v in files.items() if v is not None})
 
 
+METRICS_FILE = "metrics.jsonl"
+"""A run directory's records, one JSON line per episode: what the runner appends, resume reads and
+a new run must not land among."""
+
 TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms")
 """Record fields that are measured times: they differ from run to run (everything else repeats
 bit for bit for the same seeds), so resume, replay and tests leave them out of comparisons."""

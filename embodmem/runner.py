@@ -33,8 +33,8 @@ from embodmem.envs.spec import Action
 from embodmem.episode_log import EpisodeLog, EpisodeTrace, write_log
 from embodmem.lockstep import Lane, Lockstep, run_lanes
 from embodmem.metrics import EpisodeMeasures, Measures, spl
-from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
 from embodmem.metrics_record import (
+    METRICS_FILE,
     AgentStats,
     EpisodeIdentity,
     EpisodeKey,
@@ -42,6 +42,7 @@ from embodmem.metrics_record import (
     PoisonPlace,
     SequenceContext,
 )
+from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
 from embodmem.retrieval import RetrievalEvent
@@ -493,7 +494,7 @@ class RunWriter:
         self.env = env or EnvConfig()
         """The environment's settings, written into every episode log."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.metrics_path = self.out_dir / "metrics.jsonl"
+        self.metrics_path = self.out_dir / METRICS_FILE
         self.episode_logs = episode_logs
         self.resume = resume
         saved = read_records(self.metrics_path, repair=True) if resume else []

@@ -1,7 +1,7 @@
 """Issue 30's failure modes, each reproduced on a hand-built map and designed out behind its switch
 (agents/config.py: clean_background_stop, confirm_centre_adjacent, coverage_by_kind,
-face_objects_in_fog, face_objects_across_view, fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same
-situation with the switch off, where the old behaviour shows. Which are on by default:
+face_objects_in_fog, face_objects_across_view, fog_limited_look, restart_when_stuck,
+seen_within_detection_range), and the same situation with the switch off, where the old behaviour shows. Which are on by default:
 agents/config.py."""
 
 from __future__ import annotations
@@ -293,7 +293,8 @@ def test_in_deep_water_the_water_before_an_object_faced_from_afar_is_looked_at_a
     leads the robot up to them; the nearer water and the water beside them count as before. Once
     faced from two cells the drums are done, also for later looks from afar. With
     face_objects_across_view, a cell one ray withholds no other ray of the view marks (from three
-    cells, rays beside the drums' cross the water in front of them). Objects on the map's edge (the survey area's wall) and clear water change nothing."""
+    cells, rays beside the drums' cross the water in front of them). Objects on the map's edge (the
+    survey area's wall) and clear water change nothing."""
     looks = {}
     for switch in (False, True):
         agent, _ = _agent(embedder, "deep_barrel", face_objects_in_fog=switch)
