@@ -12,6 +12,7 @@ import math
 import cv2
 import numpy as np
 
+from embodmem.agents.map_kernels import fit_scan, fold_scan, look_view, mark_in_view
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
@@ -64,21 +65,8 @@ class OccupancyGrid:
             ang = h * math.pi / 2 + offsets
             self._dx.append(0.5 + np.cos(ang)[:, None] * self._t[None, :])
             self._dy.append(0.5 + np.sin(ang)[:, None] * self._t[None, :])
-        # floor(c + d) == c + floor(d) for a whole cell c unless d sits within rounding of the next
-        # integer (0.5 + sin(pi/6) and the like): those few samples are computed the float way.
-        self._cell_dx = [np.floor(d).astype(np.int64) for d in self._dx]
-        self._cell_dy = [np.floor(d).astype(np.int64) for d in self._dy]
-        self._fragile = [
-            (dx - np.floor(dx) > 1 - 1e-9) | (dy - np.floor(dy) > 1 - 1e-9) for dx, dy in zip(self._dx, self._dy)
-        ]
-        self._pad = int(math.ceil(self.max_range)) + 4
-        """Margin of the padded copy of the established cells that scan matching reads (no bounds
-        checks per sample): cells up to ``_pad - ceil(max_range) - 1`` outside the map are matched."""
+        self._no_beams = np.zeros((0, len(self._t)))
         self._ray_cache: dict[tuple[int, str, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
-        width = n + 2 * self._pad
-        self._solid = np.zeros((width, width), dtype=bool)
-        self._solid_offsets = [dy * width + dx for dx, dy in zip(self._cell_dx, self._cell_dy)]
-        """Per heading: flat offset, in the padded array, of every beam sample from the cell."""
 
     def fits(self, spec: SensorSpec) -> bool:
         """Whether this grid keeps mapping under ``spec``: the same area, cells and sonar (the light,
@@ -142,47 +130,36 @@ class OccupancyGrid:
         (``face_objects_in_fog``), a ray that ends at an object not yet faced from within that many
         cells does not mark the cells within that many cells in front of it as seen; with
         ``withhold_across_view`` as well, no other ray of the view marks those cells."""
-        px, py, ok = self._in_view(pose, angles, look_range)
-        if objects_within is None:
-            _mark(self.seen, px, py, ok)
-        else:
-            withheld = self._before_unfaced_objects(px, py, ok, objects_within) & ok
-            if withhold_across_view:  # rays passing just beside the object cross the same water
-                cells = np.zeros_like(self.seen)
-                cells[py[withheld], px[withheld]] = True
-                withheld[ok] = cells[py[ok], px[ok]]
-            _mark(self.seen, px, py, ok & ~withheld)
-        if close_range is not None:
-            _mark(self.close, px, py, ok, close_range)
-        _mark(self.searched, px, py, ok, searched_range)
-
-    def _before_unfaced_objects(self, px: np.ndarray, py: np.ndarray, ok: np.ndarray, within: float) -> np.ndarray:
-        """The samples of a view march (``ok``: seen) within ``within`` cells in front of the object
-        that ends their ray, where that object is farther off and has not been faced from that close
-        this mission; objects at most ``within`` off are marked faced. Occupied cells on the map's
-        edge are the survey area's wall, not objects."""
-        n = self.size
-        hit = np.zeros_like(ok)
-        hit[ok] = self.occupied[py[ok], px[ok]]
-        hit &= (px > 0) & (py > 0) & (px < n - 1) & (py < n - 1)
-        rays = np.nonzero(hit.any(axis=1))[0]
-        first = hit[rays].argmax(axis=1)
-        distance = (first + 1) * SAMPLE_STEP
-        ox, oy = px[rays, first], py[rays, first]
-        near = distance <= within
-        self.faced_closely[oy[near], ox[near]] = True
-        far = ~near & ~self.faced_closely[oy, ox]
-        withheld = np.zeros_like(ok)
-        t = (np.arange(ok.shape[1]) + 1) * SAMPLE_STEP
-        withheld[rays[far]] = t[None, :] > (distance[far] - within)[:, None]
-        return withheld
+        x, y, h = pose
+        along_x, along_y = self._rays(h, np.asarray(angles), float(look_range))
+        samples = along_x.shape[1]
+        close_prefix = -1 if close_range is None else _prefix(close_range)
+        searched_prefix = samples if searched_range is None else _prefix(searched_range)
+        within = -1.0 if objects_within is None else float(objects_within)
+        look_view(
+            self.seen,
+            self.close,
+            self.searched,
+            self.faced_closely,
+            self.occupied,
+            float(x),
+            float(y),
+            along_x,
+            along_y,
+            close_prefix,
+            searched_prefix,
+            within,
+            withhold_across_view,
+        )
 
     def look_by_kind(self, pose: tuple[int, int, int], angles: np.ndarray, ranges: np.ndarray) -> None:
         """Mark the cells in view as searched for each target kind up to that kind's range (cells,
-        :data:`TARGET_KINDS` order): one march, each kind a prefix of it."""
-        px, py, ok = self._in_view(pose, angles, float(ranges.max()))
-        for k, reach in enumerate(ranges):
-            _mark(self.searched_by_kind[k], px, py, ok, float(reach))
+        :data:`TARGET_KINDS` order): one march, each kind a prefix of it (compiled:
+        :func:`~embodmem.agents.map_kernels.mark_in_view`)."""
+        x, y, h = pose
+        along_x, along_y = self._rays(h, np.asarray(angles), float(ranges.max()))
+        prefix = np.array([_prefix(reach) for reach in ranges], dtype=np.int64)
+        mark_in_view(self.searched_by_kind, self.occupied, float(x), float(y), along_x, along_y, prefix)
 
     def carry_to_next_mission(self, kind: str | None = None) -> None:
         """Start a new mission on this map: only what was searched closely enough counts as seen
@@ -215,56 +192,18 @@ class OccupancyGrid:
     def size(self) -> int:
         return self.free.shape[0]
 
-    def _beam_cells(self, x: int, y: int, h: int) -> tuple[np.ndarray, np.ndarray]:
-        """Cells (x, y) of every beam sample of a scan at cell (x, y) facing ``h``: the floors of
-        ``x + dx`` and ``y + dy``, from the whole-cell offsets (the few fragile samples the float way)."""
-        if not (float(x).is_integer() and float(y).is_integer()):  # not a cell: the float way throughout
-            return np.floor(x + self._dx[h]).astype(np.int64), np.floor(y + self._dy[h]).astype(np.int64)
-        px = int(x) + self._cell_dx[h]
-        py = int(y) + self._cell_dy[h]
-        fragile = self._fragile[h]
-        if fragile.any():
-            px[fragile] = np.floor(x + self._dx[h][fragile]).astype(np.int64)
-            py[fragile] = np.floor(y + self._dy[h][fragile]).astype(np.int64)
-        return px, py
-
     def update(self, pose: tuple[int, int, int], sonar_m: np.ndarray) -> None:
         """Fold one sonar scan taken at ``pose`` (cell x, cell y, heading) into the grid.
 
         Each cell keeps an evidence count: +2 per echo from it, -1 per beam that passed through it.
         An echo near a cell corner can land in the neighbouring cell; later beams through that
-        cell outvote it, so one unlucky echo does not wall the robot in.
+        cell outvote it, so one unlucky echo does not wall the robot in. Only the window the beams
+        cover changes (compiled: :func:`~embodmem.agents.map_kernels.fold_scan`).
         """
         x, y, h = pose
-        n = self.size
-        if len(sonar_m):
-            r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
-            px, py = self._beam_cells(x, y, h)
-            inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
-            # Only the window the beams cover changes: count votes there, not over the whole map.
-            x0, x1 = max(int(px.min()), 0), min(int(px.max()) + 1, n)
-            y0, y1 = max(int(py.min()), 0), min(int(py.max()) + 1, n)
-            if x0 < x1 and y0 < y1:
-                width, height = x1 - x0, y1 - y0
-                passed = inside & (self._t[None, :] < r[:, None] - 0.1)
-                flat = (py - y0) * width + (px - x0)
-                votes = -np.bincount(flat[passed], minlength=width * height)
-                echo = r < self.max_range - 1e-3
-                if echo.any():
-                    j = np.minimum(np.searchsorted(self._t, r[echo] + 0.05), len(self._t) - 1)
-                    ok = inside[echo, j]
-                    votes += 2 * np.bincount(flat[echo, j][ok], minlength=width * height)
-                self.free[py[passed], px[passed]] = True
-                evidence = self.evidence[y0:y1, x0:x1]
-                evidence += np.minimum(np.maximum(votes.reshape(height, width), -8), 8).astype(np.int16)
-                np.maximum(evidence, -20, out=evidence)
-                np.minimum(evidence, 100, out=evidence)
-                np.greater(evidence, 0, out=self.occupied[y0:y1, x0:x1])
-                self.free[y0:y1, x0:x1] &= ~self.occupied[y0:y1, x0:x1]
-        if 0 <= x < n and 0 <= y < n:
-            self.evidence[y, x] = min(self.evidence[y, x], -1)
-            self.free[y, x] = True
-            self.occupied[y, x] = False
+        r = np.asarray(sonar_m, dtype=np.float64).reshape(-1) / self.spec.cell_size_m
+        dx, dy = (self._dx[h], self._dy[h]) if len(r) else (self._no_beams, self._no_beams)
+        fold_scan(self.evidence, self.occupied, self.free, float(x), float(y), dx, dy, self._t, r, self.max_range)
 
     def echoes(self, sonar_m: np.ndarray) -> int:
         """Beams of a scan that echoed (read short of the maximum range), as :meth:`scan_fit` counts
@@ -280,73 +219,13 @@ class OccupancyGrid:
         dropout). A cell the map knows to be occupied cannot be where the robot is (-inf).
 
         Scan matching on the occupancy grid: where the scan fits best is where the robot is, whatever
-        its dead reckoning says (README, "Living with drift"). Reads only the beam samples that can
-        score (the stretch before each echo and the cell around it) from a padded copy of the
-        established cells; equal bit for bit to :meth:`scan_fit_reference`.
+        its dead reckoning says (README, "Living with drift"). Compiled
+        (:func:`~embodmem.agents.map_kernels.fit_scan`): each beam is read only as far as it can score.
         """
         cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
-        n, pad = self.size, self._pad
-        reach = pad - int(math.ceil(self.max_range)) - 1
-        if len(cells) == 0 or cells.min() < -reach or cells.max() >= n + reach:
-            return self.scan_fit_reference(cells, heading, sonar_m)
-        r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
-        echo = r < self.max_range - 1e-3
-        t = self._t[None, :]
-        at_echo = (np.abs(t - r[:, None]) <= 0.5) & echo[:, None]
-        before = t < r[:, None] - 1.0
-        np.greater_equal(self.evidence, ESTABLISHED, out=self._solid[pad : pad + n, pad : pad + n])
-        width = self._solid.shape[1]
-        base = (cells[:, 1] + pad) * width + cells[:, 0] + pad
-        offsets = self._solid_offsets[heading]
-        # Samples of each beam, beam after beam: the stretch before the echo, then the echo's cell.
-        picked = np.concatenate([offsets[before], offsets[at_echo]])
-        flat = base[:, None] + picked[None, :]
-        fragile = self._fragile[heading]
-        if fragile.any():
-            columns = np.nonzero(np.concatenate([fragile[before], fragile[at_echo]]))[0]
-            if len(columns):
-                dx = np.concatenate([self._dx[heading][before], self._dx[heading][at_echo]])[columns]
-                dy = np.concatenate([self._dy[heading][before], self._dy[heading][at_echo]])[columns]
-                px = np.floor(cells[:, 0, None] + dx[None]).astype(np.int64)
-                py = np.floor(cells[:, 1, None] + dy[None]).astype(np.int64)
-                flat[:, columns] = (py + pad) * width + px + pad
-        solid = self._solid.ravel()[flat]
-        counts = np.concatenate([before.sum(axis=1), at_echo.sum(axis=1)])
-        ends = np.cumsum(counts)
-        running = np.zeros((len(cells), len(picked) + 1), dtype=np.int32)
-        np.cumsum(solid, axis=1, out=running[:, 1:])
-        per_beam = running[:, ends] - running[:, ends - counts] > 0
-        beams = len(r)
-        blocked, hit = per_beam[:, :beams], per_beam[:, beams:]
-        hits = hit.sum(axis=1)
-        score = hits - blocked[:, echo].sum(axis=1) - 0.5 * blocked[:, ~echo].sum(axis=1)
-        inside_cell = (cells[:, 0] >= 0) & (cells[:, 0] < n) & (cells[:, 1] >= 0) & (cells[:, 1] < n)
-        here = np.zeros(len(cells), dtype=bool)
-        here[inside_cell] = self.occupied[cells[inside_cell, 1], cells[inside_cell, 0]]
-        return np.where(here | ~inside_cell, -np.inf, score.astype(np.float64))
-
-    def scan_fit_reference(self, cells: np.ndarray, heading: int, sonar_m: np.ndarray) -> np.ndarray:
-        """:meth:`scan_fit` the plain way, every beam sample of every cell: what the fast version must
-        equal bit for bit (tests), and its fallback outside the padded area."""
-        cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
-        n = self.size
-        r = np.asarray(sonar_m, dtype=np.float64) / self.spec.cell_size_m
-        px = np.floor(cells[:, 0, None, None] + self._dx[heading][None]).astype(np.int64)
-        py = np.floor(cells[:, 1, None, None] + self._dy[heading][None]).astype(np.int64)
-        inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
-        solid = np.zeros(px.shape, dtype=bool)
-        solid[inside] = self.evidence[py[inside], px[inside]] >= ESTABLISHED
-        echo = r < self.max_range - 1e-3
-        t = self._t[None, :]
-        at_echo = (np.abs(t - r[:, None]) <= 0.5) & echo[:, None]
-        before = t < r[:, None] - 1.0
-        hits = (solid & at_echo[None]).any(axis=2).sum(axis=1)
-        blocked = np.asarray((solid & before[None]).any(axis=2))
-        score = hits - blocked[:, echo].sum(axis=1) - 0.5 * blocked[:, ~echo].sum(axis=1)
-        inside_cell = (cells[:, 0] >= 0) & (cells[:, 0] < n) & (cells[:, 1] >= 0) & (cells[:, 1] < n)
-        here = np.zeros(len(cells), dtype=bool)
-        here[inside_cell] = self.occupied[cells[inside_cell, 1], cells[inside_cell, 0]]
-        return np.where(here | ~inside_cell, -np.inf, score.astype(np.float64))
+        r = np.asarray(sonar_m, dtype=np.float64).reshape(-1) / self.spec.cell_size_m
+        dx, dy = self._dx[heading], self._dy[heading]
+        return fit_scan(self.evidence, self.occupied, cells, dx, dy, self._t, r, self.max_range, ESTABLISHED)
 
     def mark_occupied(self, x: int, y: int) -> None:
         """A bump: the robot could not enter (x, y). Certain, unlike a sonar echo."""
@@ -411,13 +290,10 @@ class OccupancyGrid:
         return [(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows]
 
 
-def _mark(target: np.ndarray, px: np.ndarray, py: np.ndarray, ok: np.ndarray, reach: float | None = None) -> None:
-    """Set ``target`` at the seen samples (``ok``) of a march, only those up to ``reach`` cells when
-    given: a shorter march's samples are the first ones of a longer one (the same distances)."""
-    if reach is not None:
-        near = len(np.arange(0.25, reach, 0.25))
-        px, py, ok = px[:, :near], py[:, :near], ok[:, :near]
-    target[py[ok], px[ok]] = True
+def _prefix(reach: float) -> int:
+    """How many samples of a march lie within ``reach`` cells: a shorter march's samples are the
+    first ones of a longer one (the same distances)."""
+    return len(np.arange(0.25, float(reach), 0.25))
 
 
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodmem.agents.mapping import OccupancyGrid, facing, plan_path, step_toward, turn_toward
+from embodmem.agents.mapping import ESTABLISHED, OccupancyGrid, facing, plan_path, step_toward, turn_toward
 from embodmem.envs.camera import Sonar, pad_kinds
-from embodmem.envs.objects import KIND_INDEX
+from embodmem.envs.objects import KIND_INDEX, TARGET_KINDS
 from embodmem.envs.spec import Action, SensorSpec
 
 
@@ -63,13 +63,37 @@ def _random_grid(rng: np.random.Generator, n: int = 40) -> OccupancyGrid:
     return grid
 
 
+def _scan_fit_plainly(grid: OccupancyGrid, cells: np.ndarray, heading: int, sonar_m: np.ndarray) -> np.ndarray:
+    """:meth:`OccupancyGrid.scan_fit` the plain numpy way, every beam sample of every cell."""
+    cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
+    n = grid.size
+    r = np.asarray(sonar_m, dtype=np.float64) / grid.spec.cell_size_m
+    px = np.floor(cells[:, 0, None, None] + grid._dx[heading][None]).astype(np.int64)
+    py = np.floor(cells[:, 1, None, None] + grid._dy[heading][None]).astype(np.int64)
+    inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+    solid = np.zeros(px.shape, dtype=bool)
+    solid[inside] = grid.evidence[py[inside], px[inside]] >= ESTABLISHED
+    echo = r < grid.max_range - 1e-3
+    t = grid._t[None, :]
+    at_echo = (np.abs(t - r[:, None]) <= 0.5) & echo[:, None]
+    before = t < r[:, None] - 1.0
+    hits = (solid & at_echo[None]).any(axis=2).sum(axis=1)
+    blocked = np.asarray((solid & before[None]).any(axis=2))
+    score = hits - blocked[:, echo].sum(axis=1) - 0.5 * blocked[:, ~echo].sum(axis=1)
+    inside_cell = (cells[:, 0] >= 0) & (cells[:, 0] < n) & (cells[:, 1] >= 0) & (cells[:, 1] < n)
+    here = np.zeros(len(cells), dtype=bool)
+    here[inside_cell] = grid.occupied[cells[inside_cell, 1], cells[inside_cell, 0]]
+    return np.where(here | ~inside_cell, -np.inf, score.astype(np.float64))
+
+
 def test_fast_scan_fit_equals_the_plain_one_bit_for_bit() -> None:
-    """The padded, samples-that-score-only match gives exactly the per-sample scores, on every
-    heading (two have samples a rounding away from the next cell), for cells inside, at and beyond
-    the map's edge, with dropouts, echoes on and off obstacles and negative readings."""
+    """The compiled match, which reads each beam only as far as it can score, gives exactly the
+    per-sample scores, on every heading (two have samples a rounding away from the next cell), for
+    cells inside, at and beyond the map's edge, with dropouts, echoes on and off obstacles and
+    negative readings."""
     rng = np.random.default_rng(0)
     grid = _random_grid(rng)
-    assert any(f.any() for f in grid._fragile)  # the float-way fix-up is exercised
+    assert any((d - np.floor(d) > 1 - 1e-9).any() for d in grid._dx + grid._dy)  # samples a rounding off
     offsets = np.array([(dx, dy) for dy in range(-2, 3) for dx in range(-2, 3)])
     for _ in range(600):
         grid.evidence[:] = rng.integers(-20, 12, size=grid.evidence.shape) * (rng.random(grid.evidence.shape) < 0.3)
@@ -78,10 +102,10 @@ def test_fast_scan_fit_equals_the_plain_one_bit_for_bit() -> None:
         sonar = rng.uniform(-1.0, 45.0, size=24)
         sonar[rng.random(24) < 0.3] = 40.0
         heading = int(rng.integers(4))
-        fast, plain = grid.scan_fit(cells, heading, sonar), grid.scan_fit_reference(cells, heading, sonar)
+        fast, plain = grid.scan_fit(cells, heading, sonar), _scan_fit_plainly(grid, cells, heading, sonar)
         assert fast.tobytes() == plain.tobytes()
-    far = np.array([[-30, 5], [80, 3]])  # beyond the padded copy: the plain way
-    assert grid.scan_fit(far, 0, sonar).tobytes() == grid.scan_fit_reference(far, 0, sonar).tobytes()
+    far = np.array([[-30, 5], [80, 3]])
+    assert grid.scan_fit(far, 0, sonar).tobytes() == _scan_fit_plainly(grid, far, 0, sonar).tobytes()
     assert grid.echoes(sonar) == int((sonar / 5.0 < 8.0 - 1e-3).sum())
 
 
@@ -100,6 +124,93 @@ def test_one_march_looks_as_two_did() -> None:
         twin.seen[twin.view_cells(pose, rays, look)] = True
         twin.searched[twin.view_cells(pose, rays, min(look, searched) if searched < look else look)] = True
         assert (grid.seen == twin.seen).all() and (grid.searched == twin.searched).all()
+
+
+def _look_plainly(
+    grid: OccupancyGrid,
+    pose: tuple[int, int, int],
+    angles: np.ndarray,
+    look_range: float,
+    searched_range: float | None,
+    close_range: float | None,
+    within: float | None,
+    across: bool,
+) -> None:
+    """:meth:`OccupancyGrid.look` the plain numpy way (the model the compiled one must equal)."""
+
+    def mark(target: np.ndarray, ok: np.ndarray, reach: float | None = None) -> None:
+        near = ok.shape[1] if reach is None else len(np.arange(0.25, reach, 0.25))
+        target[py[:, :near][ok[:, :near]], px[:, :near][ok[:, :near]]] = True
+
+    px, py, ok = grid._in_view(pose, angles, look_range)
+    if within is None:
+        mark(grid.seen, ok)
+    else:
+        n = grid.size
+        hit = np.zeros_like(ok)
+        hit[ok] = grid.occupied[py[ok], px[ok]]
+        hit &= (px > 0) & (py > 0) & (px < n - 1) & (py < n - 1)
+        rays = np.nonzero(hit.any(axis=1))[0]
+        first = hit[rays].argmax(axis=1)
+        distance = (first + 1) * 0.25
+        ox, oy = px[rays, first], py[rays, first]
+        near = distance <= within
+        grid.faced_closely[oy[near], ox[near]] = True
+        far = ~near & ~grid.faced_closely[oy, ox]
+        withheld = np.zeros_like(ok)
+        t = (np.arange(ok.shape[1]) + 1) * 0.25
+        withheld[rays[far]] = t[None, :] > (distance[far] - within)[:, None]
+        withheld &= ok
+        if across:
+            cells = np.zeros_like(grid.seen)
+            cells[py[withheld], px[withheld]] = True
+            withheld[ok] = cells[py[ok], px[ok]]
+        mark(grid.seen, ok & ~withheld)
+    if close_range is not None:
+        mark(grid.close, ok, close_range)
+    mark(grid.searched, ok, searched_range)
+
+
+def test_compiled_look_equals_the_plain_one() -> None:
+    """look() (compiled) marks seen, close, searched and faced cells exactly as the numpy model does,
+    with and without objects to face (withheld along the ray and across the view), at the map's edge."""
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        grid = _random_grid(rng, 20)
+        twin = _random_grid(rng, 20)
+        twin.evidence[:] = grid.evidence
+        twin.occupied = grid.occupied.copy()
+        for name in ("seen", "close", "searched", "faced_closely"):
+            marks = rng.random(grid.seen.shape) < 0.2
+            setattr(grid, name, marks.copy())
+            setattr(twin, name, marks.copy())
+        pose = (int(rng.integers(20)), int(rng.integers(20)), int(rng.integers(4)))
+        rays = np.linspace(-0.65, 0.65, 11)
+        look = float(rng.choice([2.5, 4.0, 6.0]))
+        searched = [None, 2.5, 4.0, 1.25][int(rng.integers(4))]
+        close = [None, 2.0, 3.0][int(rng.integers(3))]
+        within = [None, 1.0, 2.0, 3.0][int(rng.integers(4))]
+        across = bool(rng.integers(2))
+        grid.look(pose, rays, look, searched, close, within, across)
+        _look_plainly(twin, pose, rays, look, searched, close, within, across)
+        for name in ("seen", "close", "searched", "faced_closely"):
+            assert (getattr(grid, name) == getattr(twin, name)).all(), name
+
+
+def test_compiled_look_by_kind_marks_what_the_view_cells_are() -> None:
+    """look_by_kind (compiled) marks, per kind, exactly the cells view_cells gives up to that kind's
+    range: up to and including the first occupied cell of each ray, at the map's edge too."""
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        grid = _random_grid(rng, 20)
+        pose = (int(rng.integers(20)), int(rng.integers(20)), int(rng.integers(4)))
+        rays = np.linspace(-0.65, 0.65, 11)
+        ranges = rng.choice([1.0, 2.0, 2.5, 3.0, 4.0, 7.5], size=len(TARGET_KINDS))
+        grid.look_by_kind(pose, rays, ranges)
+        for k, reach in enumerate(ranges):
+            expected = np.zeros_like(grid.occupied)
+            expected[grid.view_cells(pose, rays, float(reach))] = True
+            assert (grid.searched_by_kind[k] == expected).all()
 
 
 def test_planning_stops_the_wavefront_early_with_the_same_path() -> None:
@@ -186,3 +297,49 @@ def test_the_windowed_update_equals_the_whole_map_one() -> None:
         _update_plainly(plain, pose, sonar)
         for name in ("free", "occupied", "evidence"):
             assert (getattr(fast, name) == getattr(plain, name)).all(), (step, name)
+
+
+def _bfs_plainly(free: np.ndarray, sources: np.ndarray, stop: np.ndarray | None, beside: bool) -> np.ndarray:
+    """The numpy wavefront bfs_distance was (each sweep grows the whole frontier)."""
+
+    def grow(mask: np.ndarray) -> np.ndarray:
+        grown = np.zeros_like(mask)
+        grown[1:, :] |= mask[:-1, :]
+        grown[:-1, :] |= mask[1:, :]
+        grown[:, 1:] |= mask[:, :-1]
+        grown[:, :-1] |= mask[:, 1:]
+        return grown
+
+    dist = np.full(free.shape, np.inf, dtype=np.float32)
+    frontier = sources & free
+    dist[frontier] = 0.0
+    visited = frontier.copy()
+    pending = None if stop is None else stop.copy()
+    d = 0
+    while frontier.any():
+        if pending is not None:
+            pending &= ~(visited | grow(visited)) if beside else ~visited
+            if not pending.any():
+                break
+        d += 1
+        frontier = grow(frontier) & free & ~visited
+        visited |= frontier
+        dist[frontier] = d
+    return dist
+
+
+def test_compiled_bfs_equals_the_wavefront() -> None:
+    """bfs_distance (a compiled queue) gives the wavefront's distances bit for bit, stopping at the
+    same level: with and without stop cells, beside or not, non-square maps, no source, sources on
+    blocked cells."""
+    from embodmem.envs.geodesic import bfs_distance
+
+    rng = np.random.default_rng(6)
+    for _ in range(400):
+        shape = (int(rng.integers(1, 30)), int(rng.integers(1, 30)))
+        free = rng.random(shape) > rng.uniform(0.0, 0.6)
+        sources = rng.random(shape) < rng.choice([0.0, 0.01, 0.05])
+        stop = None if rng.random() < 0.3 else rng.random(shape) < rng.choice([0.0, 0.01, 0.1])
+        beside = bool(rng.integers(2))
+        fast, plain = bfs_distance(free, sources, stop, beside), _bfs_plainly(free, sources, stop, beside)
+        assert fast.dtype == plain.dtype and fast.tobytes() == plain.tobytes()

@@ -1,0 +1,261 @@
+"""The occupancy grid's per-scan loops, compiled with Numba: folding a sonar scan into the grid, and
+scoring how well a scan fits the map at candidate cells (scan matching).
+
+Both walk the beams sample by sample and stop where a beam stops mattering, which numpy cannot do
+without computing every sample of every beam. The arithmetic is the numpy model's, operation for
+operation (``floor(x + dx)`` in float64, integer votes and counts), so the results are equal bit for
+bit (``tests/agents/test_mapping.py`` holds the plain numpy versions they are checked against).
+Compiled on first use and cached on disk (Numba's cache; ``NUMBA_CACHE_DIR`` moves it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_at_or_after(t: np.ndarray, value: float) -> int:
+    """``np.searchsorted(t, value)`` (side ``left``) for an increasing ``t``."""
+    lo, hi = 0, len(t)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if t[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def fold_scan(
+    evidence: np.ndarray,
+    occupied: np.ndarray,
+    free: np.ndarray,
+    x: float,
+    y: float,
+    dx: np.ndarray,
+    dy: np.ndarray,
+    t: np.ndarray,
+    r: np.ndarray,
+    max_range: float,
+) -> None:
+    """Fold one scan at (x, y) into the grid's arrays, in place (:meth:`OccupancyGrid.update`).
+
+    ``dx``, ``dy``: (beams, samples) offsets of the beam samples from the cell's corner for the
+    scan's heading; ``t``: the samples' distances (cells); ``r``: the readings (cells). Each cell in
+    the window the samples cover gets -1 per beam that passed through it and +2 per echo from it,
+    clipped to +-8 a scan; evidence stays in [-20, 100]; a cell is occupied while its evidence is
+    positive, and free cells that became occupied are free no more.
+    """
+    n = evidence.shape[0]
+    beams, samples = dx.shape
+    x0, x1, y0, y1 = n, -1, n, -1
+    for b in range(beams):
+        for s in range(samples):
+            px = int(math.floor(x + dx[b, s]))
+            py = int(math.floor(y + dy[b, s]))
+            x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)
+    x0, x1 = max(x0, 0), min(x1 + 1, n)
+    y0, y1 = max(y0, 0), min(y1 + 1, n)
+    if x0 < x1 and y0 < y1:
+        votes = np.zeros((y1 - y0, x1 - x0), dtype=np.int64)
+        for b in range(beams):
+            for s in range(samples):
+                if not t[s] < r[b] - 0.1:
+                    break
+                px = int(math.floor(x + dx[b, s]))
+                py = int(math.floor(y + dy[b, s]))
+                if 0 <= px < n and 0 <= py < n:
+                    votes[py - y0, px - x0] -= 1
+                    free[py, px] = True
+            if r[b] < max_range - 1e-3:
+                j = min(_first_at_or_after(t, r[b] + 0.05), samples - 1)
+                px = int(math.floor(x + dx[b, j]))
+                py = int(math.floor(y + dy[b, j]))
+                if 0 <= px < n and 0 <= py < n:
+                    votes[py - y0, px - x0] += 2
+        for gy in range(y0, y1):
+            for gx in range(x0, x1):
+                e = int(evidence[gy, gx]) + min(max(votes[gy - y0, gx - x0], -8), 8)
+                e = min(max(e, -20), 100)
+                evidence[gy, gx] = e
+                occupied[gy, gx] = e > 0
+                if e > 0:
+                    free[gy, gx] = False
+    xi, yi = int(x), int(y)
+    if 0 <= x < n and 0 <= y < n:
+        evidence[yi, xi] = min(evidence[yi, xi], -1)
+        free[yi, xi] = True
+        occupied[yi, xi] = False
+
+
+@numba.njit(cache=True, nogil=True)
+def fit_scan(
+    evidence: np.ndarray,
+    occupied: np.ndarray,
+    cells: np.ndarray,
+    dx: np.ndarray,
+    dy: np.ndarray,
+    t: np.ndarray,
+    r: np.ndarray,
+    max_range: float,
+    established: int,
+) -> np.ndarray:
+    """Per candidate cell ((K, 2) x, y), the fit of a scan taken there (:meth:`OccupancyGrid.scan_fit`):
+    +1 per echo within half a cell of an established obstacle, -1 per echoing beam that passes
+    through one more than a cell before its echo, -0.5 per such beam without an echo; -inf for a
+    cell outside the map or known to be occupied."""
+    n = evidence.shape[0]
+    beams, samples = dx.shape
+    scores = np.empty(len(cells), dtype=np.float64)
+    for k in range(len(cells)):
+        cx, cy = cells[k, 0], cells[k, 1]
+        if not (0 <= cx < n and 0 <= cy < n) or occupied[cy, cx]:
+            scores[k] = -np.inf
+            continue
+        hits, blocked_echo, blocked_silent = 0, 0, 0
+        for b in range(beams):
+            echo = r[b] < max_range - 1e-3
+            blocked = False
+            s = 0
+            while s < samples and t[s] < r[b] - 1.0:  # the stretch before the echo: passed through?
+                px = int(math.floor(cx + dx[b, s]))
+                py = int(math.floor(cy + dy[b, s]))
+                if 0 <= px < n and 0 <= py < n and evidence[py, px] >= established:
+                    blocked = True
+                    break
+                s += 1
+            if blocked:
+                if echo:
+                    blocked_echo += 1
+                else:
+                    blocked_silent += 1
+            if not echo:
+                continue
+            while s < samples and t[s] <= r[b] + 0.5:  # the cell around the echo (after the stretch)
+                if abs(t[s] - r[b]) <= 0.5:
+                    px = int(math.floor(cx + dx[b, s]))
+                    py = int(math.floor(cy + dy[b, s]))
+                    if 0 <= px < n and 0 <= py < n and evidence[py, px] >= established:
+                        hits += 1
+                        break
+                s += 1
+        scores[k] = (hits - blocked_echo) - 0.5 * blocked_silent
+    return scores
+
+
+@numba.njit(cache=True, nogil=True)
+def mark_in_view(
+    targets: np.ndarray,
+    occupied: np.ndarray,
+    x: float,
+    y: float,
+    along_x: np.ndarray,
+    along_y: np.ndarray,
+    prefix: np.ndarray,
+) -> None:
+    """Set ``targets[k]`` ((K, n, n) bool) at the cells a camera at (x, y) sees along each ray,
+    among the first ``prefix[k]`` samples: ``along_x``, ``along_y`` are the rays' (rays, samples)
+    offsets from the cell centre; a ray sees up to and including the first occupied cell it meets
+    inside the map (:meth:`OccupancyGrid.look_by_kind`)."""
+    n = occupied.shape[0]
+    rays, samples = along_x.shape
+    longest = min(samples, int(prefix.max()))
+    for i in range(rays):
+        for s in range(longest):
+            px = int(math.floor(x + 0.5 + along_x[i, s]))
+            py = int(math.floor(y + 0.5 + along_y[i, s]))
+            if not (0 <= px < n and 0 <= py < n):
+                continue
+            for k in range(len(prefix)):
+                if s < prefix[k]:
+                    targets[k, py, px] = True
+            if occupied[py, px]:
+                break
+
+
+@numba.njit(cache=True, nogil=True)
+def look_view(
+    seen: np.ndarray,
+    close: np.ndarray,
+    searched: np.ndarray,
+    faced: np.ndarray,
+    occupied: np.ndarray,
+    x: float,
+    y: float,
+    along_x: np.ndarray,
+    along_y: np.ndarray,
+    close_prefix: int,
+    searched_prefix: int,
+    within: float,
+    across: bool,
+) -> None:
+    """One camera view into the grid's marks, in place (:meth:`OccupancyGrid.look`): every sample a
+    ray sees (up to and including the first occupied cell inside the map) is seen, the first
+    ``close_prefix`` of each ray close and the first ``searched_prefix`` searched.
+
+    With ``within`` >= 0 (``face_objects_in_fog``): a ray ending at an object (an occupied cell off
+    the map's edge) at most ``within`` cells off marks it faced; a ray ending farther off at an
+    object not faced (after this view's own marks) does not mark as seen its samples farther than
+    ``distance - within``, and with ``across`` no ray of the view marks those samples' cells.
+    """
+    n = occupied.shape[0]
+    rays, samples = along_x.shape
+    px = np.empty((rays, samples), dtype=np.int64)
+    py = np.empty((rays, samples), dtype=np.int64)
+    ends = np.zeros(rays, dtype=np.int64)  # samples each ray sees: a prefix, bar those outside the map
+    inside = np.zeros((rays, samples), dtype=np.bool_)
+    first_hit = np.full(rays, -1, dtype=np.int64)
+    for i in range(rays):
+        ends[i] = samples
+        for s in range(samples):
+            cx = int(math.floor(x + 0.5 + along_x[i, s]))
+            cy = int(math.floor(y + 0.5 + along_y[i, s]))
+            px[i, s], py[i, s] = cx, cy
+            if 0 <= cx < n and 0 <= cy < n:
+                inside[i, s] = True
+                if occupied[cy, cx]:
+                    if 0 < cx < n - 1 and 0 < cy < n - 1:
+                        first_hit[i] = s
+                    ends[i] = s + 1
+                    break
+    withheld = np.zeros((rays, samples), dtype=np.bool_)
+    if within >= 0.0:
+        for i in range(rays):
+            s = first_hit[i]
+            if s >= 0 and (s + 1) * 0.25 <= within:
+                faced[py[i, s], px[i, s]] = True
+        any_withheld = False
+        for i in range(rays):
+            s = first_hit[i]
+            if s < 0 or (s + 1) * 0.25 <= within or faced[py[i, s], px[i, s]]:
+                continue
+            limit = (s + 1) * 0.25 - within
+            for j in range(ends[i]):
+                if inside[i, j] and (j + 1) * 0.25 > limit:
+                    withheld[i, j] = True
+                    any_withheld = True
+        if across and any_withheld:
+            cells = np.zeros((n, n), dtype=np.bool_)
+            for i in range(rays):
+                for j in range(ends[i]):
+                    if withheld[i, j]:
+                        cells[py[i, j], px[i, j]] = True
+            for i in range(rays):
+                for j in range(ends[i]):
+                    if inside[i, j] and cells[py[i, j], px[i, j]]:
+                        withheld[i, j] = True
+    for i in range(rays):
+        for j in range(ends[i]):
+            if not inside[i, j]:
+                continue
+            cx, cy = px[i, j], py[i, j]
+            if not withheld[i, j]:
+                seen[cy, cx] = True
+            if j < close_prefix:
+                close[cy, cx] = True
+            if j < searched_prefix:
+                searched[cy, cx] = True
