@@ -7,6 +7,7 @@ planned optimistically (unknown cells may be crossed) and re-planned when the so
 
 from __future__ import annotations
 
+import functools
 import math
 
 import cv2
@@ -158,7 +159,7 @@ class OccupancyGrid:
         :func:`~embodmem.agents.map_kernels.mark_in_view`)."""
         x, y, h = pose
         along_x, along_y = self._rays(h, np.asarray(angles), float(ranges.max()))
-        prefix = np.array([_prefix(reach) for reach in ranges], dtype=np.int64)
+        prefix = np.array([_prefix(float(reach)) for reach in ranges], dtype=np.int64)
         mark_in_view(self.searched_by_kind, self.occupied, float(x), float(y), along_x, along_y, prefix)
 
     def carry_to_next_mission(self, kind: str | None = None) -> None:
@@ -290,6 +291,7 @@ class OccupancyGrid:
         return [(int(px[i, first[i]]), int(py[i, first[i]])) for i in rows]
 
 
+@functools.cache
 def _prefix(reach: float) -> int:
     """How many samples of a march lie within ``reach`` cells: a shorter march's samples are the
     first ones of a longer one (the same distances)."""

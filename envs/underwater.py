@@ -30,7 +30,7 @@ from embodmem.envs.fauna import drift
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
 from embodmem.envs.ground_truth import GroundTruth, StepInfo, path_via_cells_m
-from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS, SeabedObject
+from embodmem.envs.objects import KIND_COLORS, KIND_INDEX, KIND_SYMBOLS, KINDS, SeabedObject
 from embodmem.envs.odometry import DeadReckoning, degrade_sonar
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, Observation, SensorSpec
 from embodmem.envs.tasks import ALL_MISSIONS, Task, get_task
@@ -543,11 +543,9 @@ class UnderwaterEnv(MiniGridEnv):
         pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
         kinds = np.concatenate([vis["kind"], vis["kind2"]])
         inst = self.world.instances[ys, xs]
-        return {
-            (KINDS[int(k)].name, int(x), int(y))
-            for k, i, x, y, p in zip(kinds, inst, xs, ys, pixels)
-            if p > 0 and (KINDS[int(k)].name, int(i)) in visible
-        }
+        wanted = np.array([KIND_INDEX[name] * 64 + i for name, i in visible], dtype=np.int64)
+        shown = (pixels > 0) & (inst >= 0) & np.isin(kinds.astype(np.int64) * 64 + inst, wanted)
+        return {(KINDS[int(k)].name, int(x), int(y)) for k, x, y in zip(kinds[shown], xs[shown], ys[shown])}
 
     def path_via_cells_m(self, start: tuple[int, int], cells: set[tuple[int, int]]) -> float:
         """Metres walked by an oracle told only ``cells`` of the current target (e.g. the parts seen

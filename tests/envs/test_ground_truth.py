@@ -35,6 +35,37 @@ def test_the_view_and_the_info_carry_the_same_numbers_at_every_step() -> None:
     assert truth.success and seen_cells > 0  # the oracle walks to the wreck, which comes into view
 
 
+def test_visible_target_cells_are_the_cells_of_the_visible_instances_the_frame_shows() -> None:
+    """The columns of the last frame that show (some pixels of) a clearly visible target instance,
+    as (kind, x, y): checked column by column against the plain definition, in three worlds."""
+    from embodmem.envs.objects import KINDS
+
+    shown_at_all = 0
+    for world in (1000, 1001, 1002):
+        env = UnderwaterEnv(tasks=("wreck", "barrel", "pipeline"), world_seed=world, max_steps=500)
+        env.reset(seed=world)
+        rng = np.random.default_rng(world)
+        for _ in range(500):
+            _, _, terminated, truncated, _ = env.step(int(rng.choice([0, 1, 2, 2, 2])))
+            visible = env.visible_instances()
+            vis = env._visibility
+            xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % env.width
+            ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % env.height
+            pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
+            kinds = np.concatenate([vis["kind"], vis["kind2"]])
+            inst = env.world.instances[ys, xs]
+            expected = {
+                (KINDS[int(k)].name, int(x), int(y))
+                for k, i, x, y, p in zip(kinds, inst, xs, ys, pixels)
+                if p > 0 and (KINDS[int(k)].name, int(i)) in visible
+            }
+            assert env.visible_target_cells() == expected
+            shown_at_all += bool(expected)
+            if terminated or truncated:
+                env.reset(seed=world + 1)
+    assert shown_at_all > 50  # targets came into view often enough to test something
+
+
 def test_the_seen_place_bound_reads_the_same_from_the_view_and_the_env() -> None:
     env = UnderwaterEnv(tasks=("pipeline",), world_seed=1003)
     env.reset(seed=0, options={"start": "fixed0"})
