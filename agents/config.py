@@ -68,6 +68,17 @@ class ExplorerConfig:
     the visibility) holds no other obstacle the map knows, when such a cell exists: a target seen
     above or behind a low object in front is then not taken for that object (issue 30, "an occluder
     taken for the target": dev worlds 1224 and 1370)."""
+    centre_at_scale_for_instances: bool = True
+    """For a mission naming one instance (a description or image goal), the middle of the view
+    judged from next to a candidate (``confirm_centre_adjacent``; ``clean_background_stop`` in
+    clutter) is the middle half of the columns at its own scale, the outermost columns repeated out
+    to the edges (:func:`~embodmem.agents.recognizer.centre_at_scale`), not stretched to the frame's
+    width: a low pipeline seen side-on from next to it is a band at the bottom of the frame, and
+    stretched it no longer looks like one (dev worlds 1000-1007, goat_shallow8: the fully observed
+    control stopped at "the white oil pipeline" in 17 of 24 goals with the stretched middle, where
+    the whole frame scored 0.99 and the middle 0.001; at scale the middle scores 0.99). Category
+    missions keep the stretched middle: their figures are unchanged (whether they would gain too is
+    not measured)."""
     coverage_by_kind: bool = True
     """Carry camera coverage between missions per target kind: a cell counts as searched for a kind
     only if it was looked at from within that kind's detection range in the light of the time

@@ -20,7 +20,14 @@ import numpy as np
 from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
-from embodmem.agents.recognizer import TargetRecognizer, centre_view, detection_range, mission_kind
+from embodmem.agents.recognizer import (
+    TargetRecognizer,
+    centre_at_scale,
+    centre_view,
+    detection_range,
+    mission_kind,
+    named_variant,
+)
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
@@ -93,6 +100,10 @@ class FrontierExplorer(Agent, Navigator):
         self.recognizer.set_goal(observation)  # mission text, or the words the goal image shows
         self.mission_kind = mission_kind(self.recognizer.mission or "")
         """The target kind the mission asks for (None: a mission naming none)."""
+        self.centre_next_to = centre_view
+        """How the middle of the view is cut out for a judgement from next to a candidate."""
+        if self.config.centre_at_scale_for_instances and named_variant(self.recognizer.mission or "") is not None:
+            self.centre_next_to = centre_at_scale
         self.kind_ranges = np.array(
             [min(self.config.look_range_cells, detection_range(k, spec.view_range_m)) for k in TARGET_KINDS]
         )
@@ -317,12 +328,14 @@ class FrontierExplorer(Agent, Navigator):
         # From next to it, the whole frame decides unless the middle must agree too: always with
         # confirm_centre_adjacent, and with clean_background_stop for a candidate that could only be
         # judged with other things behind it (a wind station beside a collapsed tower fills the
-        # frame's edge, not its middle).
+        # frame's edge, not its middle). For an instance goal the middle is judged from there at its
+        # own scale (centre_at_scale_for_instances).
         crowded = self.config.clean_background_stop and cell not in self._judged_clean
         if adjacent and not (crowded or self.config.confirm_centre_adjacent):
             return True
         with self.timed("embedding"):
-            centre = self.embedder.embed_images(centre_view(observation["image"])[None])
+            middle = (self.centre_next_to if adjacent else centre_view)(observation["image"])
+            centre = self.embedder.embed_images(middle[None])
             p_centre = float(self.recognizer.probability(centre)[0])
         return p_centre >= (self.config.confirm_probability if adjacent else self.config.centre_probability)
 

@@ -190,3 +190,17 @@ def centre_view(image: np.ndarray) -> np.ndarray:
     the target is there rather than beside it."""
     w = image.shape[1]
     return cv2.resize(np.ascontiguousarray(image[:, w // 4 : w - w // 4]), image.shape[1::-1])
+
+
+def centre_at_scale(image: np.ndarray) -> np.ndarray:
+    """The middle half of a camera frame's columns at their own scale, the outermost of them repeated
+    out to the frame's edges: what lies straight ahead, with the edges' other objects gone but the
+    shapes unstretched (a low pipeline seen side-on from next to it stays a band across the view).
+
+    >>> frame = np.zeros((4, 8, 3), np.uint8); frame[:, 2:6] = np.arange(4)[None, :, None] + 1
+    >>> centre_at_scale(frame)[0, :, 0].tolist()
+    [1, 1, 1, 2, 3, 4, 4, 4]
+    """
+    quarter = image.shape[1] // 4
+    middle = image[:, quarter : image.shape[1] - quarter]
+    return np.pad(middle, ((0, 0), (quarter, quarter), (0, 0)), mode="edge")

@@ -1,8 +1,8 @@
-"""Issue 30's failure modes, each reproduced on a hand-built map and designed out behind its switch
-(agents/config.py: clean_background_stop, confirm_centre_adjacent, coverage_by_kind,
-face_objects_in_fog, face_objects_across_view, fog_limited_look, restart_when_stuck,
-seen_within_detection_range), and the same situation with the switch off, where the old behaviour shows. Which are on by default:
-agents/config.py."""
+"""Issue 30's failure modes, each reproduced on a hand-built map or a dev world's frame and designed
+out behind its switch (agents/config.py: clean_background_stop, confirm_centre_adjacent,
+centre_at_scale_for_instances, coverage_by_kind, face_objects_in_fog, face_objects_across_view,
+fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same situation with the
+switch off, where the old behaviour shows. Which are on by default: agents/config.py."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def embedder() -> ClipEmbedder:
 SAFEGUARDS_OFF: dict[str, bool] = {
     "clean_background_stop": False,
     "confirm_centre_adjacent": False,
+    "centre_at_scale_for_instances": False,
     "coverage_by_kind": False,
     "face_objects_in_fog": False,
     "face_objects_across_view": False,
@@ -158,6 +159,26 @@ def test_from_next_to_a_candidate_the_middle_of_the_view_must_agree(embedder: Cl
         agent.pose = (17, 25, 3)
         agent.last_probability = 0.94
         assert agent.confirmed_ahead(dict(obs, image=water), (17, 24)) is expect
+
+
+def test_from_next_to_a_low_pipeline_the_middle_is_judged_at_its_own_scale() -> None:
+    """Dev world 1007, "find the white oil pipeline", from (6, 5) facing the pipeline one cell north:
+    the pipeline is a band along the bottom of the frame. The whole frame shows it; the middle half
+    of the columns stretched to the frame's width does not (the middle check alone never stops
+    there), at its own scale it does."""
+    from embodmem.embedding.model import DEFAULT_MODEL, VARIANTS_CHECKPOINT
+
+    variants = ClipEmbedder(DEFAULT_MODEL, VARIANTS_CHECKPOINT, threads=1)
+    task = "description.pipeline.white"
+    env = UnderwaterEnv(tasks=(task,), world_seed=1007, instance_goals=True, max_steps=50)
+    obs, _ = env.reset(seed=0, options={"task": task, "start_pose": (6, 5, 3)})
+    for switch, expect in ((False, False), (True, True)):
+        agent = FrontierExplorer(variants, _config(confirm_centre_adjacent=True, centre_at_scale_for_instances=switch))
+        agent.reset(obs, env.sensor_spec)
+        agent.pose = (6, 5, 3)
+        agent.last_probability = float(agent.recognizer.probability(variants.embed_images(obs["image"][None]))[0])
+        assert agent.last_probability > 0.9
+        assert agent.confirmed_ahead(obs, (6, 4)) is expect
 
 
 def test_the_dev_world_case_of_a_cable_before_the_view_of_a_wind_station(embedder: ClipEmbedder) -> None:

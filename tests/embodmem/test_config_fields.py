@@ -65,6 +65,7 @@ VALUES: dict[str, Any] = {
     "agent.clean_background_stop": False,
     "agent.coverage_by_kind": False,
     "agent.confirm_centre_adjacent": False,
+    "agent.centre_at_scale_for_instances": False,
     "agent.face_objects_in_fog": False,
     "agent.face_objects_across_view": False,
     "agent.fog_limited_look": True,
