@@ -109,14 +109,19 @@ def test_fast_scan_fit_equals_the_plain_one_bit_for_bit() -> None:
     assert grid.echoes(sonar) == int((sonar / 5.0 < 8.0 - 1e-3).sum())
 
 
+def _grid_and_twin(rng: np.random.Generator) -> tuple[OccupancyGrid, OccupancyGrid]:
+    """Two 20x20 grids with the same random obstacles (one to act on, one for the plain way)."""
+    grid, twin = _random_grid(rng, 20), _random_grid(rng, 20)
+    twin.evidence[:] = grid.evidence
+    twin.occupied = grid.occupied.copy()
+    return grid, twin
+
+
 def test_one_march_looks_as_two_did() -> None:
     """look() marks seen and searched cells from one march, as two view_cells marches did."""
     rng = np.random.default_rng(1)
     for _ in range(200):
-        grid = _random_grid(rng, 20)
-        twin = _random_grid(rng, 20)
-        twin.evidence[:] = grid.evidence
-        twin.occupied = grid.occupied.copy()
+        grid, twin = _grid_and_twin(rng)
         pose = (int(rng.integers(20)), int(rng.integers(20)), int(rng.integers(4)))
         rays = np.linspace(-0.65, 0.65, 11)
         look, searched = float(rng.choice([4.0, 3.0])), float(rng.choice([2.5, 4.0, 1.25, 6.0]))
@@ -176,10 +181,7 @@ def test_compiled_look_equals_the_plain_one() -> None:
     with and without objects to face (withheld along the ray and across the view), at the map's edge."""
     rng = np.random.default_rng(5)
     for _ in range(400):
-        grid = _random_grid(rng, 20)
-        twin = _random_grid(rng, 20)
-        twin.evidence[:] = grid.evidence
-        twin.occupied = grid.occupied.copy()
+        grid, twin = _grid_and_twin(rng)
         for name in ("seen", "close", "searched", "faced_closely"):
             marks = rng.random(grid.seen.shape) < 0.2
             setattr(grid, name, marks.copy())
