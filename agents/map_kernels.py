@@ -54,7 +54,7 @@ def fold_scan(
     beams, samples = dx.shape
     x0, x1, y0, y1 = n, -1, n, -1
     for b in range(beams):
-        for s in range(samples):
+        for s in (0, samples - 1):  # along a beam the cells move one way: its ends bound the window
             px = int(math.floor(x + dx[b, s]))
             py = int(math.floor(y + dy[b, s]))
             x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)

@@ -66,7 +66,6 @@ class OccupancyGrid:
             ang = h * math.pi / 2 + offsets
             self._dx.append(0.5 + np.cos(ang)[:, None] * self._t[None, :])
             self._dy.append(0.5 + np.sin(ang)[:, None] * self._t[None, :])
-        self._no_beams = np.zeros((0, len(self._t)))
         self._ray_cache: dict[tuple[int, str, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
 
     def fits(self, spec: SensorSpec) -> bool:
@@ -203,7 +202,7 @@ class OccupancyGrid:
         """
         x, y, h = pose
         r = np.asarray(sonar_m, dtype=np.float64).reshape(-1) / self.spec.cell_size_m
-        dx, dy = (self._dx[h], self._dy[h]) if len(r) else (self._no_beams, self._no_beams)
+        dx, dy = (self._dx[h], self._dy[h]) if len(r) else (self._dx[h][:0], self._dy[h][:0])  # no readings: no beams
         fold_scan(self.evidence, self.occupied, self.free, float(x), float(y), dx, dy, self._t, r, self.max_range)
 
     def echoes(self, sonar_m: np.ndarray) -> int:

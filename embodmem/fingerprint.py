@@ -99,7 +99,7 @@ def check_resume(out_dir: Path, cfg: DictConfig) -> None:
     if not path.exists():
         if (out_dir / METRICS_FILE).exists():
             raise ConfigError(
-                f"experiment.resume=true: {out_dir} holds metrics.jsonl but no {FINGERPRINT_FILE}, so it cannot be "
+                f"experiment.resume=true: {out_dir} holds {METRICS_FILE} but no {FINGERPRINT_FILE}, so it cannot be "
                 "checked that it was made with this config; resume only a run directory this version started"
             )
         return

@@ -511,18 +511,23 @@ class UnderwaterEnv(MiniGridEnv):
         counts += np.bincount(vis["kind2"], weights=vis["pixels2"], minlength=len(KINDS))
         return {KINDS[i].name: float(c) for i, c in enumerate(counts) if c > 0 and i > 0}
 
-    def visible_instances(self) -> set[tuple[str, int]]:
-        """Target instances (kind, instance) clearly visible in the last frame."""
+    def _frame_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Both layers of the last frame's columns, one after the other: kind, cell x, cell y, the
+        world's instance at that cell (-1: none) and fog-weighted visible pixels."""
         vis = self._visibility
         assert self.world is not None
         kinds = np.concatenate([vis["kind"], vis["kind2"]])
-        if not _IS_TARGET[kinds].any():
-            return set()
+        xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width
+        ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height
         pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
-        inst = self.world.instances[
-            np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height,
-            np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width,
-        ]
+        return kinds, xs, ys, self.world.instances[ys, xs], pixels
+
+    def visible_instances(self) -> set[tuple[str, int]]:
+        """Target instances (kind, instance) clearly visible in the last frame."""
+        vis = self._visibility
+        if not (_IS_TARGET[vis["kind"]].any() or _IS_TARGET[vis["kind2"]].any()):
+            return set()
+        kinds, _, _, inst, pixels = self._frame_columns()
         keep = (inst >= 0) & (kinds > 0) & (pixels > 0)
         if not keep.any():
             return set()
@@ -533,16 +538,13 @@ class UnderwaterEnv(MiniGridEnv):
 
     def visible_target_cells(self) -> set[tuple[str, int, int]]:
         """(kind, x, y) of the cells of clearly visible target instances that the last frame shows."""
-        visible = self.visible_instances()
+        return self._target_cells(self.visible_instances())
+
+    def _target_cells(self, visible: set[tuple[str, int]]) -> set[tuple[str, int, int]]:
+        """:meth:`visible_target_cells` given the frame's :meth:`visible_instances`."""
         if not visible:
             return set()
-        assert self.world is not None
-        vis = self._visibility
-        xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width
-        ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height
-        pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
-        kinds = np.concatenate([vis["kind"], vis["kind2"]])
-        inst = self.world.instances[ys, xs]
+        kinds, xs, ys, inst, pixels = self._frame_columns()
         wanted = np.array([KIND_INDEX[name] * 64 + i for name, i in visible], dtype=np.int64)
         shown = (pixels > 0) & (inst >= 0) & np.isin(kinds.astype(np.int64) * 64 + inst, wanted)
         return {(KINDS[int(k)].name, int(x), int(y)) for k, x, y in zip(kinds[shown], xs[shown], ys[shown])}
@@ -607,7 +609,7 @@ class UnderwaterEnv(MiniGridEnv):
             collisions=self.collisions,
             target_in_view=any(k == self.task.target for k, _ in visible),
             visible_instances=sorted(visible),
-            visible_target_cells=frozenset(self.visible_target_cells()) if visible else frozenset(),
+            visible_target_cells=frozenset(self._target_cells(visible)),
             success=self._success_now,
             wrong_instance=self._stopped_at_wrong_instance,
             geodesic_field=self._maps["geodesic"],

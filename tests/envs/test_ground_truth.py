@@ -48,12 +48,7 @@ def test_visible_target_cells_are_the_cells_of_the_visible_instances_the_frame_s
         for _ in range(500):
             _, _, terminated, truncated, _ = env.step(int(rng.choice([0, 1, 2, 2, 2])))
             visible = env.visible_instances()
-            vis = env._visibility
-            xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % env.width
-            ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % env.height
-            pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
-            kinds = np.concatenate([vis["kind"], vis["kind2"]])
-            inst = env.world.instances[ys, xs]
+            kinds, xs, ys, inst, pixels = env._frame_columns()
             expected = {
                 (KINDS[int(k)].name, int(x), int(y))
                 for k, i, x, y, p in zip(kinds, inst, xs, ys, pixels)
