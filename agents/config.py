@@ -184,6 +184,15 @@ class MemoryAgentConfig(ExplorerConfig):
     check_same_view: bool = True
     """Distrust a remembered sighting when another remembered frame taken from exactly the same pose
     and heading does not show the target (P(target) below ``recheck_probability``)."""
+    contradict_by_map: bool = True
+    """Distrust what a remembered sighting points at where the carried map says the robot looked
+    from within that kind's detection range (``coverage_by_kind``) and no frame then recognised the
+    kind (P below ``recheck_probability``) within a cell of it: what memory says the robot saw
+    must agree with what it recorded seeing."""
+    recall_within_found_range: bool = True
+    """A remembered sighting votes only for cells within the farthest range at which the
+    recogniser ever finds the mission's kind in this light (``FOUND_UP_TO_CELLS``, plus a cell):
+    oil drums recognised in a frame were no more than four cells away, not eight."""
     own_trail_only: bool = True
     """Trust only remembered frames taken where the robot's own trail (the cells it has stood on,
     kept beside the map) passed: a frame claiming a pose the robot never reached is not its own

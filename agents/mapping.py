@@ -56,6 +56,10 @@ class OccupancyGrid:
         self.searched_by_kind = np.zeros((len(TARGET_KINDS), n, n), dtype=bool)
         """Per target kind (:data:`TARGET_KINDS` order): cells looked at from within the range at
         which that kind is recognised, in the light of the time (``coverage_by_kind``)."""
+        self.recognised_by_kind = np.zeros((len(TARGET_KINDS), n, n), dtype=bool)
+        """Per target kind: cells inside the whole view cone, up to the visibility, of a frame in
+        which the recogniser found that kind (``contradict_by_map``): only there may memory say the
+        kind was seen."""
         self.max_range = spec.sonar_max_range_m / spec.cell_size_m
         self._t = np.arange(SAMPLE_STEP, self.max_range + SAMPLE_STEP, SAMPLE_STEP)
         offsets = np.array(spec.sonar_angles())
@@ -66,6 +70,8 @@ class OccupancyGrid:
             ang = h * math.pi / 2 + offsets
             self._dx.append(0.5 + np.cos(ang)[:, None] * self._t[None, :])
             self._dy.append(0.5 + np.sin(ang)[:, None] * self._t[None, :])
+        self._no_occlusion = np.zeros((n, n), dtype=bool)
+        """A map with nothing on it, for marching whole view cones."""
         self._ray_cache: dict[tuple[int, str, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
 
     def fits(self, spec: SensorSpec) -> bool:
@@ -81,6 +87,7 @@ class OccupancyGrid:
         self.seen[:] = False
         self.searched[:] = False
         self.searched_by_kind[:] = False
+        self.recognised_by_kind[:] = False
         self.close[:] = False
         self.faced_closely[:] = False
 
@@ -160,6 +167,23 @@ class OccupancyGrid:
         along_x, along_y = self._rays(h, np.asarray(angles), float(ranges.max()))
         prefix = np.array([_prefix(float(reach)) for reach in ranges], dtype=np.int64)
         mark_in_view(self.searched_by_kind, self.occupied, float(x), float(y), along_x, along_y, prefix)
+
+    def mark_recognised(
+        self, pose: tuple[int, int, int], angles: np.ndarray, reach: float, recognised: np.ndarray
+    ) -> None:
+        """Mark the whole view cone up to ``reach`` cells, behind what the map knows too, as where
+        each ``recognised`` kind ((K,) bool, :data:`TARGET_KINDS` order) was found."""
+        x, y, h = pose
+        along_x, along_y = self._rays(h, np.asarray(angles), float(reach))
+        prefix = np.where(recognised, along_x.shape[1], 0).astype(np.int64)
+        mark_in_view(self.recognised_by_kind, self._no_occlusion, float(x), float(y), along_x, along_y, prefix)
+
+    def looked_at_without_recognising(self, kind: str) -> np.ndarray:
+        """Cells looked at from within ``kind``'s detection range and more than one cell from
+        anything in view when the recogniser found ``kind``: the map's word that it is not there."""
+        k = TARGET_KINDS.index(kind)
+        found = cv2.dilate(self.recognised_by_kind[k].view(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        return self.searched_by_kind[k] & ~found
 
     def carry_to_next_mission(self, kind: str | None = None) -> None:
         """Start a new mission on this map: only what was searched closely enough counts as seen

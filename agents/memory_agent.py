@@ -27,8 +27,9 @@ import numpy as np
 from embodmem.agents.base import MemoryCarrier, Observation, RecognitionEmbedder, Retrieval
 from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
-from embodmem.agents.recognizer import KindLabeller
+from embodmem.agents.recognizer import KIND_PROMPT_NAMES, KindLabeller, found_up_to
 from embodmem.envs.geodesic import bfs_distance
+from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, MemoryLoadError, QueryFilter, WriteContext
 from embodmem.memory.persistence import writer_lock
@@ -91,6 +92,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         self._extent_left: set[tuple[int, int]] = set()
         """Parts of the recalled place not yet ruled out."""
         self._query_seconds: list[float] = []
+        self.kind_probabilities = np.zeros(len(KIND_PROMPT_NAMES))
+        """The labeller's probabilities of the last frame (:data:`KIND_PROMPT_NAMES` order)."""
         self.trail: np.ndarray | None = None
         """Cells the robot has stood on, in every task since the memory was last reset."""
 
@@ -126,14 +129,22 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
                 )
             loaded = dict(self._loaded_grid)
             self.trail[:] = loaded.pop("trail")
+            self.grid.reset()  # layers an older snapshot lacks start empty
             for name, array in loaded.items():
-                getattr(self.grid, name)[:] = array
+                layer, _, kind = name.partition(".")
+                target = getattr(self.grid, layer)
+                (target[TARGET_KINDS.index(kind)] if kind else target)[:] = array
             self._loaded_grid = None
         if not self.config.carry_map:
             self.grid.reset()
         self.grid.carry_to_next_mission(self.mission_kind if self.config.coverage_by_kind else None)
 
     _GRID_ARRAYS = ("free", "occupied", "evidence", "seen", "searched")
+    _KIND_LAYERS = tuple(
+        f"{layer}.{kind}" for layer in ("searched_by_kind", "recognised_by_kind") for kind in TARGET_KINDS
+    )
+    """The grid's per-kind layers, one array a kind (snapshots written before they were kept lack them:
+    they load empty, so nothing counts as searched for a kind, nor as contradicted)."""
     _loaded_grid: dict[str, np.ndarray] | None = None
     _loaded_grid_from: Path = Path()
 
@@ -142,6 +153,9 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         if self.grid is not None:
             assert self.trail is not None  # set with the grid, at the first task
             grid = {"trail": self.trail, **{name: getattr(self.grid, name) for name in self._GRID_ARRAYS}}
+            for name in self._KIND_LAYERS:
+                layer, _, kind = name.partition(".")
+                grid[name] = getattr(self.grid, layer)[TARGET_KINDS.index(kind)]
         rejected = RejectedPlaces(
             places={mission: sorted(cells) for mission, cells in self.rejected_places.items()},
             views={mission: sorted(poses) for mission, poses in self.discredited_views.items()},
@@ -155,7 +169,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             "trail": np.dtype(bool),
             **{n: np.dtype(np.int16 if n == "evidence" else bool) for n in self._GRID_ARRAYS},
         }
-        grid, rejected = read_map_snapshot(directory, dtypes, companion_digest)
+        later = {name: np.dtype(bool) for name in self._KIND_LAYERS}
+        grid, rejected = read_map_snapshot(directory, dtypes, companion_digest, later)
         self.rejected_places = {m: {(x, y) for x, y in cells} for m, cells in rejected.places.items()}
         self.discredited_views = {m: {(x, y, h) for x, y, h in poses} for m, poses in rejected.views.items()}
         self._loaded_grid = grid
@@ -172,6 +187,18 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             self.trail[:] = False
 
     # ---------------------------------------------------------------- perception + writing
+
+    def update(self, observation: Observation) -> None:
+        """The explorer's perception, then the target kinds this frame shows: every subclass writes
+        them, and with ``contradict_by_map`` the map keeps where each kind was found."""
+        super().update(observation)
+        assert self.last_vector is not None and self.grid is not None and self.spec is not None
+        self.kind_probabilities = self.labeller.probabilities(self.last_vector[None])[0]
+        recognised = self.kind_probabilities[: len(TARGET_KINDS)] >= self.config.recheck_probability
+        if self.config.contradict_by_map and recognised.any():
+            with self.timed("mapping"):
+                reach = self.spec.view_range_m / self.spec.cell_size_m
+                self.grid.mark_recognised(self.pose, self.view_rays, reach, recognised)
 
     # ---------------------------------------------------------------- decisions
 
@@ -300,15 +327,27 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         (``through``: the whole view cone up to the visibility, behind occupied cells too)."""
         assert self.grid is not None and self.spec is not None
         reach = self.spec.view_range_m / self.spec.cell_size_m if through else self.config.look_range_cells * 2
+        ruled_out = self._ruled_out_by_map()
         for view in views:
-            self.grid.seen[self.grid.view_cells(view, self.view_rays, reach, occlusion=not through)] = False
+            rows, cols = self.grid.view_cells(view, self.view_rays, reach, occlusion=not through)
+            keep = ~ruled_out[rows, cols]
+            self.grid.seen[rows[keep], cols[keep]] = False
         self._rechecked |= set(views)
 
     def _unsearch_near(self, cell: tuple[int, int], radius: float) -> None:
         """Cells within ``radius`` of ``cell`` count as not yet searched for this mission."""
         assert self.grid is not None
         yy, xx = np.ogrid[: self.grid.size, : self.grid.size]
-        self.grid.seen[(xx - cell[0]) ** 2 + (yy - cell[1]) ** 2 <= radius**2] = False
+        self.grid.seen[((xx - cell[0]) ** 2 + (yy - cell[1]) ** 2 <= radius**2) & ~self._ruled_out_by_map()] = False
+
+    def _ruled_out_by_map(self) -> np.ndarray:
+        """Cells the map says were looked at closely for the mission's kind without recognising it
+        (``contradict_by_map``; none otherwise): no remembered frame puts the target there, and
+        no rejected one makes them unsearched again."""
+        assert self.grid is not None
+        if not self.config.contradict_by_map or self.mission_kind is None:
+            return np.zeros_like(self.grid.free)
+        return self.grid.looked_at_without_recognising(self.mission_kind)
 
     def _on_trail(self, pose: tuple[int, int, int]) -> bool:
         assert self.trail is not None
@@ -328,12 +367,20 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         assert self.spec is not None and self.grid is not None
         rejected = self.rejected_places.get(self.recognizer.mission or "", set()) | self.rejected
         reach = self.spec.view_range_m / self.spec.cell_size_m
+        if self.config.recall_within_found_range and self.mission_kind is not None:
+            farthest = found_up_to(self.mission_kind, self.spec.view_range_m)
+            reach = reach if farthest is None else min(reach, farthest + 1.0)
+        ruled_out = self._ruled_out_by_map()
         votes: dict[tuple[int, int], float] = {}
         voters: dict[tuple[int, int], set[tuple[int, int, int]]] = {}
         for pose, p in sightings:
             # One vote per ray, the nearer hits weighing more (a target close by fills more of the
             # frame that recognised it); each frame's votes sum to its confidence.
-            hits = [c for c in self.grid.ray_hits(pose, self._recall_rays, reach) if not _near(c, rejected, 1)]
+            hits = [
+                c
+                for c in self.grid.ray_hits(pose, self._recall_rays, reach)
+                if not _near(c, rejected, 1) and not ruled_out[c[1], c[0]]
+            ]
             weights = [1.0 / (1.0 + float(np.hypot(c[0] - pose[0], c[1] - pose[1]))) for c in hits]
             for c, w in zip(hits, weights):
                 votes[c] = votes.get(c, 0.0) + p * w / sum(weights)
@@ -435,15 +482,18 @@ class MemoryAgent(RecallAgent):
         assert self.last_vector is not None and self.trail is not None
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
-            meta = self._frame_meta(self.pose, self.steps, observation["image"], self.last_vector)
+            meta = self._frame_meta(self.pose, self.steps, observation["image"], self.kind_probabilities)
             self.current_node = self.frame_memory.observe(self.last_vector, meta)
         self.trace.kinds_reported = frozenset({meta.label}) if meta.label else frozenset()
 
-    def _frame_meta(self, pose: tuple[int, int, int], step: int, image: np.ndarray, vector: np.ndarray) -> FrameMeta:
+    def _frame_meta(
+        self, pose: tuple[int, int, int], step: int, image: np.ndarray, kind_probabilities: np.ndarray
+    ) -> FrameMeta:
         """What is written with a frame: context, pose, and the target kind the frame's own vector
-        shows (none below ``detect_probability``), with its probability as the salience."""
+        shows (its labeller probabilities; none below ``detect_probability``), with its probability
+        as the salience."""
         x, y, h = pose
-        kinds, probs = self.labeller.label(vector)
+        kinds, probs = KindLabeller.best(kind_probabilities[None])
         seen = float(probs[0]) >= self.config.detect_probability
         return FrameMeta(
             run_id=self.context["run_id"],
@@ -460,8 +510,9 @@ class MemoryAgent(RecallAgent):
 
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
         vectors = self.embedder.embed_images(images)
-        for vector, image, pose in zip(vectors, images, poses):
-            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image, vector))
+        probabilities = self.labeller.probabilities(vectors)
+        for vector, image, pose, kind_probabilities in zip(vectors, images, poses, probabilities):
+            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image, kind_probabilities))
         self.frame_memory.flush()
 
     def sightings(self) -> list[tuple[tuple[int, int, int], float]]:

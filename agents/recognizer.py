@@ -40,6 +40,34 @@ SHALLOW_VIEW_RANGE_M = 40.0
 """The visibility the clear-water ranges were measured at; below it the deep-water ranges apply."""
 
 
+FOUND_UP_TO_CELLS: dict[str, tuple[int | None, int | None]] = {
+    "mining_robot": (3, None),
+    "pipeline": (None, None),
+    "barrel": (4, 3),
+    "wreck": (None, None),
+    "electrical_box": (3, None),
+    "wind_station": (None, 5),
+    "aircraft": (5, None),
+    "landing_platform": (4, None),
+}
+"""Per target kind, (clear water, deep water): the farthest distance in cells at which the
+recogniser finds the kind in at least 10% of frames facing it, straight ahead or one cell to the
+side, on the same calibration frames as :data:`DETECTION_RANGE_CELLS`; ``None``: still found at
+the farthest distance measured (6 cells), or not measured in deep water. A remembered sighting
+of the kind cannot show it from farther (``recall_within_found_range``)."""
+
+
+def found_up_to(kind: str, view_range_m: float) -> int | None:
+    """Cells beyond which the recogniser never finds ``kind`` in this light (None: no such limit
+    measured).
+
+    >>> found_up_to("barrel", 40.0), found_up_to("barrel", 25.0), found_up_to("wreck", 25.0)
+    (4, 3, None)
+    """
+    shallow, deep = FOUND_UP_TO_CELLS[kind]
+    return shallow if view_range_m >= SHALLOW_VIEW_RANGE_M else (deep if deep is not None else shallow)
+
+
 def detection_range(kind: str, view_range_m: float) -> int:
     """Cells within which the recogniser reliably finds ``kind`` in water of ``view_range_m``
     visibility (:data:`DETECTION_RANGE_CELLS`).
@@ -179,7 +207,12 @@ class KindLabeller:
     def label(self, vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
         """For each row of ``vectors`` (N, D): the most likely of the eight target kinds and its
         probability (N,)."""
-        p = self.probabilities(vectors)[:, : len(TARGET_KINDS)]
+        return self.best(self.probabilities(vectors))
+
+    @staticmethod
+    def best(probabilities: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """:meth:`label` from :meth:`probabilities` already computed (N, P)."""
+        p = probabilities[:, : len(TARGET_KINDS)]
         best = p.argmax(axis=1)
         return [TARGET_KINDS[i] for i in best], p[np.arange(len(p)), best]
 

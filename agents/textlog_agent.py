@@ -72,11 +72,10 @@ class TextLogAgent(RecallAgent):
 
     def update(self, observation: Observation) -> None:
         super().update(observation)  # the explorer's perception; no frame is written
-        assert self.last_vector is not None
-        self._log(self.last_vector[None], [self.pose], self.steps)
+        self._log(self.kind_probabilities[None], [self.pose], self.steps)
 
-    def _log(self, vectors: np.ndarray, poses: list[tuple[int, int, int]], step: int) -> None:
-        probs = self.labeller.probabilities(vectors)
+    def _log(self, probs: np.ndarray, poses: list[tuple[int, int, int]], step: int) -> None:
+        """Log each frame (its labeller probabilities, one row each) that shows a target kind."""
         for row, (x, y, h) in zip(probs, poses):
             best = int(row.argmax())
             kind, p = KIND_PROMPT_NAMES[best], float(row[best])
@@ -87,7 +86,7 @@ class TextLogAgent(RecallAgent):
                     self.important.append(entry)
 
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
-        self._log(self.embedder.embed_images(images), poses, 0)
+        self._log(self.labeller.probabilities(self.embedder.embed_images(images)), poses, 0)
 
     # ---------------------------------------------------------------- reading
 

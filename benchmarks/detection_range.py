@@ -6,7 +6,9 @@ side), and the recogniser scores the frame against the mission; the table gives 
 at or above ``detect_probability`` (0.5). Deep water is measured for the kinds that have deep tasks.
 The farthest distance with at least 90% on both bearings is a kind's detection range, the table
 ``DETECTION_RANGE_CELLS`` in agents/recognizer.py that the ``coverage_by_kind``,
-``seen_within_detection_range`` and ``clean_background_stop`` switches read.
+``seen_within_detection_range`` and ``clean_background_stop`` switches read. The farthest distance
+with at least 10% on either bearing ("found up to"; "6+" when still found at 6 cells) is the table
+``FOUND_UP_TO_CELLS`` that ``recall_within_found_range`` reads.
 
     python benchmarks/detection_range.py
     python benchmarks/detection_range.py --out benchmarks/results/detection_range.md
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from embodmem.agents.config import ExplorerConfig
-from embodmem.agents.recognizer import DETECTION_RANGE_CELLS, TargetRecognizer
+from embodmem.agents.recognizer import DETECTION_RANGE_CELLS, FOUND_UP_TO_CELLS, TargetRecognizer
 from embodmem.atomic import atomic_write_text
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.spec import DIR_TO_VEC
@@ -32,6 +34,8 @@ from embodmem.splits import get_split
 DISTANCES = (1, 2, 3, 4, 5, 6)
 SHARE = 0.9
 """Share of frames a kind must be found in for a distance to count as within its range."""
+FOUND_SHARE = 0.1
+"""Share of frames on either bearing at which a kind still counts as found from that far."""
 
 
 def measure(worlds: list[int]) -> dict[tuple[str, bool, int, int], list[int]]:
@@ -75,23 +79,32 @@ def table(found: dict[tuple[str, bool, int, int], list[int]], worlds: list[int])
     lines = [
         f"Recogniser detection rate (P >= detect_probability) by distance in cells, calibration worlds "
         f"{worlds[0]}-{worlds[-1]}; each cell: share (frames), straight ahead / one cell to the side. "
-        f"Range: the farthest distance with >= {SHARE:.0%} on both; `DETECTION_RANGE_CELLS` holds it.",
+        f"Range: the farthest distance with >= {SHARE:.0%} on both; `DETECTION_RANGE_CELLS` holds it. "
+        f"Found up to: the farthest with >= {FOUND_SHARE:.0%} on either ({DISTANCES[-1]}+: still found at "
+        f"{DISTANCES[-1]}); `FOUND_UP_TO_CELLS` holds it.",
         "",
-        "| kind | water | " + " | ".join(f"{d} cells" for d in DISTANCES) + " | range | table |",
-        "|---|---|" + "---:|" * (len(DISTANCES) + 2),
+        "| kind | water | " + " | ".join(f"{d} cells" for d in DISTANCES) + " | range | table | found up to | table |",
+        "|---|---|" + "---:|" * (len(DISTANCES) + 4),
     ]
     for deep in (False, True):
         for kind in sorted({k[0] for k in found if k[1] == deep}):
-            cells, reach = [], 0
+            cells, reach, found_to = [], 0, 0
             for d in DISTANCES:
                 a, b = found.get((kind, deep, d, 0), [0, 0]), found.get((kind, deep, d, 1), [0, 0])
                 ra, rb = a[0] / max(a[1], 1), b[0] / max(b[1], 1)
                 cells.append(f"{ra:.2f} ({a[1]}) / {rb:.2f} ({b[1]})")
                 if reach == d - 1 and ra >= SHARE and rb >= SHARE:
                     reach = d
+                if max(ra, rb) >= FOUND_SHARE:
+                    found_to = d
             listed = DETECTION_RANGE_CELLS[kind][1 if deep else 0]
+            found = f"{DISTANCES[-1]}+" if found_to == DISTANCES[-1] else str(found_to)
+            found_listed = FOUND_UP_TO_CELLS[kind][1 if deep else 0]
+            found_table = f"{DISTANCES[-1]}+" if found_listed is None else str(found_listed)
             water = "deep" if deep else "clear"
-            lines.append(f"| {kind} | {water} | " + " | ".join(cells) + f" | {reach} | {listed} |")
+            lines.append(
+                f"| {kind} | {water} | " + " | ".join(cells) + f" | {reach} | {listed} | {found} | {found_table} |"
+            )
     return "\n".join(lines)
 
 

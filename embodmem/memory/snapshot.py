@@ -275,10 +275,14 @@ def save_map_snapshot(
 
 
 def read_map_snapshot(
-    directory: str | os.PathLike[str], grid_dtypes: dict[str, np.dtype], companion_digest: str | None
+    directory: str | os.PathLike[str],
+    grid_dtypes: dict[str, np.dtype],
+    companion_digest: str | None,
+    later_dtypes: dict[str, np.dtype] | None = None,
 ) -> tuple[dict[str, np.ndarray] | None, RejectedPlaces]:
     """Read a map snapshot, trusting nothing: the manifest, checksums, the pin to its companion
-    state, the grid's arrays (exactly ``grid_dtypes``' names and dtypes, one 2-D shape, the shape the
+    state, the grid's arrays (exactly ``grid_dtypes``' names and dtypes, plus either all or none of
+    ``later_dtypes``', arrays that snapshots of older code lack; one 2-D shape, the shape the
     manifest states) and every rejected cell (integers inside that grid, headings 0-3).
 
     Raises:
@@ -298,7 +302,9 @@ def read_map_snapshot(
         )
     grid = None
     if st.grid_shape is not None:
-        grid = _grid_arrays(files[GRID_FILE], grid_dtypes, st.grid_shape, directory / manifest.files[GRID_FILE].path)
+        grid = _grid_arrays(
+            files[GRID_FILE], grid_dtypes, later_dtypes or {}, st.grid_shape, directory / manifest.files[GRID_FILE].path
+        )
     rpath = directory / manifest.files[REJECTED_FILE].path
     try:
         rejected = RejectedPlaces.model_validate_json(files[REJECTED_FILE])
@@ -321,11 +327,15 @@ def read_map_snapshot(
     return grid, rejected
 
 
-def _grid_arrays(data: bytes, dtypes: dict[str, np.dtype], shape: tuple[int, int], path: Path) -> dict[str, np.ndarray]:
+def _grid_arrays(
+    data: bytes, dtypes: dict[str, np.dtype], later: dict[str, np.dtype], shape: tuple[int, int], path: Path
+) -> dict[str, np.ndarray]:
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            if sorted(npz.files) != sorted(dtypes):
-                raise ValueError(f"holds arrays {sorted(npz.files)}, expected {sorted(dtypes)}")
+            if sorted(npz.files) == sorted({**dtypes, **later}):
+                dtypes = {**dtypes, **later}
+            elif sorted(npz.files) != sorted(dtypes):
+                raise ValueError(f"holds arrays {sorted(npz.files)}, expected {sorted({**dtypes, **later})}")
             arrays = {name: np.asarray(npz[name]) for name in dtypes}
     except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as e:
         raise MemoryLoadError(path, f"not an occupancy grid ({' '.join(str(e).split())[:200]})") from None

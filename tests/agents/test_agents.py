@@ -231,3 +231,53 @@ def test_weak_sightings_reopen_their_view_and_are_visited_when_nothing_is_sure(e
     assert place is not None
     cells = np.concatenate(env.world.instance_cells("barrel"))
     assert np.min(np.hypot(cells[:, 0] - place.cell[0], cells[:, 1] - place.cell[1])) <= 2
+
+
+def test_a_sighting_where_the_map_looked_closely_and_recognised_nothing_is_not_trusted(
+    embedder: ClipEmbedder, tmp_path: Path
+) -> None:
+    """True frames of the barrel, but the map says every cell around it was looked at from within
+    the barrel's detection range and no frame there recognised a barrel (as for a false memory
+    planted on the robot's trail): no recall. Once a frame really recognised it there, recall
+    returns; the map's record survives saving."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder)
+    assert agent.recall_target_place() is not None
+    barrel = TARGET_KINDS.index("barrel")
+    agent.grid.searched_by_kind[barrel] = True
+    assert agent.recall_target_place() is None
+    agent.config.contradict_by_map = False
+    assert agent.recall_target_place() is not None
+    agent.config.contradict_by_map = True
+    (pose, _), *_ = _frames_facing(env, "barrel")
+    recognised = np.array([kind == "barrel" for kind in TARGET_KINDS])
+    agent.grid.mark_recognised(pose, agent.view_rays, 2.0, recognised)
+    place = agent.recall_target_place()
+    assert place is not None and agent.grid.recognised_by_kind[barrel].sum() > 0
+    agent.save_state(tmp_path / "state")
+    fresh = MemoryAgent(embedder)
+    fresh.load_state(tmp_path / "state")
+    obs, _ = env.reset(seed=0, options={"task": "barrel"})
+    fresh.reset(obs, env.sensor_spec)
+    assert np.array_equal(fresh.grid.recognised_by_kind, agent.grid.recognised_by_kind)
+    assert np.array_equal(fresh.grid.searched_by_kind[barrel], agent.grid.searched_by_kind[barrel])
+
+
+def test_a_sighting_votes_only_as_far_as_its_kind_is_ever_recognised(embedder: ClipEmbedder) -> None:
+    """Oil drums in clear water are recognised from four cells at most: two frames facing an object
+    seven cells ahead cannot have shown drums there (with the switch off they vote for it)."""
+    env = UnderwaterEnv(tasks=("barrel",), world_seed=9002)
+    obs, _ = env.reset(seed=0)
+    agent = MemoryAgent(embedder)
+    agent.reset(obs, env.sensor_spec)
+    assert agent.grid is not None and agent.spec is not None and agent.spec.view_range_m >= 40.0
+    agent.grid.reset()
+    agent.grid.free[:] = True
+    agent.grid.occupied[16, 17] = True
+    agent.grid.free[16, 17] = False
+    sightings = [((10, 16, 0), 0.9), ((10, 15, 0), 0.9)]  # facing east, seven cells short of it
+    assert agent.rank_places(sightings) is None
+    agent.config.recall_within_found_range = False
+    place = agent.rank_places(sightings)
+    assert place is not None and place.cell == (17, 16)

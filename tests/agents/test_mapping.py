@@ -345,3 +345,22 @@ def test_compiled_bfs_equals_the_wavefront() -> None:
         beside = bool(rng.integers(2))
         fast, plain = bfs_distance(free, sources, stop, beside), _bfs_plainly(free, sources, stop, beside)
         assert fast.dtype == plain.dtype and fast.tobytes() == plain.tobytes()
+
+
+def test_where_a_kind_was_recognised_the_map_does_not_rule_it_out() -> None:
+    """A frame that recognised drums marks its whole view cone, behind an object too; only cells
+    looked at for drums more than a cell from that cone count as looked at without recognising."""
+    grid = OccupancyGrid(SensorSpec(5.0, 64, 75.0, 40.0, 24, 120.0, 40.0, 32))
+    grid.free[:] = True
+    grid.occupied[16, 12] = True
+    angles = np.linspace(-0.5, 0.5, 7)
+    barrel = TARGET_KINDS.index("barrel")
+    grid.searched_by_kind[barrel] = True
+    recognised = np.array([kind == "barrel" for kind in TARGET_KINDS])
+    grid.mark_recognised((10, 16, 0), angles, 4.0, recognised)
+    ruled_out = grid.looked_at_without_recognising("barrel")
+    assert grid.recognised_by_kind[barrel, 16, 13] and not ruled_out[16, 13]  # behind the object
+    assert not ruled_out[16, 15] and not ruled_out[16, 9]  # one cell beyond the cone, and behind the robot
+    assert ruled_out[16, 17] and ruled_out[10, 10]
+    assert not grid.recognised_by_kind[TARGET_KINDS.index("wreck")].any()
+    assert not grid.looked_at_without_recognising("wreck").any()  # never looked at for wrecks

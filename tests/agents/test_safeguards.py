@@ -34,6 +34,8 @@ SAFEGUARDS_OFF: dict[str, bool] = {
     "fog_limited_look": False,
     "restart_when_stuck": False,
     "seen_within_detection_range": False,
+    "contradict_by_map": False,
+    "recall_within_found_range": False,
 }
 """The agent before issue 30's safeguards (all but fog_limited_look and
 seen_within_detection_range are on by default): each test turns on

@@ -86,6 +86,8 @@ VALUES: dict[str, Any] = {
     "agent.carry_map": False,
     "agent.check_same_view": False,
     "agent.own_trail_only": False,
+    "agent.contradict_by_map": False,
+    "agent.recall_within_found_range": False,
     "agent.name": "explorer",
     "agent.variant": "memory_no_map",
     # agent.vlm (agents/vlm/config.py)
