@@ -41,31 +41,33 @@ SHALLOW_VIEW_RANGE_M = 40.0
 
 
 FOUND_UP_TO_CELLS: dict[str, tuple[int | None, int | None]] = {
-    "mining_robot": (3, None),
+    "mining_robot": (3, 3),
     "pipeline": (None, None),
     "barrel": (4, 3),
     "wreck": (None, None),
-    "electrical_box": (3, None),
+    "electrical_box": (3, 3),
     "wind_station": (None, 5),
-    "aircraft": (5, None),
-    "landing_platform": (4, None),
+    "aircraft": (5, 5),
+    "landing_platform": (4, 4),
 }
 """Per target kind, (clear water, deep water): the farthest distance in cells at which the
 recogniser finds the kind in at least 10% of frames facing it, straight ahead or one cell to the
-side, on the same calibration frames as :data:`DETECTION_RANGE_CELLS`; ``None``: still found at
-the farthest distance measured (6 cells), or not measured in deep water. A remembered sighting
-of the kind cannot show it from farther (``recall_within_found_range``)."""
+side, on the same calibration frames as :data:`DETECTION_RANGE_CELLS` (``python
+benchmarks/detection_range.py``); ``None``: still found at the farthest distance measured (6
+cells). Deep water was measured for the kinds with deep tasks; the others keep their clear-water
+value, which fog can only shorten. A remembered sighting of the kind did not show it from farther
+(``recall_within_found_range``)."""
 
 
 def found_up_to(kind: str, view_range_m: float) -> int | None:
-    """Cells beyond which the recogniser never finds ``kind`` in this light (None: no such limit
-    measured).
+    """Cells beyond which the recogniser does not find ``kind`` in this light (None: no limit
+    within the distances measured).
 
     >>> found_up_to("barrel", 40.0), found_up_to("barrel", 25.0), found_up_to("wreck", 25.0)
     (4, 3, None)
     """
     shallow, deep = FOUND_UP_TO_CELLS[kind]
-    return shallow if view_range_m >= SHALLOW_VIEW_RANGE_M else (deep if deep is not None else shallow)
+    return shallow if view_range_m >= SHALLOW_VIEW_RANGE_M else deep
 
 
 def detection_range(kind: str, view_range_m: float) -> int:

@@ -13,7 +13,13 @@ from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.memory_agent import MemoryAgent
-from embodmem.agents.recognizer import DETECTION_RANGE_CELLS, detection_range, mission_kind
+from embodmem.agents.recognizer import (
+    DETECTION_RANGE_CELLS,
+    FOUND_UP_TO_CELLS,
+    detection_range,
+    found_up_to,
+    mission_kind,
+)
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.underwater import UnderwaterEnv
@@ -86,6 +92,10 @@ def test_detection_ranges_cover_every_kind_and_shrink_in_deep_water() -> None:
         deep <= shallow or k in ("wreck", "wind_station") for k, (shallow, deep) in DETECTION_RANGE_CELLS.items()
     )
     assert detection_range("barrel", 25.0) < detection_range("barrel", 40.0) <= 4
+    assert set(FOUND_UP_TO_CELLS) == set(TARGET_KINDS)
+    for kind, light in ((k, v) for k in TARGET_KINDS for v in (25.0, 40.0)):
+        farthest = found_up_to(kind, light)  # found sometimes at least as far as found reliably
+        assert farthest is None or detection_range(kind, light) <= farthest
     assert mission_kind("find the oil drums with a yellow band") == "barrel"
 
 
