@@ -98,12 +98,12 @@ def table(found: dict[tuple[str, bool, int, int], list[int]], worlds: list[int])
                 if max(ra, rb) >= FOUND_SHARE:
                     found_to = d
             listed = DETECTION_RANGE_CELLS[kind][1 if deep else 0]
-            found = f"{DISTANCES[-1]}+" if found_to == DISTANCES[-1] else str(found_to)
+            farthest = f"{DISTANCES[-1]}+" if found_to == DISTANCES[-1] else str(found_to)
             found_listed = FOUND_UP_TO_CELLS[kind][1 if deep else 0]
             found_table = f"{DISTANCES[-1]}+" if found_listed is None else str(found_listed)
             water = "deep" if deep else "clear"
             lines.append(
-                f"| {kind} | {water} | " + " | ".join(cells) + f" | {reach} | {listed} | {found} | {found_table} |"
+                f"| {kind} | {water} | " + " | ".join(cells) + f" | {reach} | {listed} | {farthest} | {found_table} |"
             )
     return "\n".join(lines)
 
