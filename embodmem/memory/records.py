@@ -128,6 +128,8 @@ class FrameMeta:
             ...
             ValueError: FrameMeta.step must be an int in [0, 2**62), got None
         """
+        if self._plainly_valid():
+            return
         for name in ("run_id", "task"):
             _need(self, isinstance(getattr(self, name), str), name, "a str")
         _need_int(self, "episode", 0, _I32)
@@ -152,6 +154,40 @@ class FrameMeta:
             ok = isinstance(t, np.ndarray) and t.ndim == 3 and t.shape[2] == 3 and t.size > 0 and t.dtype.kind in "uif"
             ok = ok and (t.dtype.kind != "f" or bool(np.isfinite(t).all()))
             _need(self, ok, "thumbnail", "None or a finite HxWx3 numeric RGB array")
+
+    def _plainly_valid(self) -> bool:
+        """Every check of :meth:`validate` at once for the common case: plain ``int``, ``float`` and
+        ``str`` values and no thumbnail. A frame is written every step, and this costs a fifth of the
+        field-by-field checks; anything else (numpy scalars, a thumbnail, a bad value) takes those."""
+        step, salience = self.step, self.salience
+        return (
+            type(self.run_id) is str
+            and type(self.task) is str
+            and type(self.label) is str
+            and type(self.episode) is int
+            and 0 <= self.episode < _I32
+            and type(step) is int
+            and 0 <= step < _I62
+            and type(self.x) is float
+            and math.isfinite(self.x)
+            and type(self.y) is float
+            and math.isfinite(self.y)
+            and type(self.heading) is int
+            and 0 <= self.heading < 4
+            and (self.node is None or (type(self.node) is int and 0 <= self.node < _I62))
+            and type(self.count) is int
+            and 1 <= self.count < _I32
+            and type(self.step_min) is int
+            and 0 <= self.step_min <= step
+            and type(self.step_max) is int
+            and step <= self.step_max < _I62
+            and type(self.hits) is int
+            and 0 <= self.hits < _I32
+            and type(salience) is float
+            and 0.0 <= salience <= 1.0
+            and (self.label != "" or salience == 0.0)
+            and self.thumbnail is None
+        )
 
     def replace(self, **changes: Any) -> FrameMeta:
         """Return a copy with ``changes`` applied (``dataclasses.replace``)."""

@@ -256,3 +256,21 @@ MemoryMachine.TestCase.settings = settings(
     max_examples=30, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_memory_state_machine = MemoryMachine.TestCase
+
+
+def test_plain_frames_take_the_quick_check_and_agree_with_the_full_one() -> None:
+    """What the agent writes every step (plain ints, floats, strs, no thumbnail) passes the quick
+    check; numpy scalars and thumbnails take the field-by-field one, and every bad field above is
+    refused either way (the test before)."""
+    plain = FrameMeta("r", "t", 0, 5, 1.0, 2.0, heading=3, node=7, label="barrel", salience=1.0)
+    assert plain._plainly_valid()
+    for changes in ({"x": np.float32(1.0)}, {"step": np.int64(5)}, {"thumbnail": np.zeros((4, 4, 3), np.uint8)}):
+        meta = plain.replace(**changes)
+        assert not meta._plainly_valid()
+        meta.validate()  # still valid, by the full check
+    for field, value in BAD_FIELDS:
+        kwargs: dict[str, object] = dict(run_id="r", task="t", episode=0, step=5, x=1.0, y=2.0)
+        meta = FrameMeta(**kwargs)  # type: ignore[arg-type]
+        setattr(meta, field, value)
+        if (field, value) != ("step_min", None):
+            assert not meta._plainly_valid()
