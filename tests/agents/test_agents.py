@@ -16,7 +16,7 @@ from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig, MemoryLoadError
 from embodmem.runner import run_episode
 
 
@@ -281,3 +281,28 @@ def test_a_sighting_votes_only_as_far_as_its_kind_is_ever_recognised(embedder: C
     agent.config.recall_within_found_range = False
     place = agent.rank_places(sightings)
     assert place is not None and place.cell == (17, 16)
+
+
+def test_a_map_saved_before_the_per_kind_layers_loads_with_them_empty(
+    embedder: ClipEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot without the per-kind layers (older code) loads, the layers empty: nothing counts as
+    searched for a kind, nothing is contradicted. A snapshot with only some of them is refused."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder)
+    agent.grid.searched_by_kind[:] = True
+    monkeypatch.setattr(MemoryAgent, "_KIND_LAYERS", ())
+    agent.save_state(tmp_path / "old")
+    monkeypatch.setattr(MemoryAgent, "_KIND_LAYERS", ("searched_by_kind.barrel",))
+    agent.save_state(tmp_path / "partial")
+    monkeypatch.undo()
+    fresh = MemoryAgent(embedder)
+    fresh.load_state(tmp_path / "old")
+    obs, _ = env.reset(seed=0, options={"task": "barrel"})
+    fresh.reset(obs, env.sensor_spec)
+    assert not fresh.grid.searched_by_kind.any() and not fresh.grid.recognised_by_kind.any()
+    assert np.array_equal(fresh.grid.occupied, agent.grid.occupied)
+    assert fresh.recall_target_place() is not None
+    with pytest.raises(MemoryLoadError, match="holds arrays"):
+        MemoryAgent(embedder).load_state(tmp_path / "partial")
