@@ -565,9 +565,15 @@ def _check_poses(padded: np.ndarray, pad: int, x: np.ndarray, y: np.ndarray, hea
     height, width = padded.shape[1] - 2 * pad, padded.shape[2] - 2 * pad
     if len(x) != len(padded) or len(y) != len(x) or len(heading) != len(x):
         raise ValueError(f"{len(x)} x, {len(y)} y, {len(heading)} headings for {len(padded)} maps; allowed: one each")
-    if len(x) and (x.min() < 0 or y.min() < 0 or x.max() >= width or y.max() >= height):
+    if len(x) == 1:  # the single env, every step: plain comparisons, not six array reductions
+        inside = 0 <= int(x[0]) < width and 0 <= int(y[0]) < height
+        turned = 0 <= int(heading[0]) < HEADINGS
+    else:
+        inside = not len(x) or (x.min() >= 0 and y.min() >= 0 and x.max() < width and y.max() < height)
+        turned = not len(x) or (heading.min() >= 0 and heading.max() < HEADINGS)
+    if not inside:
         raise ValueError(f"poses x={x.tolist()}, y={y.tolist()}; allowed: cells inside the {width}x{height} map")
-    if len(x) and (heading.min() < 0 or heading.max() >= HEADINGS):
+    if not turned:
         raise ValueError(f"heading={heading.tolist()}; allowed: 0-3")
 
 

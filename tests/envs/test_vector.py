@@ -193,6 +193,13 @@ def test_the_batched_camera_refuses_what_its_compiled_loop_would_read_outside_of
         cam.render_batch(pad_kinds(kinds, 3)[None], 3, np.array([2]), np.array([4]), np.array([0]), [look])
     with pytest.raises(ValueError, match=r"heading=\[4\]; allowed: 0-3"):
         Sonar(np.linspace(-1, 1, 5), 8.0).scan_batch(padded, 12, np.array([2]), np.array([4]), np.array([4]))
+    with pytest.raises(ValueError, match=r"poses x=\[2\], y=\[-1\]; allowed"):
+        cam.render_batch(padded, 12, np.array([2]), np.array([-1]), np.array([0]), [look])
+    two = np.concatenate([padded, padded])  # a batch takes the array checks: the same refusals
+    with pytest.raises(ValueError, match=r"poses x=\[2, 2\], y=\[4, 8\]; allowed: cells inside the 8x8 map"):
+        cam.render_batch(two, 12, np.array([2, 2]), np.array([4, 8]), np.array([0, 0]), [look, look])
+    with pytest.raises(ValueError, match=r"heading=\[0, -1\]; allowed: 0-3"):
+        Sonar(np.linspace(-1, 1, 5), 8.0).scan_batch(two, 12, np.array([2, 2]), np.array([4, 4]), np.array([0, -1]))
     images, _ = cam.render_batch(
         np.concatenate([padded, padded]), 12, np.array([2, 2]), np.array([4, 4]), np.array([0, 2]), [look, look]
     )
