@@ -473,6 +473,7 @@ class UnderwaterEnv(MiniGridEnv):
         extra views, clean sonar ranges in cells); ``gen_obs`` and the batched env (envs/vector.py)
         both end here, so anything an observation sets belongs here."""
         self._visibility = visibility
+        self._columns: tuple[np.ndarray, ...] | None = None  # this frame's, once read (_frame_columns)
         self._last_image = image
         obs = cast(Observation, {"image": image, **views})  # keys in the order of observation_space
         if self.topdown:
@@ -513,14 +514,18 @@ class UnderwaterEnv(MiniGridEnv):
 
     def _frame_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Both layers of the last frame's columns, one after the other: kind, cell x, cell y, the
-        world's instance at that cell (-1: none) and fog-weighted visible pixels."""
-        vis = self._visibility
-        assert self.world is not None
-        kinds = np.concatenate([vis["kind"], vis["kind2"]])
-        xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width
-        ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height
-        pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
-        return kinds, xs, ys, self.world.instances[ys, xs], pixels
+        world's instance at that cell (-1: none) and fog-weighted visible pixels. Read once a frame:
+        the step's visible instances and its target cells both need them."""
+        if self._columns is None:
+            vis = self._visibility
+            assert self.world is not None
+            kinds = np.concatenate([vis["kind"], vis["kind2"]])
+            xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width
+            ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height
+            pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
+            self._columns = (kinds, xs, ys, self.world.instances[ys, xs], pixels)
+        kinds, xs, ys, inst, pixels = self._columns
+        return kinds, xs, ys, inst, pixels
 
     def visible_instances(self) -> set[tuple[str, int]]:
         """Target instances (kind, instance) clearly visible in the last frame."""
