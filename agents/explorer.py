@@ -125,6 +125,15 @@ class FrontierExplorer(Agent, Navigator):
             within = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
             self.objects_within = within if within < self.seen_range else None
         self.reset_spatial_memory_if_cold()
+        self.look_beside_objects = (
+            self.config.look_beside_objects_in_fog
+            and self.objects_within is not None
+            and spec.odometry_drift_pct > 0
+            and bool(self.grid.seen.any())
+        )
+        """With ``look_beside_objects_in_fog``: the odometry drifts and this mission began with
+        coverage carried for its kind, so water next to an object not faced closely counts as looked
+        at only from close by."""
         self.rejected = set()
         self._look_closer = set()
         self._judged_clean = set()
@@ -183,6 +192,7 @@ class FrontierExplorer(Agent, Navigator):
                     self.searched_range,
                     objects_within=self.objects_within,
                     withhold_across_view=self.config.face_objects_across_view,
+                    withhold_beside_objects=self.look_beside_objects,
                 )
             else:  # the second pass counts only close looks as looks
                 reach = self.close_range if self._close_pass else self.seen_range

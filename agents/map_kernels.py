@@ -192,6 +192,7 @@ def look_view(
     searched_prefix: int,
     within: float,
     across: bool,
+    beside: bool = False,
 ) -> None:
     """One camera view into the grid's marks, in place (:meth:`OccupancyGrid.look`): every sample a
     ray sees (up to and including the first occupied cell inside the map) is seen, the first
@@ -200,7 +201,10 @@ def look_view(
     With ``within`` >= 0 (``face_objects_in_fog``): a ray ending at an object (an occupied cell off
     the map's edge) at most ``within`` cells off marks it faced; a ray ending farther off at an
     object not faced (after this view's own marks) does not mark as seen its samples farther than
-    ``distance - within``, and with ``across`` no ray of the view marks those samples' cells.
+    ``distance - within``, and with ``across`` no ray of the view marks those samples' cells. With
+    ``beside`` as well, a sample farther than ``within`` whose cell touches (8-neighbourhood) an object
+    not faced is not marked seen either: an object beside the line of sight is as far off as the water
+    next to it, and in fog it shows only from about ``within``.
     """
     n = occupied.shape[0]
     rays, samples = along_x.shape
@@ -248,6 +252,19 @@ def look_view(
                 for j in range(ends[i]):
                     if inside[i, j] and cells[py[i, j], px[i, j]]:
                         withheld[i, j] = True
+        if beside:
+            for i in range(rays):
+                for j in range(ends[i]):
+                    if not inside[i, j] or withheld[i, j] or (j + 1) * 0.25 <= within:
+                        continue
+                    cx, cy = px[i, j], py[i, j]
+                    if occupied[cy, cx]:
+                        continue
+                    for dy in range(-1, 2):
+                        for dx in range(-1, 2):
+                            ox, oy = cx + dx, cy + dy
+                            if 0 < ox < n - 1 and 0 < oy < n - 1 and occupied[oy, ox] and not faced[oy, ox]:
+                                withheld[i, j] = True
     for i in range(rays):
         for j in range(ends[i]):
             if not inside[i, j]:

@@ -129,6 +129,7 @@ class OccupancyGrid:
         close_range: float | None = None,
         objects_within: float | None = None,
         withhold_across_view: bool = False,
+        withhold_beside_objects: bool = False,
     ) -> None:
         """Mark the cells inside the camera's view up to ``look_range`` cells as seen, and up to
         ``searched_range`` (default: the same) as searched for later missions; with ``close_range``
@@ -157,6 +158,7 @@ class OccupancyGrid:
             searched_prefix,
             within,
             withhold_across_view,
+            withhold_beside_objects,
         )
 
     def look_by_kind(self, pose: tuple[int, int, int], angles: np.ndarray, ranges: np.ndarray) -> None:

@@ -93,6 +93,9 @@ class SensorSpec:
     """Side of the square world in cells (the survey area's extent is known to the operator)."""
     extra_views: tuple[str, ...] = ()
     """Names of extra camera views present in the observation (``image_left`` ...)."""
+    odometry_drift_pct: float = 0.0
+    """Drift the dead reckoning is specified to, in % of the distance travelled (0: the pose is exact);
+    the navigation unit's datasheet figure, not its error now."""
 
     def sonar_angles(self) -> list[float]:
         """Beam angles in radians relative to the heading (negative = left), evenly spaced."""

@@ -140,6 +140,7 @@ def _look_plainly(
     close_range: float | None,
     within: float | None,
     across: bool,
+    beside: bool = False,
 ) -> None:
     """:meth:`OccupancyGrid.look` the plain numpy way (the model the compiled one must equal)."""
 
@@ -170,6 +171,16 @@ def _look_plainly(
             cells = np.zeros_like(grid.seen)
             cells[py[withheld], px[withheld]] = True
             withheld[ok] = cells[py[ok], px[ok]]
+        if beside:  # water beyond ``within`` that touches an inner object not faced closely
+            unfaced = np.zeros((n + 2, n + 2), dtype=bool)
+            unfaced[2:n, 2:n] = grid.occupied[1:-1, 1:-1] & ~grid.faced_closely[1:-1, 1:-1]
+            touches = np.zeros_like(grid.seen)
+            for dy in (-1, 0, 1):
+                for dx in (-1, 0, 1):
+                    touches |= unfaced[1 + dy : n + 1 + dy, 1 + dx : n + 1 + dx]
+            cell_ok = np.zeros_like(ok)
+            cell_ok[ok] = touches[py[ok], px[ok]] & ~grid.occupied[py[ok], px[ok]]
+            withheld |= cell_ok & (t[None, :] > within)
         mark(grid.seen, ok & ~withheld)
     if close_range is not None:
         mark(grid.close, ok, close_range)
@@ -178,7 +189,8 @@ def _look_plainly(
 
 def test_compiled_look_equals_the_plain_one() -> None:
     """look() (compiled) marks seen, close, searched and faced cells exactly as the numpy model does,
-    with and without objects to face (withheld along the ray and across the view), at the map's edge."""
+    with and without objects to face (withheld along the ray, across the view and beside objects),
+    at the map's edge."""
     rng = np.random.default_rng(5)
     for _ in range(400):
         grid, twin = _grid_and_twin(rng)
@@ -193,8 +205,9 @@ def test_compiled_look_equals_the_plain_one() -> None:
         close = [None, 2.0, 3.0][int(rng.integers(3))]
         within = [None, 1.0, 2.0, 3.0][int(rng.integers(4))]
         across = bool(rng.integers(2))
-        grid.look(pose, rays, look, searched, close, within, across)
-        _look_plainly(twin, pose, rays, look, searched, close, within, across)
+        beside = bool(rng.integers(2))
+        grid.look(pose, rays, look, searched, close, within, across, beside)
+        _look_plainly(twin, pose, rays, look, searched, close, within, across, beside)
         for name in ("seen", "close", "searched", "faced_closely"):
             assert (getattr(grid, name) == getattr(twin, name)).all(), name
 

@@ -6,6 +6,8 @@ switch off, where the old behaviour shows. Which are on by default: agents/confi
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -37,6 +39,7 @@ SAFEGUARDS_OFF: dict[str, bool] = {
     "coverage_by_kind": False,
     "face_objects_in_fog": False,
     "face_objects_across_view": False,
+    "look_beside_objects_in_fog": False,
     "fog_limited_look": False,
     "restart_when_stuck": False,
     "seen_within_detection_range": False,
@@ -372,6 +375,54 @@ def test_in_deep_water_the_water_before_an_object_faced_from_afar_is_looked_at_a
     shallow, _ = _agent(embedder, "barrel", face_objects_in_fog=True)
     wreck, _ = _agent(embedder, "deep_wreck", face_objects_in_fog=True)
     assert shallow.objects_within is None and wreck.objects_within is None  # clear water; a wreck shows at 4
+
+
+def test_with_carried_coverage_the_water_beside_an_object_in_fog_is_looked_at_from_close(
+    embedder: ClipEmbedder,
+) -> None:
+    """Oil drums in deep water, two cells north of the line the robot looks along: the water beside
+    them is in view from three cells, where fog hides the drums. With odometry that drifts, a
+    mission that began with coverage carried for its kind (here: one cell searched) leaves that
+    water to be looked at until the drums are faced from two cells; one without (cold, the explorer)
+    counts it as before, and so do exact odometry and the old agent. Water beside nothing counts."""
+    seen = {}
+    for switch, carried, drift in ((False, True, 0.5), (True, False, 0.5), (True, True, 0.0), (True, True, 0.5)):
+        agent, obs = _agent(
+            embedder,
+            "deep_barrel",
+            MemoryAgent,
+            coverage_by_kind=True,
+            face_objects_in_fog=True,
+            look_beside_objects_in_fog=switch,
+        )
+        assert agent.grid is not None and agent.spec is not None
+        agent.grid.searched_by_kind[TARGET_KINDS.index("barrel"), 3, 3] = carried  # searched in a task before
+        agent.reset(obs, dataclasses.replace(agent.spec, odometry_drift_pct=drift))  # the next mission
+        grid = _open_water(agent)
+        grid.mark_occupied(14, 14)  # the drums
+        agent.pose = (11, 16, 0)
+        assert agent.look_beside_objects is (switch and carried and drift > 0)
+        grid.look(
+            agent.pose,
+            agent.view_rays,
+            agent.seen_range,
+            agent.searched_range,
+            objects_within=agent.objects_within,
+            withhold_beside_objects=agent.look_beside_objects,
+        )
+        seen[(switch, carried, drift)] = grid.seen.copy()
+        if agent.look_beside_objects:
+            grid.look((12, 14, 0), agent.view_rays, 4.0, objects_within=2.0)  # faced from two cells
+            assert grid.faced_closely[14, 14]
+            grid.seen[:] = False
+            grid.look(agent.pose, agent.view_rays, 4.0, objects_within=2.0, withhold_beside_objects=True)
+            assert grid.seen[15, 14]  # faced closely: the water beside it counts from afar again
+    for key in ((False, True, 0.5), (True, False, 0.5), (True, True, 0.0)):
+        assert seen[key][15, 14]  # beside the drums, three cells off
+    assert not seen[(True, True, 0.5)][15, 14]
+    assert seen[(True, True, 0.5)][16, 14] and seen[(True, True, 0.5)][16, 12]  # beside nothing: counts
+    shallow, _ = _agent(embedder, "barrel", look_beside_objects_in_fog=True)
+    assert not shallow.look_beside_objects  # clear water: nothing changes
 
 
 def test_a_search_fenced_off_by_the_map_starts_over_instead_of_stopping(embedder: ClipEmbedder) -> None:

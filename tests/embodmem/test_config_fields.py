@@ -69,6 +69,7 @@ VALUES: dict[str, Any] = {
     "agent.face_objects_in_fog": False,
     "agent.face_objects_across_view": False,
     "agent.fog_limited_look": True,
+    "agent.look_beside_objects_in_fog": False,
     "agent.restart_when_stuck": False,
     "agent.seen_within_detection_range": True,
     "agent.memory_probability": 0.8,
