@@ -8,7 +8,9 @@ without paying a process start per world.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,7 +49,32 @@ def multirun_command(
 
 
 def run_multirun(cmd: list[str]) -> float:
-    """Run ``cmd`` (one BLAS thread per job, its stdout dropped; a failure raises); wall seconds."""
+    """Run ``cmd`` (one BLAS thread per job, its stdout dropped; a failure raises); wall seconds.
+
+    The sweep runs in its own process group, ended when it exits, fails or this script is stopped
+    (Ctrl-C, SIGTERM): the launcher's workers must not outlive a killed sweep, still writing records
+    into its directory and taking the CPU from whatever runs next.
+    """
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    sweep = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        code = sweep.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _end_group(sweep)
+    if code != 0:
+        raise subprocess.CalledProcessError(code, cmd)
     return time.perf_counter() - t0
+
+
+def _end_group(sweep: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to what is left of the sweep's process group (its workers), then reap the sweep."""
+    with contextlib.suppress(ProcessLookupError):  # nothing left
+        os.killpg(sweep.pid, signal.SIGTERM)
+    sweep.wait()

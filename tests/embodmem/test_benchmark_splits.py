@@ -3,8 +3,10 @@ intervals resample whole worlds; the suite counts warm failures where cold succe
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +126,37 @@ def test_compare_puts_two_runs_side_by_side_and_counts_differing_records() -> No
     cells = [c.strip() for c in table[2].split("|")]
     assert cells[6:8] == ["0.50", "0.60"] and cells[-2] == "1"  # SPL A, B; one record differs (world 0)
     assert cells[-3].startswith("+0.100")
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's zombie waits for init to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to see the worker")
+def test_a_failed_sweep_leaves_no_workers_behind(tmp_path: Path) -> None:
+    """A sweep that dies while its workers run (a killed Hydra process, its joblib workers orphaned)
+    fails the script, and the workers are ended with it instead of writing on for minutes."""
+    spec = importlib.util.spec_from_file_location("bench_multirun", ROOT / "benchmarks" / "multirun.py")
+    assert spec is not None and spec.loader is not None
+    multirun = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(multirun)
+    pid_file = tmp_path / "worker.pid"
+    sweep = (
+        "import subprocess, sys; "
+        "w = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(w.pid)); sys.exit(3)"
+    )
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        multirun.run_multirun([sys.executable, "-c", sweep])
+    assert failed.value.returncode == 3
+    worker = int(pid_file.read_text())
+    for _ in range(50):
+        if not _alive(worker):
+            break
+        time.sleep(0.1)
+    assert not _alive(worker)
