@@ -178,6 +178,18 @@ def mark_in_view(
 
 
 @numba.njit(cache=True, nogil=True)
+def _touches_unfaced(occupied: np.ndarray, faced: np.ndarray, cx: int, cy: int) -> bool:
+    """Whether cell (cx, cy) has an object (an occupied cell off the map's edge) not yet faced
+    among its eight neighbours."""
+    n = occupied.shape[0]
+    for oy in range(max(cy - 1, 1), min(cy + 2, n - 1)):
+        for ox in range(max(cx - 1, 1), min(cx + 2, n - 1)):
+            if occupied[oy, ox] and not faced[oy, ox]:
+                return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
 def look_view(
     seen: np.ndarray,
     close: np.ndarray,
@@ -258,13 +270,8 @@ def look_view(
                     if not inside[i, j] or withheld[i, j] or (j + 1) * 0.25 <= within:
                         continue
                     cx, cy = px[i, j], py[i, j]
-                    if occupied[cy, cx]:
-                        continue
-                    for dy in range(-1, 2):
-                        for dx in range(-1, 2):
-                            ox, oy = cx + dx, cy + dy
-                            if 0 < ox < n - 1 and 0 < oy < n - 1 and occupied[oy, ox] and not faced[oy, ox]:
-                                withheld[i, j] = True
+                    if not occupied[cy, cx] and _touches_unfaced(occupied, faced, cx, cy):
+                        withheld[i, j] = True
     for i in range(rays):
         for j in range(ends[i]):
             if not inside[i, j]:

@@ -69,6 +69,10 @@ def _check(cond: bool, name: str, value: Any, why: str) -> None:
         raise ValueError(f"{name}={value!r}: {why}")
 
 
+FrameColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""A frame's columns, both layers: kind, cell x, cell y, instance at that cell (-1: none), pixels."""
+
+
 class UnderwaterEnv(MiniGridEnv):
     """
     ## Description
@@ -474,7 +478,7 @@ class UnderwaterEnv(MiniGridEnv):
         extra views, clean sonar ranges in cells); ``gen_obs`` and the batched env (envs/vector.py)
         both end here, so anything an observation sets belongs here."""
         self._visibility = visibility
-        self._columns: tuple[np.ndarray, ...] | None = None  # this frame's, once read (_frame_columns)
+        self._columns: FrameColumns | None = None  # this frame's, once read (_frame_columns)
         self._last_image = image
         obs = cast(Observation, {"image": image, **views})  # keys in the order of observation_space
         if self.topdown:
@@ -513,7 +517,7 @@ class UnderwaterEnv(MiniGridEnv):
         counts += np.bincount(vis["kind2"], weights=vis["pixels2"], minlength=len(KINDS))
         return {KINDS[i].name: float(c) for i, c in enumerate(counts) if c > 0 and i > 0}
 
-    def _frame_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _frame_columns(self) -> FrameColumns:
         """Both layers of the last frame's columns, one after the other: kind, cell x, cell y, the
         world's instance at that cell (-1: none) and fog-weighted visible pixels. Read once a frame:
         the step's visible instances and its target cells both need them."""
@@ -525,8 +529,7 @@ class UnderwaterEnv(MiniGridEnv):
             ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height
             pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
             self._columns = (kinds, xs, ys, self.world.instances[ys, xs], pixels)
-        kinds, xs, ys, inst, pixels = self._columns
-        return kinds, xs, ys, inst, pixels
+        return self._columns
 
     def visible_instances(self) -> set[tuple[str, int]]:
         """Target instances (kind, instance) clearly visible in the last frame."""
