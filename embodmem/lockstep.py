@@ -1,27 +1,50 @@
-"""The lockstep driver: many lanes advance one step per round, their frames embedded in one call.
+"""The lockstep driver: many lanes advance one step per round, their frames embedded in one call and
+their worlds stepped in one batch.
 
-A *lane* is one (sequence, world, agent, condition) run of the experiment, paused before each action
-(:data:`embodmem.runner.Steps`): it yields the observation its agent is about to act on. Each round,
-the driver embeds the camera frames of every waiting lane whose agent embeds frames in one batched
-``embed_images`` call on the shared embedder, which keeps them in its content cache; then it resumes
-each lane for one step, and the agent's own one-frame call finds its frame in the cache. Envs, agents,
-memories and maps stay per lane: only the embedder's forward pass is shared.
+A *lane* is one (sequence, world, agent, condition) run of the experiment, paused twice a step
+(:data:`embodmem.runner.Steps`): at the observation its agent is about to act on, and at its env's
+step (an :class:`EnvStep`). Each round, the driver embeds the camera frames of every lane whose
+agent embeds frames in one batched ``cache_frames`` call on the shared embedder, which keeps them in
+its content cache; resumes each lane, whose agent acts (its own one-frame call finds its frame in
+the cache) and pauses at its env step; then steps every lane's world in one batch
+(:func:`embodmem.envs.vector.step_together`: one ray cast renders every camera, one cast scans
+every sonar) and sends each lane its result. Envs, agents, memories and maps stay per lane.
 
-Why not bit-identical to the sequential runner: a batch goes through the network in one pass, whose
-matrix products may round the last bits differently from a one-frame pass (README, "Lockstep").
-Two runs with the same lane count batch the same frames together, so they write the same records.
+Why not bit-identical to the sequential runner: a batch of frames goes through the network in one
+pass, whose matrix products may round the last bits differently from a one-frame pass (README,
+"Lockstep"). The batched env step is bit-identical to each world's own step. Two runs with the same
+lane count batch the same frames together, so they write the same records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, SupportsFloat
 
 import numpy as np
 
 from embodmem.agents.base import Observation
+from embodmem.envs.ground_truth import GroundTruthEnv
+from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.envs.vector import SubEnvError, batch_key, step_together
 from embodmem.profiling import Profiler
+
+StepOutput = tuple[Observation, SupportsFloat, bool, bool, object]
+"""What ``env.step`` returns (Gymnasium): observation, reward, terminated, truncated, info."""
+
+
+@dataclass(frozen=True)
+class EnvStep:
+    """A lane paused for its env's step: the driver steps ``env`` with ``action`` and sends back the
+    :data:`StepOutput`."""
+
+    env: GroundTruthEnv
+    action: int
+
+
+Pause = Observation | EnvStep
+"""Where a lane waits: at the observation its agent is about to act on, or at its env's step."""
 
 
 class FrameEmbedder(Protocol):
@@ -44,10 +67,10 @@ class Lockstep:
 
 @dataclass
 class Lane:
-    """One run of the experiment, paused before each action."""
+    """One run of the experiment, paused twice a step."""
 
-    steps: Iterator[Observation]
-    """Yields the observation its agent is about to act on (a :data:`embodmem.runner.Steps`)."""
+    steps: Generator[Pause, StepOutput | None, object]
+    """A :data:`embodmem.runner.Steps`: yields the observation its agent acts on, then its env step."""
     embeds: bool
     """Its agent embeds each observation's frame (then the round's batch holds it)."""
 
@@ -56,14 +79,15 @@ def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | No
     """Run every lane to its end, ``lockstep.lanes`` at a time, one step per lane per round.
 
     Lanes start in the order given, each when a place is free, and a round resumes them in that
-    order, so a run is the same every time. An error in a lane stops the whole run (as it stops the
-    sequential runner); episodes already written stay written.
+    order, so a run is the same every time. An error in a lane (its agent's or its world's) is
+    raised inside that lane, as the sequential runner raises it there, and stops the whole run;
+    episodes already written stay written.
     """
     if lockstep.lanes < 1:
         raise ValueError(f"lanes={lockstep.lanes} must be >= 1")
     profiler = profiler or Profiler()
     queue = iter(lanes)
-    waiting: list[tuple[Lane, Observation]] = []  # each started lane and the observation it waits at
+    waiting: list[tuple[Lane, Pause]] = []  # each started lane and where it waits
     exhausted = False
     while True:
         while not exhausted and len(waiting) < lockstep.lanes:
@@ -71,20 +95,63 @@ def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | No
             if lane is None:
                 exhausted = True
             else:
-                _advance(lane, waiting)
+                _advance(lane, None, waiting)
         if not waiting:
             return
-        frames = [obs["image"] for lane, obs in waiting if lane.embeds]
+        frames = [pause["image"] for lane, pause in waiting if lane.embeds and not isinstance(pause, EnvStep)]
         if lockstep.embedder is not None and frames:
             with profiler.section("lockstep embedding"):
                 lockstep.embedder.cache_frames(np.stack(frames))
-        resumed, waiting = waiting, []
-        for lane, _ in resumed:
-            _advance(lane, waiting)
+        acted: list[tuple[Lane, Pause]] = []
+        for lane, pause in waiting:
+            if isinstance(pause, EnvStep):
+                acted.append((lane, pause))
+            else:
+                _advance(lane, None, acted)  # its agent acts; it pauses at its env step
+        stepping = [(lane, pause) for lane, pause in acted if isinstance(pause, EnvStep)]
+        waiting = [(lane, pause) for lane, pause in acted if not isinstance(pause, EnvStep)]
+        with profiler.section("env"):
+            outputs = step_envs([pause for _, pause in stepping], [lane for lane, _ in stepping])
+        for (lane, _), output in zip(stepping, outputs):
+            _advance(lane, output, waiting)
 
 
-def _advance(lane: Lane, waiting: list[tuple[Lane, Observation]]) -> None:
-    """Run ``lane`` to its next pause and queue it there (a lane that ended is dropped)."""
-    obs = next(lane.steps, None)
-    if obs is not None:
-        waiting.append((lane, obs))
+def step_envs(pending: Sequence[EnvStep], lanes: Sequence[Lane]) -> list[StepOutput]:
+    """Each pending env step: underwater worlds that share a :func:`~embodmem.envs.vector.batch_key`
+    in one batch, any other env alone. An error in a world is raised inside its lane."""
+    outputs: list[StepOutput | None] = [None] * len(pending)
+    groups: dict[tuple[object, ...], list[tuple[int, UnderwaterEnv]]] = {}
+    for i, step in enumerate(pending):
+        if isinstance(step.env, UnderwaterEnv):
+            groups.setdefault(batch_key(step.env), []).append((i, step.env))
+        else:
+            try:
+                outputs[i] = step.env.step(step.action)
+            except Exception as error:
+                _raise_in(lanes[i], error)
+    for members in groups.values():
+        try:
+            results = step_together([env for _, env in members], [pending[i].action for i, _ in members])
+        except SubEnvError as error:
+            cause = error.__cause__ if isinstance(error.__cause__, Exception) else error
+            _raise_in(lanes[members[error.index][0]], cause)
+        for (i, _), result in zip(members, results):
+            outputs[i] = result
+    assert all(output is not None for output in outputs)
+    return outputs  # type: ignore[return-value]
+
+
+def _advance(lane: Lane, reply: StepOutput | None, waiting: list[tuple[Lane, Pause]]) -> None:
+    """Resume ``lane`` with ``reply`` to its next pause and queue it there (a lane that ended is dropped)."""
+    try:
+        pause = lane.steps.send(reply)
+    except StopIteration:
+        return
+    waiting.append((lane, pause))
+
+
+def _raise_in(lane: Lane, error: Exception) -> None:
+    """Raise ``error`` inside ``lane`` at its env step, where the sequential runner would have raised
+    it (the lane records the aborted episode), and let what the lane raises stop the run."""
+    lane.steps.throw(error)
+    raise error  # the lane caught it and went on: the run still stops

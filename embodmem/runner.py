@@ -31,7 +31,7 @@ from embodmem.envs.goals import goal_cells_seen
 from embodmem.envs.ground_truth import GroundTruth, GroundTruthEnv, ResetOptions
 from embodmem.envs.spec import Action
 from embodmem.episode_log import EpisodeLog, EpisodeTrace, write_log
-from embodmem.lockstep import Lane, Lockstep, run_lanes
+from embodmem.lockstep import EnvStep, Lane, Lockstep, Pause, StepOutput, run_lanes
 from embodmem.metrics import EpisodeMeasures, Measures, spl
 from embodmem.metrics_record import (
     METRICS_FILE,
@@ -105,19 +105,28 @@ class EpisodeResult:
 
 R = TypeVar("R")
 
-Steps = Generator[Observation, None, R]
-"""A run paused before each action: it yields the observation the agent is about to act on and
-returns its result (an episode's outcome, a sequence's results). Whoever drives it may prepare that
-step meanwhile: the lockstep driver (embodmem.lockstep) embeds many lanes' frames in one call."""
+Steps = Generator[Pause, StepOutput | None, R]
+"""A run paused twice a step: it yields the observation its agent is about to act on (the driver
+sends back nothing), then an :class:`~embodmem.lockstep.EnvStep` (the driver steps that env with
+that action and sends back what ``env.step`` returned); it returns its result (an episode's outcome,
+a sequence's results). The sequential runner (:func:`finish`) steps each env at once; the lockstep
+driver (embodmem.lockstep) embeds many lanes' frames in one call and steps their envs in one batch."""
 
 
-def finish(steps: Steps[R]) -> R:
+def finish(steps: Steps[R], profiler: Profiler | None = None) -> R:
     """Drive ``steps`` to its end without pausing (the sequential runner); its result."""
+    profiler = profiler or Profiler()
+    reply: StepOutput | None = None
     while True:
         try:
-            next(steps)
+            pause = steps.send(reply)
         except StopIteration as stop:
             return stop.value
+        if isinstance(pause, EnvStep):
+            with profiler.section("env"):
+                reply = pause.env.step(pause.action)
+        else:
+            reply = None
 
 
 def run_episode(
@@ -129,7 +138,7 @@ def run_episode(
     on_step: Callable[[StepEvent], None] | None = None,
 ) -> EpisodeOutcome:
     """Run one task to its end (:func:`episode_steps`, not paused)."""
-    return finish(episode_steps(env, agent, reset_options, episode_seed, profiler, on_step))
+    return finish(episode_steps(env, agent, reset_options, episode_seed, profiler, on_step), profiler)
 
 
 def episode_steps(
@@ -165,8 +174,10 @@ def episode_steps(
         if agent.trace.reported:  # judged the frame of the current truth: log where it was taken
             measures.report(truth)
         reported_kinds |= agent.trace.kinds_reported
+        stepped = yield EnvStep(env, action)
+        assert stepped is not None, "the driver sends back the env's step"
+        obs, _, terminated, truncated, _ = stepped
         with profiler.section("env"):
-            obs, _, terminated, truncated, _ = env.step(action)
             truth = env.ground_truth()
         measures.update(action, truth)
         visited.add(truth.agent_pos)
@@ -295,7 +306,9 @@ def run_sequence(
     on_step: Callable[[StepEvent], None] | None = None,
 ) -> list[EpisodeResult]:
     """Run the tasks of ``spec`` one after another in one world (:func:`sequence_steps`, not paused)."""
-    return finish(sequence_steps(env, agent, spec, run_id, profiler, sleep_between_tasks, on_episode, on_step))
+    return finish(
+        sequence_steps(env, agent, spec, run_id, profiler, sleep_between_tasks, on_episode, on_step), profiler
+    )
 
 
 def sequence_steps(
@@ -733,8 +746,7 @@ def run_experiment(
 
     if lockstep is None:
         for each in lanes():
-            for _ in each.steps:
-                pass
+            finish(each.steps, profiler)
     else:
         run_lanes(lanes(), lockstep, profiler)
     return writer.records

@@ -29,6 +29,7 @@ sub-env is re-raised as :class:`SubEnvError` naming its index and world seed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -214,49 +215,35 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
     def _observe(
         self, stepped: list[int], draws: np.ndarray, successes: np.ndarray, obs: _Filling
     ) -> list[tuple[int, Mapping[str, object]]]:
-        """Move the fish of the stepped sub-envs, render and scan them in one batch, and fill their
-        rows of ``obs``; returns their infos. The per-world draws (sonar noise) stay in order."""
-        envs = [self.envs[i] for i in stepped]
+        """Move the fish of the stepped sub-envs, render and scan them in one batch
+        (:func:`observe_together`), and fill their rows of ``obs``; returns their infos."""
         every = len(stepped) == self.num_envs
         self._refresh_maps()
         rows = slice(None) if every else np.array(stepped)
-        fish = np.stack([env.fish for env in envs])
-        particles = np.stack([env.particles for env in envs])
-        fish = drift(fish, particles, self._kinds[rows], draws, self.camera.size)
-        x = np.array([env.agent_pos[0] for env in envs])
-        y = np.array([env.agent_pos[1] for env in envs])
-        heading = np.array([env.agent_dir for env in envs])
-        looks = [env._look() for env in envs]
-        padded = self._padded if every else self._padded[rows]
-        pad = envs[0]._pad
-        images, visibility = self.camera.render_batch(padded, pad, x, y, heading, looks, fish, particles)
-        views = {
-            view: self.camera.render_batch(padded, pad, x, y, (heading + turn) % 4, looks, fish, particles)[0]
-            for view, turn in EXTRA_VIEWS.items()
-            if view in obs
-        }
-        ranges = self.sonar.scan_batch(padded, pad, x, y, heading)
+        views_wanted = tuple(view for view in EXTRA_VIEWS if view in obs)
+        batch = observe_together(
+            [self.envs[i] for i in stepped],
+            draws,
+            successes[stepped],
+            stepped,
+            self._padded if every else self._padded[rows],
+            self._kinds[rows],
+            views_wanted,
+        )
         if every:
-            obs["image"] = images
-            obs.update(views)
+            obs["image"] = batch.images
+            obs.update(batch.views)
         else:
-            obs["image"][rows] = images
-            for view, frames in views.items():
+            obs["image"][rows] = batch.images
+            for view, frames in batch.views.items():
                 obs[view][rows] = frames
-        infos: list[tuple[int, Mapping[str, object]]] = []
-        for k, (i, env) in enumerate(zip(stepped, envs)):
-            with _naming(i, env.world_seed):
-                env.fish = fish[k]
-                env.particles = particles[k]
-                sub_views = {view: frames[k] for view, frames in views.items()}
-                sub_obs = env._observation(images[k], visibility.of(k), sub_views, ranges[k])
-                for key, value in sub_obs.items():
-                    if key == "mission":
-                        obs[key][i] = self._mission(i, sub_obs["mission"])
-                    elif key != "image" and key not in views:
-                        obs[key][i] = value
-                infos.append((i, env._info(bool(successes[i]))))
-        return infos
+        for i, sub_obs in zip(stepped, batch.observations):
+            for key, value in sub_obs.items():
+                if key == "mission":
+                    obs[key][i] = self._mission(i, sub_obs["mission"])
+                elif key != "image" and key not in batch.views:
+                    obs[key][i] = value
+        return list(zip(stepped, batch.infos))
 
     def _mission(self, i: int, mission: str) -> str | int:
         if self.mission_encoding == "text":
@@ -397,6 +384,103 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
             self._padded = np.stack([env._padded for env in self.envs])
             self._kinds = np.stack([env.world.kinds for env in self.envs])
             self._maps_of = ids
+
+
+@dataclass
+class BatchObservation:
+    """What :func:`observe_together` caught for B worlds: the frames and extra views as batches, and
+    each world's own observation (its frames are rows of the batches) and info."""
+
+    images: np.ndarray
+    views: dict[str, np.ndarray]
+    observations: list[Observation]
+    infos: list[StepInfo]
+
+
+def observe_together(
+    envs: Sequence[UnderwaterEnv],
+    draws: np.ndarray,
+    successes: np.ndarray,
+    indices: Sequence[int],
+    padded: np.ndarray,
+    kinds: np.ndarray,
+    views: Sequence[str],
+) -> BatchObservation:
+    """The end of ``UnderwaterEnv.step`` for B worlds that have acted (``_act``) and drawn their fauna
+    draws: move every world's fish in one call, render every camera (and the extra ``views``) in one
+    ray cast, scan every sonar in one cast, then make each world's observation and info, in the
+    single env's order of random draws. ``padded`` / ``kinds`` are the worlds' look and kind maps
+    stacked; ``indices`` name the worlds in errors. The worlds must share one camera and sonar
+    setup and their fish and particle counts (:func:`batch_key`)."""
+    first = envs[0]
+    particles = np.stack([env.particles for env in envs])  # moved in place by drift
+    fish = drift(np.stack([env.fish for env in envs]), particles, kinds, draws, first.camera.size)
+    x = np.array([env.agent_pos[0] for env in envs])
+    y = np.array([env.agent_pos[1] for env in envs])
+    heading = np.array([env.agent_dir for env in envs])
+    looks = [env._look() for env in envs]
+    pad = first._pad
+    images, visibility = first.camera.render_batch(padded, pad, x, y, heading, looks, fish, particles)
+    frames = {
+        view: first.camera.render_batch(padded, pad, x, y, (heading + EXTRA_VIEWS[view]) % 4, looks, fish, particles)[0]
+        for view in views
+    }
+    ranges = first.sonar.scan_batch(padded, pad, x, y, heading)
+    observations: list[Observation] = []
+    infos: list[StepInfo] = []
+    for k, (i, env) in enumerate(zip(indices, envs)):
+        with _naming(i, env.world_seed):
+            env.fish = fish[k]
+            env.particles = particles[k]
+            sub_obs = env._observation(
+                images[k], visibility.of(k), {view: f[k] for view, f in frames.items()}, ranges[k]
+            )
+            observations.append(sub_obs)
+            infos.append(env._info(bool(successes[k])))
+    return BatchObservation(images, frames, observations, infos)
+
+
+StepResult = tuple[Observation, float, bool, bool, StepInfo]
+"""What ``UnderwaterEnv.step`` returns: observation, reward, terminated, truncated, info."""
+
+
+def batch_key(env: UnderwaterEnv) -> tuple[object, ...]:
+    """Worlds with the same key can be stepped together (:func:`step_together`): one camera, one
+    sonar, maps of one shape, the same extra views and as many fish and particles."""
+    return (
+        env.camera.size,
+        env.camera.fov_deg,
+        env.sonar.offsets.tobytes(),
+        env.sonar.max_range,
+        env._pad,
+        env._padded.shape,
+        env.extra_views,
+        env.fish.shape,
+        env.particles.shape,
+    )
+
+
+def step_together(envs: Sequence[UnderwaterEnv], actions: Sequence[int]) -> list[StepResult]:
+    """``env.step(action)`` for each of B worlds of one :func:`batch_key`, their fish, cameras and
+    sonars in one batch (:func:`observe_together`): each world's result is bit-identical to its own
+    ``step``, random draws included. Each observation owns its arrays (no row of a shared batch),
+    so a caller may keep one as long as it likes. An error names the world's index and seed."""
+    draws = []
+    ends = []
+    for i, (env, action) in enumerate(zip(envs, actions)):
+        with _naming(i, env.world_seed):
+            ends.append(env._act(action))
+            draws.append(env._fauna_draws())
+    successes = np.array([success for _, _, success in ends])
+    padded = np.stack([env._padded for env in envs])
+    kinds = np.stack([env.world.kinds for env in envs])
+    batch = observe_together(envs, np.stack(draws), successes, range(len(envs)), padded, kinds, envs[0].extra_views)
+    results: list[StepResult] = []
+    for obs, info, (terminated, truncated, success) in zip(batch.observations, batch.infos, ends):
+        for view in ("image", *batch.views):
+            obs[view] = obs[view].copy()  # type: ignore[literal-required]
+        results.append((obs, float(success), terminated, truncated, info))
+    return results
 
 
 class _naming:

@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+import embodmem.lockstep as lockstep_module
 from embodmem.app import CONFIG_DIR, experiment_plan, run
 from embodmem.config import ConfigError, validate
 from embodmem.embedding.embedder import ClipEmbedder
-from embodmem.lockstep import Lane, Lockstep, run_lanes
+from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.lockstep import EnvStep, Lane, Lockstep, run_lanes
 from embodmem.metrics_record import TIMING_FIELDS
 from embodmem.runner import read_metrics, read_records, sequential_order
 
@@ -134,6 +136,53 @@ def test_lanes_advance_one_step_per_round_and_wait_for_a_place() -> None:
     run_lanes(lanes, Lockstep(2, embedder))
     assert log == ["a0", "b0", "a1", "c0", "c1"]  # c starts when b ends
     assert embedder.batches == [1, 2, 1]  # b's frames are not embedded; one call per round
+
+
+def _world_lane(env: UnderwaterEnv, actions: list[int], seen: list, caught: list[str]):
+    """A lane that resets ``env``, then pauses at each observation and at each env step."""
+    obs, _ = env.reset(seed=0)
+    for action in actions:
+        yield obs
+        try:
+            result = yield EnvStep(env, action)
+        except ValueError as error:
+            caught.append(str(error))
+            raise
+        seen.append(result)
+        obs = result[0]
+
+
+def test_the_lanes_worlds_are_stepped_in_one_batch_each_as_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round steps every lane's world in one batch (one call while all three run); each lane gets
+    what its world's own ``step`` gives; an error in one world is raised inside its lane and stops the run."""
+    batches: list[int] = []
+    real = lockstep_module.step_together
+
+    def counting(envs, actions):
+        batches.append(len(envs))
+        return real(envs, actions)
+
+    monkeypatch.setattr(lockstep_module, "step_together", counting)
+    plans = {4: [2, 2, 1, 2], 9: [0, 2, 2], 21: [2, 1]}
+    seen: dict[int, list] = {seed: [] for seed in plans}
+    caught: list[str] = []
+    lanes = [
+        Lane(_world_lane(UnderwaterEnv(world_seed=seed, image_size=16), acts, seen[seed], caught), embeds=False)
+        for seed, acts in plans.items()
+    ]
+    run_lanes(lanes, Lockstep(3))
+    assert batches == [3, 3, 2, 1]
+    for seed, acts in plans.items():
+        alone = UnderwaterEnv(world_seed=seed, image_size=16)
+        alone.reset(seed=0)
+        for action, result in zip(acts, seen[seed], strict=True):
+            single = alone.step(action)
+            assert np.array_equal(result[0]["image"], single[0]["image"]) and result[1:4] == single[1:4]
+    bad = [Lane(_world_lane(UnderwaterEnv(world_seed=s, image_size=16), acts, [], caught), False)
+           for s, acts in ((4, [2, 2]), (9, [2, 9]))]  # fmt: skip
+    with pytest.raises(ValueError, match=r"action=9 is not one of"):
+        run_lanes(bad, Lockstep(2))
+    assert len(caught) == 1 and "action=9" in caught[0]  # raised inside the lane whose world failed
 
 
 def test_batched_frames_do_not_depend_on_the_rest_of_the_batch() -> None:

@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 import embodmem  # registers the ids; compose
 from embodmem.envs.tasks import MISSIONS
 from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.envs.vector import SubEnvError, UnderwaterVectorEnv
+from embodmem.envs.vector import SubEnvError, UnderwaterVectorEnv, batch_key, step_together
 from embodmem.envs.wrappers import MissionToIndex
 
 SEEDS = [0, 3, 5, 8, 13]
@@ -130,6 +130,37 @@ def test_each_sub_env_is_the_single_env_alone_with_per_world_options() -> None:
             assert infos["visible_instances"][i] == single[4]["visible_instances"]
             assert infos["distance_m"][i] == single[4]["distance_m"]
     assert len({float(obs["image"][i].mean()) for i in range(3)}) == 3  # different worlds really differ
+
+
+def test_worlds_stepped_together_are_each_world_stepped_alone() -> None:
+    """``step_together`` (what the lockstep runner steps its lanes' worlds with): worlds of different
+    seeds, tasks and episodes, in shallow and deep water with noise and extra views, each stepped by
+    its own ``step`` beside it; every result equal bit for bit, and each observation owns its arrays
+    (a lane may keep a frame without holding the whole batch)."""
+    settings = dict(tasks=("wreck", "deep_barrel"), image_size=32, extra_views=["image_left"], max_steps=50, **NOISY)
+    seeds = [4, 9, 21, 30]
+    together = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
+    alone = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
+    rng = np.random.default_rng(3)
+    resets = 0
+    for i in range(len(seeds)):
+        options = {"task_index": i % 2, "start": "random"}
+        assert_same(together[i].reset(seed=i, options=options), alone[i].reset(seed=i, options=options))
+    assert len({batch_key(env) for env in together}) == 1
+    for t in range(200):
+        actions = [int(a) for a in random_actions(rng, len(seeds))]
+        results = step_together(together, actions)
+        for i, env in enumerate(alone):
+            single = env.step(actions[i])
+            assert_same(results[i], single)
+            assert results[i][0]["image"].flags.owndata and results[i][0]["image_left"].flags.owndata
+            if single[2] or single[3]:
+                options = {"task_index": (i + t) % 2, "start": "random"}
+                assert_same(together[i].reset(seed=t, options=options), env.reset(seed=t, options=options))
+                resets += 1
+    assert resets >= 10
+    with pytest.raises(SubEnvError, match=r"sub-env 1 \(world_seed=9\): ValueError: action=9 is not one of"):
+        step_together(together[:2], [0, 9])
 
 
 def test_make_vec_builds_it_with_mission_indices_like_the_wrapped_sync_env() -> None:
