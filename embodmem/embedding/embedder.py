@@ -1,6 +1,6 @@
 """Turn camera frames and mission texts into unit vectors with an open_clip model.
 
-Frames are embedded once: a cache keyed by the frame's bytes means an identical view (the robot
+Frames are embedded once: a cache keyed by the frame's bytes (their 128-bit xxh3 hash) means an identical view (the robot
 turning back to where it looked a moment ago) is never pushed through the network twice. Batches are
 preprocessed with torch ops on the whole batch (:class:`FrameEncoder`) rather than PIL per image: at
 64x64 that is the difference between hundreds and thousands of frames per second. Single frames, one
@@ -12,7 +12,6 @@ that takes batches.
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import xxhash
 
 from embodmem.embedding.export import load_frame_session
 from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create, tokenizer
@@ -151,7 +151,7 @@ class ClipEmbedder:
             raise ValueError(f"images must be (N, H, W, 3) uint8, got shape {images.shape} dtype {images.dtype}")
         if self.cache_size == 0:
             return encode(images)
-        keys = [hashlib.blake2b(img.tobytes(), digest_size=16).digest() for img in images]
+        keys = [xxhash.xxh3_128_digest(np.ascontiguousarray(img)) for img in images]
         todo: dict[bytes, int] = {}  # distinct uncached frames -> first index in the batch
         for i, k in enumerate(keys):
             if k not in self._image_cache and k not in todo:
