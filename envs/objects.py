@@ -8,6 +8,7 @@ kind is a :class:`SeabedObject` that never touches MiniGrid's global tables (``O
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,16 +155,20 @@ def make_texture(kind: Kind, rng: np.random.Generator) -> np.ndarray:
     return np.clip(tex, 0.0, 1.0).astype(np.float32)
 
 
+@functools.lru_cache(maxsize=4)
 def texture_atlas(seed: int = 1234) -> np.ndarray:
     """Every look's texture stacked: (len(LOOKS), TEX, TEX, 3) float32. Fixed seed: same look everywhere.
 
     Rows 0-15 are the kinds' standard looks, drawn first from the same generator as before variants
-    existed, so a world without variants renders exactly as it always did.
+    existed, so a world without variants renders exactly as it always did. Made once per seed and
+    shared, read-only, by every camera (a lockstep run builds an env per lane).
     """
     rng = np.random.default_rng(seed)
     base = [make_texture(k, rng) for k in KINDS]
     extra = [variant_texture(v, base[KIND_INDEX[v.kind]], rng) for v in VARIANTS if v.look >= len(KINDS)]
-    return np.stack(base + extra)
+    atlas = np.stack(base + extra)
+    atlas.flags.writeable = False
+    return atlas
 
 
 # --------------------------------------------------------------------------- instance variants
