@@ -20,6 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import logging
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +218,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
         lockstep = Lockstep(plan.lanes, embedder, embeds)
     total = len(plan.world_seeds) * len(plan.runs) * sum(len(tasks) for _, tasks in plan.sequences)
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
+    started = time.perf_counter()
     run_experiment(
         plan,
         make_env=lambda tasks, world_seed: make_env(settings, tasks, world_seed),
@@ -227,12 +229,13 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
         on_progress=lambda: bar.update(1),
         lockstep=lockstep,
     )
+    loop_s = time.perf_counter() - started  # every episode and its writing; not model loading, not the report
     bar.close()
 
     records = sequential_order(plan, writer.records) if plan.lanes else writer.records
     steps = sum(r.steps or 0 for r in records if r.condition is not Condition.eval)
     profile = profiler.table(steps)
-    atomic_write_json(out_dir / "profile.json", {"steps": steps, "sections": profile})
+    atomic_write_json(out_dir / "profile.json", {"steps": steps, "loop_s": round(loop_s, 3), "sections": profile})
     from embodmem.report import print_report, print_table, write_summary
     from embodmem.report.tables import READING_GUIDE
 
