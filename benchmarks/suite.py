@@ -12,12 +12,14 @@ succeeded.
     python benchmarks/suite.py --split test --worlds 20 --agents ablations  # the README's ablation table
     python benchmarks/suite.py --split dev --worlds 30 --agents quick    # iteration: memory + explorer only
     python benchmarks/suite.py --from-dir multirun/suite-test-core      # re-print tables of a finished run
-    python benchmarks/suite.py --split test --worlds 100 --agents core --lanes 32 --out multirun/suite-lockstep
-    python benchmarks/suite.py --compare multirun/suite-test-core multirun/suite-lockstep   # side by side
+    python benchmarks/suite.py --split test --worlds 100 --agents core --lanes 0 --out multirun/suite-sequential
+    python benchmarks/suite.py --compare multirun/suite-test-core multirun/suite-sequential   # side by side
     python benchmarks/suite.py --split test --worlds 100 --agents core experiment.resume=true  # finish a stopped run
 
 Each run writes to its own directory (default ``multirun/suite-<split>-<agents>``); a new run into a
-directory that holds records is refused (they would mix), unless it resumes that run.
+directory that holds records is refused (they would mix), unless it resumes that run. Each job runs
+32 lanes in lockstep (``--lanes``; embodmem/lockstep.py): on the test split they write the sequential
+runner's records (README, "Lockstep runs").
 
 Only this script reads the test split, to report; choose nothing from it.
 """
@@ -278,9 +280,9 @@ def main() -> None:
     parser.add_argument(
         "--lanes",
         type=int,
-        default=0,
-        help="runs advanced together in each job, their frames embedded in one batched call "
-        "(experiment.lanes; 0: one after another)",
+        default=32,
+        help="runs advanced together in each job, their frames embedded in one batched call and their worlds "
+        "stepped in one batch (experiment.lanes; default 32; 0: one after another, the app's default)",
     )
     parser.add_argument(
         "--agents",
@@ -325,8 +327,7 @@ def main() -> None:
         }[args.agents]
         if args.sequences:
             cmd.append(f"experiment.sequences=[{args.sequences}]")
-        if args.lanes:
-            cmd.append(f"experiment.lanes={args.lanes}")
+        cmd.append(f"experiment.lanes={args.lanes}")
         cmd += args.overrides
         print(" ".join(cmd), flush=True)
         if args.dry_run:
