@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TypedDict
 
 
@@ -28,14 +26,10 @@ class Profiler:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
 
-    @contextmanager
-    def section(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] += time.perf_counter() - start
-            self.calls[name] += 1
+    def section(self, name: str) -> _Section:
+        """A context manager adding its wall time to ``name`` (a plain class: an agent step enters
+        about 15 sections, and a generator-based one costs twice as much)."""
+        return _Section(self, name)
 
     def table(self, steps: int) -> list[SectionTime]:
         """Rows: section, total seconds, microseconds per step, share of the total."""
@@ -49,3 +43,21 @@ class Profiler:
             )
             for k, v in sorted(self.seconds.items(), key=lambda kv: -kv[1])
         ]
+
+
+class _Section:
+    """One timed stretch of :meth:`Profiler.section`."""
+
+    __slots__ = ("profiler", "name", "start")
+
+    def __init__(self, profiler: Profiler, name: str) -> None:
+        self.profiler = profiler
+        self.name = name
+        self.start = 0.0
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.profiler.seconds[self.name] += time.perf_counter() - self.start
+        self.profiler.calls[self.name] += 1

@@ -151,7 +151,7 @@ class ClipEmbedder:
             raise ValueError(f"images must be (N, H, W, 3) uint8, got shape {images.shape} dtype {images.dtype}")
         if self.cache_size == 0:
             return encode(images)
-        keys = [xxhash.xxh3_128_digest(np.ascontiguousarray(img)) for img in images]
+        keys = [xxhash.xxh3_128_digest(np.ascontiguousarray(img).data) for img in images]
         todo: dict[bytes, int] = {}  # distinct uncached frames -> first index in the batch
         for i, k in enumerate(keys):
             if k not in self._image_cache and k not in todo:
