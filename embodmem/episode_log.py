@@ -80,7 +80,8 @@ class EpisodeTrace:
     """How the start was chosen (``reset`` option ``start``; None: an explicit start pose)."""
     actions: list[int]
     obs_digests: list[str]
-    """A digest of every observation, the one after ``reset`` first."""
+    """A digest of every observation, the one after ``reset`` first (none when the run writes no
+    episode logs: ``episode_steps(digest_observations=False)``)."""
     retrievals: list[RetrievalEvent]
     reports: list[Report]
     success: bool

@@ -15,8 +15,16 @@ from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLog, read_log
-from embodmem.metrics_record import EpisodeRecord, SequenceContext
-from embodmem.runner import EpisodeResult, RunWriter, SequenceSpec, run_episode, run_sequence
+from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord, SequenceContext
+from embodmem.runner import (
+    EpisodeResult,
+    RunWriter,
+    SequenceSpec,
+    finish,
+    run_episode,
+    run_sequence,
+    sequence_steps,
+)
 
 REQUIRED = {
     "run_id",
@@ -97,6 +105,23 @@ def test_episodes_are_reproducible_and_logged(embedder: ClipEmbedder, tmp_path) 
     assert len(log["obs_digests"]) == len(log["actions"]) + 1 and log["env"]["size"] == 32
     assert log["record"] == {k: v for k, v in line.items() if k != "episode_log"}
     assert read_log(tmp_path / line["episode_log"]).record == record  # read back through the same type
+
+
+def test_a_run_without_episode_logs_skips_the_digests_and_nothing_else(embedder: ClipEmbedder) -> None:
+    """``digest_observations=False`` (what run_experiment passes when no episode log is written):
+    the same episode, measures and agent numbers, with no observation digests in the trace."""
+    spec = SequenceSpec("wreck_then_barrel", ("wreck", "barrel"), 1002, 0, Condition.warm)
+
+    def once(digest: bool) -> list:
+        env = UnderwaterEnv(tasks=spec.tasks, world_seed=1002, max_steps=60)
+        return finish(sequence_steps(env, MemoryAgent(embedder), spec, "r", digest_observations=digest))
+
+    logged, unlogged = once(True), once(False)
+    for a, b in zip(logged, unlogged, strict=True):
+        assert len(a.outcome.trace.obs_digests) == len(a.outcome.trace.actions) + 1
+        assert b.outcome.trace.obs_digests == []
+        assert a.outcome.trace.actions == b.outcome.trace.actions and a.outcome.measures == b.outcome.measures
+        assert a.record.model_dump(exclude=set(TIMING_FIELDS)) == b.record.model_dump(exclude=set(TIMING_FIELDS))
 
 
 def test_two_seeds_of_one_world_start_differently_and_take_different_steps(embedder: ClipEmbedder) -> None:
