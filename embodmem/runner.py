@@ -114,19 +114,24 @@ driver (embodmem.lockstep) embeds many lanes' frames in one call and steps their
 
 
 def finish(steps: Steps[R], profiler: Profiler | None = None) -> R:
-    """Drive ``steps`` to its end without pausing (the sequential runner); its result."""
+    """Drive ``steps`` to its end without pausing (the sequential runner); its result. An error of
+    the env's step is raised inside the run, at its env step (the sequence records the aborted
+    episode there)."""
     profiler = profiler or Profiler()
     reply: StepOutput | None = None
+    error: Exception | None = None
     while True:
         try:
-            pause = steps.send(reply)
+            pause = steps.send(reply) if error is None else steps.throw(error)
         except StopIteration as stop:
             return stop.value
+        reply, error = None, None
         if isinstance(pause, EnvStep):
-            with profiler.section("env"):
-                reply = pause.env.step(pause.action)
-        else:
-            reply = None
+            try:
+                with profiler.section("env"):
+                    reply = pause.env.step(pause.action)
+            except Exception as raised:
+                error = raised
 
 
 def run_episode(

@@ -14,13 +14,23 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import embodmem.lockstep as lockstep_module
+from embodmem.agents.oracle import OracleAgent
 from embodmem.app import CONFIG_DIR, experiment_plan, run
+from embodmem.condition import Condition
 from embodmem.config import ConfigError, validate
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.lockstep import EnvStep, Lane, Lockstep, run_lanes
 from embodmem.metrics_record import TIMING_FIELDS
-from embodmem.runner import read_metrics, read_records, sequential_order
+from embodmem.runner import (
+    EpisodeAborted,
+    ExperimentPlan,
+    RunWriter,
+    read_metrics,
+    read_records,
+    run_experiment,
+    sequential_order,
+)
 
 SMALL = [
     "experiment.tasks=[wreck,barrel,wreck]", "experiment.world_seeds=[1000,1001]", "experiment.variants=[memory]",
@@ -183,6 +193,38 @@ def test_the_lanes_worlds_are_stepped_in_one_batch_each_as_alone(monkeypatch: py
     with pytest.raises(ValueError, match=r"action=9 is not one of"):
         run_lanes(bad, Lockstep(2))
     assert len(caught) == 1 and "action=9" in caught[0]  # raised inside the lane whose world failed
+
+
+class FaultyEnv(UnderwaterEnv):
+    """World 1001's thrusters fail at the fifth action of its second task (the batched step and the
+    single one both act through ``_act``)."""
+
+    def _act(self, action: int) -> tuple[bool, bool, bool]:
+        if self.world_seed == 1001 and self.task_index == 1 and self.step_count == 4:
+            raise RuntimeError("thruster fault")
+        return super()._act(action)
+
+
+@pytest.mark.parametrize("lanes", [0, 2])
+def test_an_env_error_stops_the_run_with_its_episode_recorded_as_aborted(tmp_path: Path, lanes: int) -> None:
+    """Sequential or in lockstep, an error in a world's step is raised inside its run: the episode is
+    written as aborted (resume runs it again) and the run stops."""
+    plan = ExperimentPlan(
+        "faulty", [("s", ("wreck", "barrel"))], [1000, 1001], 0, "dev", "random", [("oracle", Condition.single)]
+    )
+    writer = RunWriter(tmp_path, episode_logs=False)
+    with pytest.raises(EpisodeAborted, match=r"task 2 \(barrel\) aborted after 4 steps: RuntimeError: thruster fault"):
+        run_experiment(
+            plan,
+            make_env=lambda tasks, world: FaultyEnv(tasks=tasks, world_seed=world, image_size=16),
+            make_agent=lambda name, env: OracleAgent(env),
+            writer=writer,
+            lockstep=Lockstep(lanes) if lanes else None,
+        )
+    records = read_records(tmp_path / "metrics.jsonl")
+    aborted = [(r.world_seed, r.task_index, r.abort_reason) for r in records if r.aborted]
+    assert aborted == [(1001, 2, "RuntimeError: thruster fault")]
+    assert (1001, 1) in {(r.world_seed, r.task_index) for r in records if not r.aborted}
 
 
 def test_batched_frames_do_not_depend_on_the_rest_of_the_batch() -> None:
