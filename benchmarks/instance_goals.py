@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from multirun import multirun_command, run_multirun
+from multirun import add_lanes_argument, multirun_command, run_multirun
 
 from embodmem.envs.tasks import get_task
 from embodmem.splits import get_split
@@ -183,6 +183,7 @@ def main() -> None:
     )
     parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel jobs (joblib launcher)")
+    add_lanes_argument(parser)
     parser.add_argument(
         "--out", type=Path, default=None, help="multirun directory (default multirun/instance-goals-<split>)"
     )
@@ -193,7 +194,7 @@ def main() -> None:
         worlds = get_split(args.split).worlds(args.worlds, first=args.first)
         out = args.out or ROOT / "multirun" / f"instance-goals-{args.split}"
         experiment = ["experiment=instance_goals", "env.instance_goals=true", "embedder.pretrained=variants"]
-        cmd = multirun_command(experiment, args.split, worlds, args.jobs, out, args.overrides)
+        cmd = multirun_command(experiment, args.split, worlds, args.jobs, out, args.overrides, args.lanes)
         print(" ".join(cmd), flush=True)
         seconds = run_multirun(cmd)
         print(f"\ninstance goals on {args.split} worlds {worlds[0]}-{worlds[-1]}: {seconds:.0f} s wall")

@@ -1,6 +1,7 @@
 """The Hydra multirun that benchmarks/suite.py and benchmarks/instance_goals.py launch: one
 ``python -m embodmem -m`` command over chunks of a split's worlds, in parallel through the joblib
-launcher, quiet (no progress bars, plots or episode logs), and the run of it.
+launcher, quiet (no progress bars, plots or episode logs), each job's runs in lockstep lanes, and
+the run of it.
 
 Why chunks: each Hydra job takes a list of worlds, so ``2 x jobs`` chunks keep every worker busy
 without paying a process start per world.
@@ -8,6 +9,7 @@ without paying a process start per world.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -24,11 +26,29 @@ def world_chunks(worlds: Sequence[int], jobs: int) -> list[list[int]]:
     return [list(worlds[i::n_chunks]) for i in range(n_chunks)]
 
 
+def add_lanes_argument(parser: argparse.ArgumentParser) -> None:
+    """``--lanes`` (default 32): the runs each job advances together (``experiment.lanes``)."""
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        default=32,
+        help="runs advanced together in each job, their frames embedded in one batched call and their worlds "
+        "stepped in one batch (experiment.lanes; default 32; 0: one after another, the app's default; the "
+        "records are the same either way)",
+    )
+
+
 def multirun_command(
-    experiment: Sequence[str], split: str, worlds: Sequence[int], jobs: int, out: Path, extra: Sequence[str] = ()
+    experiment: Sequence[str],
+    split: str,
+    worlds: Sequence[int],
+    jobs: int,
+    out: Path,
+    extra: Sequence[str] = (),
+    lanes: int = 0,
 ) -> list[str]:
     """The command: ``experiment`` overrides first, then the split, the world chunks as a sweep, the
-    launcher, the sweep directory ``out``, the quiet logger, and ``extra`` overrides last."""
+    launcher, the sweep directory ``out``, the quiet logger, the lanes, and ``extra`` overrides last."""
     sweep = ",".join("[" + ",".join(map(str, c)) + "]" for c in world_chunks(worlds, jobs))
     return [
         sys.executable,
@@ -44,6 +64,7 @@ def multirun_command(
         "logger.progress=false",
         "logger.plots=false",
         "logger.episode_logs=false",
+        f"experiment.lanes={lanes}",
         *extra,
     ]
 

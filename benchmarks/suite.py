@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from multirun import multirun_command, run_multirun
+from multirun import add_lanes_argument, multirun_command, run_multirun
 
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, paired_ci, ratio_of_means
@@ -277,13 +277,7 @@ def main() -> None:
         help="first world seed (default: the split's first; required with --split custom)",
     )
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs (joblib launcher)")
-    parser.add_argument(
-        "--lanes",
-        type=int,
-        default=32,
-        help="runs advanced together in each job, their frames embedded in one batched call and their worlds "
-        "stepped in one batch (experiment.lanes; default 32; 0: one after another, the app's default)",
-    )
+    add_lanes_argument(parser)
     parser.add_argument(
         "--agents",
         choices=("all", "core", "ablations", "quick", "memory"),
@@ -317,7 +311,7 @@ def main() -> None:
         except ValueError as err:
             parser.error(str(err))
         out = args.out or ROOT / "multirun" / f"suite-{args.split}-{args.agents}"
-        cmd = multirun_command(["experiment=suite"], args.split, worlds, args.jobs, out)
+        cmd = multirun_command(["experiment=suite"], args.split, worlds, args.jobs, out, lanes=args.lanes)
         cmd += {
             "all": [],
             "core": ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"],
@@ -327,7 +321,6 @@ def main() -> None:
         }[args.agents]
         if args.sequences:
             cmd.append(f"experiment.sequences=[{args.sequences}]")
-        cmd.append(f"experiment.lanes={args.lanes}")
         cmd += args.overrides
         print(" ".join(cmd), flush=True)
         if args.dry_run:
