@@ -174,20 +174,14 @@ class UnderwaterVectorEnv(gym.vector.VectorEnv):
         truncated = np.zeros(n, dtype=bool)
         successes = np.zeros(n, dtype=bool)
         obs = self._empty_obs()
-        resets: list[tuple[int, Observation, StepInfo]] = []
-        stepped: list[int] = []
-        draws: list[np.ndarray] = []
-        for i, env in enumerate(self.envs):
-            if self._autoreset[i] and self.autoreset_mode == AutoresetMode.NEXT_STEP:
-                resets.append((i, *self._reset_env(i, None, None)))
-                continue
-            with _naming(i, env.world_seed):
-                terminated[i], truncated[i], successes[i] = env._act(int(actions[i]))
-                draws.append(env._fauna_draws())
-            stepped.append(i)
+        resetting = self._autoreset if self.autoreset_mode == AutoresetMode.NEXT_STEP else np.zeros(n, dtype=bool)
+        resets = [(i, *self._reset_env(i, None, None)) for i in np.flatnonzero(resetting).tolist()]
+        stepped = np.flatnonzero(~resetting).tolist()
         infos_at: list[tuple[int, Mapping[str, object]]] = []
         if stepped:
-            infos_at = self._observe(stepped, np.stack(draws), successes, obs)
+            ends, draws = act_together([self.envs[i] for i in stepped], [int(actions[i]) for i in stepped], stepped)
+            terminated[stepped], truncated[stepped], successes[stepped] = np.array(ends, dtype=bool).T
+            infos_at = self._observe(stepped, draws, successes, obs)
         rewards[stepped] = successes[stepped].astype(np.float64)
         for i, sub_obs, info in resets:
             self._put(obs, i, sub_obs)
@@ -440,6 +434,21 @@ def observe_together(
     return BatchObservation(images, frames, observations, infos)
 
 
+def act_together(
+    envs: Sequence[UnderwaterEnv], actions: Sequence[int], indices: Sequence[int]
+) -> tuple[list[tuple[bool, bool, bool]], np.ndarray]:
+    """The start of ``UnderwaterEnv.step`` for B worlds: each acts (``_act``: terminated, truncated,
+    success) and draws its fauna's random numbers, in its own order; ``indices`` name the worlds in
+    errors. :func:`observe_together` is the rest of the step."""
+    ends = []
+    draws = []
+    for i, env, action in zip(indices, envs, actions):
+        with _naming(i, env.world_seed):
+            ends.append(env._act(action))
+            draws.append(env._fauna_draws())
+    return ends, np.stack(draws)
+
+
 StepResult = tuple[Observation, float, bool, bool, StepInfo]
 """What ``UnderwaterEnv.step`` returns: observation, reward, terminated, truncated, info."""
 
@@ -465,16 +474,11 @@ def step_together(envs: Sequence[UnderwaterEnv], actions: Sequence[int]) -> list
     sonars in one batch (:func:`observe_together`): each world's result is bit-identical to its own
     ``step``, random draws included. Each observation owns its arrays (no row of a shared batch),
     so a caller may keep one as long as it likes. An error names the world's index and seed."""
-    draws = []
-    ends = []
-    for i, (env, action) in enumerate(zip(envs, actions)):
-        with _naming(i, env.world_seed):
-            ends.append(env._act(action))
-            draws.append(env._fauna_draws())
+    ends, draws = act_together(envs, actions, range(len(envs)))
     successes = np.array([success for _, _, success in ends])
     padded = np.stack([env._padded for env in envs])
     kinds = np.stack([env.world.kinds for env in envs])
-    batch = observe_together(envs, np.stack(draws), successes, range(len(envs)), padded, kinds, envs[0].extra_views)
+    batch = observe_together(envs, draws, successes, range(len(envs)), padded, kinds, envs[0].extra_views)
     results: list[StepResult] = []
     for obs, info, (terminated, truncated, success) in zip(batch.observations, batch.infos, ends):
         for view in ("image", *batch.views):
