@@ -43,6 +43,7 @@ START_MODES = ("fixed0", "fixed1", "random", "continue")
 
 
 _IS_TARGET = np.array([k.is_target for k in KINDS])
+_KIND_NAMES = tuple(k.name for k in KINDS)
 
 
 def robot_triangle(center: tuple[float, float], heading: int, radius: float) -> np.ndarray:
@@ -555,8 +556,12 @@ class UnderwaterEnv(MiniGridEnv):
             return set()
         kinds, xs, ys, inst, pixels = self._frame_columns()
         wanted = np.array([KIND_INDEX[name] * 64 + i for name, i in visible], dtype=np.int64)
-        shown = (pixels > 0) & (inst >= 0) & np.isin(kinds.astype(np.int64) * 64 + inst, wanted)
-        return {(KINDS[int(k)].name, int(x), int(y)) for k, x, y in zip(kinds[shown], xs[shown], ys[shown])}
+        key = kinds.astype(np.int64) * 64 + inst
+        shown = (pixels > 0) & (inst >= 0) & (key[:, None] == wanted).any(axis=1)  # a few instances at most
+        return {
+            (_KIND_NAMES[k], x, y)
+            for k, x, y in zip(kinds[shown].tolist(), xs[shown].tolist(), ys[shown].tolist())  # plain ints
+        }
 
     def path_via_cells_m(self, start: tuple[int, int], cells: set[tuple[int, int]]) -> float:
         """Metres walked by an oracle told only ``cells`` of the current target (e.g. the parts seen
