@@ -278,6 +278,11 @@ _COLUMNS: dict[str, type] = {
 _STRING_COLUMNS = ("run", "task", "label")
 """Columns holding codes into the shared string vocabulary."""
 
+_META_COLUMNS = (
+    "run", "task", "episode", "step", "x", "y", "heading", "node", "count", "step_min", "step_max", "hits", "label", "salience"
+)  # fmt: skip
+"""The columns a :class:`FrameMeta` is made of, in :meth:`MetaTable.metas`' order."""
+
 
 class MetaTable:
     """Columnar metadata for long-term records, rows sorted by id (ids strictly increasing).
@@ -431,28 +436,40 @@ class MetaTable:
     # ----------------------------------------------------------------------------- views
     def meta(self, row: int) -> FrameMeta:
         """The :class:`FrameMeta` of one row."""
+        return self.metas([row])[0]
+
+    def metas(self, rows: Sequence[int] | np.ndarray) -> list[FrameMeta]:
+        """The :class:`FrameMeta` of each of ``rows``, in order: each column is read once for all of
+        them (a query returns dozens of records)."""
+        rows = np.asarray(rows, dtype=np.int64)
         c = self._cols
-        node = int(c["node"][row])
-        thumb = None
-        if self.thumbnail_size and c["has_thumb"][row]:
-            thumb = c["thumb"][row].copy()
-        return FrameMeta(
-            run_id=self.vocab[int(c["run"][row])],
-            task=self.vocab[int(c["task"][row])],
-            episode=int(c["episode"][row]),
-            step=int(c["step"][row]),
-            x=float(c["x"][row]),
-            y=float(c["y"][row]),
-            heading=int(c["heading"][row]),
-            node=None if node == NO_NODE else node,
-            count=int(c["count"][row]),
-            step_min=int(c["step_min"][row]),
-            step_max=int(c["step_max"][row]),
-            hits=int(c["hits"][row]),
-            label=self.vocab[int(c["label"][row])],
-            salience=float(c["salience"][row]),
-            thumbnail=thumb,
-        )
+        v = self.vocab
+        col = {name: c[name][rows].tolist() for name in _META_COLUMNS}
+        thumbs: list[np.ndarray | None] = [None] * len(rows)
+        if self.thumbnail_size:
+            thumbs = [c["thumb"][r].copy() if has else None for r, has in zip(rows.tolist(), c["has_thumb"][rows])]
+        return [
+            FrameMeta(
+                run_id=v[run],
+                task=v[task],
+                episode=episode,
+                step=step,
+                x=x,
+                y=y,
+                heading=heading,
+                node=None if node == NO_NODE else node,
+                count=count,
+                step_min=step_min,
+                step_max=step_max,
+                hits=hits,
+                label=v[label],
+                salience=salience,
+                thumbnail=thumb,
+            )
+            for run, task, episode, step, x, y, heading, node, count, step_min, step_max, hits, label, salience, thumb in zip(
+                *(col[name] for name in _META_COLUMNS), thumbs
+            )
+        ]
 
     def filter_mask(self, where: QueryFilter) -> np.ndarray | None:
         """Boolean mask of rows matching ``where``, or ``None`` when it matches every record."""

@@ -197,7 +197,7 @@ def restore_memory(saved: SavedMemory) -> MemoryParts:
             raise MemoryLoadError(
                 mpath, f"field state.next_id: {st.next_id} does not follow the short-term ids {fifo_ids.tolist()}"
             )
-    fifo_metas = [fifo_meta.meta(i) for i in range(len(fifo_meta))]
+    fifo_metas = fifo_meta.metas(np.arange(len(fifo_meta)))
     latest = (fifo_metas[-1].run_id, fifo_metas[-1].task, fifo_metas[-1].episode) if fifo_metas else None
     if latest is not None and st.segment != latest:
         raise MemoryLoadError(mpath, f"field state.segment: {st.segment!r}, but the latest frame is of {latest!r}")

@@ -481,7 +481,8 @@ class LongTermStore:
         mask = self.meta.filter_mask(where)
         results = self._search_rows(q, k, mask)
         for qi, (scores, rows) in enumerate(results):
-            out[qi] = [Hit(float(s), int(self.meta.ids[r]), self.meta.meta(int(r))) for s, r in zip(scores, rows)]
+            ids = self.meta.ids[rows].tolist()
+            out[qi] = [Hit(s, i, m) for s, i, m in zip(scores.tolist(), ids, self.meta.metas(rows))]
             if count_hits and len(rows):
                 self.meta.add_hits(rows)
         return out
