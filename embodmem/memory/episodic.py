@@ -10,7 +10,6 @@ is checked on loading is :mod:`embodmem.memory.snapshot`.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -227,10 +226,7 @@ class AgentMemory:
         st = self.fifo.search(q, k, where) if include_short_term else [[] for _ in q]
         results = []
         for a, b in zip(lt, st):
-            hits = sorted(
-                a + [dataclasses.replace(h, meta=dataclasses.replace(h.meta)) for h in b],
-                key=lambda h: -h.score,
-            )[:k]
+            hits = sorted(a + b, key=lambda h: -h.score)[:k]
             results.append(hits)
             if count_hits:
                 lt_ids = [h.id for h in hits if h.source == "long_term"]

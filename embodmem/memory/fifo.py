@@ -8,6 +8,7 @@ stretch of time, so its step span and pose stay meaningful.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -193,7 +194,8 @@ class ShortTermFIFO:
         return list(range(len(self.metas))) if mask is None else np.flatnonzero(mask).tolist()
 
     def search(self, queries: np.ndarray, k: int, where: QueryFilter = ANY_RECORD) -> list[list[Hit]]:
-        """Exact top-``k`` over the held frames for each query row, restricted to ``where``."""
+        """Exact top-``k`` over the held frames for each query row, restricted to ``where``. Each hit
+        holds its own copy of the frame's metadata (as the long-term store's hits do)."""
         out: list[list[Hit]] = [[] for _ in range(len(queries))]
         if not self.metas:
             return out
@@ -203,5 +205,7 @@ class ShortTermFIFO:
         sims = queries @ self.vectors[keep].T
         for qi, row in enumerate(sims):
             order = np.argsort(-row, kind="stable")[:k]
-            out[qi] = [Hit(float(row[j]), self.ids[keep[j]], self.metas[keep[j]], "short_term") for j in order]
+            out[qi] = [
+                Hit(float(row[j]), self.ids[keep[j]], copy.copy(self.metas[keep[j]]), "short_term") for j in order
+            ]
         return out
