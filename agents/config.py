@@ -53,7 +53,9 @@ class ExplorerConfig:
     straight changes only by drifting particles. 0 embeds every frame."""
     relocalise: bool = True
     """Correct the dead-reckoned pose by matching each sonar scan against the occupancy grid (the
-    cell and its eight neighbours), so pose errors do not compound over a visit (env=noisy, drift)."""
+    cell and its eight neighbours), so pose errors do not compound over a visit (env=noisy, drift).
+    Only where the sensor datasheet gives the odometry a drift or noise (``SensorSpec.exact_pose``
+    false): an exact pose has nothing to correct, and the match was about a tenth of a step's time."""
     relocalise_margin: float = 3.0
     """Beams by which a neighbouring cell must fit the scan better than the dead-reckoned one to be
     taken as the robot's position, and by which the dead-reckoned cell must beat every neighbour to

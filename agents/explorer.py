@@ -229,7 +229,13 @@ class FrontierExplorer(Agent, Navigator):
         margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
         # A cell's fit is at most its echoes on obstacles: with fewer echoes than a fix needs, no
         # cell can move the estimate or fix it, so the match is skipped (same outcome, no cost).
-        if self.config.relocalise and len(sonar_m) and self.grid.echoes(sonar_m) >= enough and self.grid.occupied.any():
+        if (
+            self.config.relocalise
+            and not (self.spec is not None and self.spec.exact_pose)  # an exact pose: nothing to correct
+            and len(sonar_m)
+            and self.grid.echoes(sonar_m) >= enough
+            and self.grid.occupied.any()
+        ):
             candidates = cell[None, :] + _NEIGHBOURHOOD
             scores = self.grid.scan_fit(candidates, heading, sonar_m)
             best = int(np.argmax(scores))

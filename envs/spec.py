@@ -94,8 +94,15 @@ class SensorSpec:
     extra_views: tuple[str, ...] = ()
     """Names of extra camera views present in the observation (``image_left`` ...)."""
     odometry_drift_pct: float = 0.0
-    """Drift the dead reckoning is specified to, in % of the distance travelled (0: the pose is exact);
-    the navigation unit's datasheet figure, not its error now."""
+    """Drift the dead reckoning is specified to, in % of the distance travelled; the navigation
+    unit's datasheet figure, not its error now."""
+    odometry_noise_cells: float = 0.0
+    """Random-walk noise of the dead reckoning per move and axis, in cells (datasheet)."""
+
+    @property
+    def exact_pose(self) -> bool:
+        """The pose observation is the true pose (no drift, no noise): nothing to re-localise."""
+        return self.odometry_drift_pct == 0 and self.odometry_noise_cells == 0
 
     def sonar_angles(self) -> list[float]:
         """Beam angles in radians relative to the heading (negative = left), evenly spaced."""

@@ -229,6 +229,7 @@ class UnderwaterEnv(MiniGridEnv):
             grid_size=c.size,
             extra_views=self.extra_views,
             odometry_drift_pct=c.odometry_drift_pct,
+            odometry_noise_cells=c.odometry_noise,
         )
         self.sonar = Sonar(np.array(self.spec_sensors.sonar_angles()), self.sonar_range_cells)
         self._pad = max(self.sonar.reach, int(math.ceil(max(self.view_range_cells, self.deep_view_range_cells))) + 2)

@@ -3,6 +3,8 @@ cell when dead reckoning is off (agents/mapping.py scan_fit, FrontierExplorer.lo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -43,11 +45,14 @@ def test_the_scan_fits_the_true_cell_best() -> None:
     assert wins >= 30  # noisy scans: the true cell wins most, not every, scan
 
 
-def test_a_drifted_estimate_comes_back_to_the_map(embedder: ClipEmbedder) -> None:
+def _drift_in_mid_walk(embedder: ClipEmbedder, spec_drift_pct: float) -> tuple[FrontierExplorer, list[bool]]:
+    """Map an area with an exact pose, then walk on with the pose observation off by (+1.4, -1.3)
+    cells, the datasheet giving the odometry ``spec_drift_pct``; the agent and, per drifted step,
+    whether its estimate was the robot's cell."""
     env = UnderwaterEnv(tasks=("wreck",), world_seed=1102, max_steps=600)
     agent = FrontierExplorer(embedder)
     obs, _ = env.reset(seed=0)
-    agent.reset(obs, env.sensor_spec)
+    agent.reset(obs, dataclasses.replace(env.sensor_spec, odometry_drift_pct=spec_drift_pct))
     rng = np.random.default_rng(1)
     for _ in range(150):  # map the area with an exact pose
         agent.update(obs)
@@ -60,9 +65,21 @@ def test_a_drifted_estimate_comes_back_to_the_map(embedder: ClipEmbedder) -> Non
         on_cell.append(agent.pose[:2] == tuple(env.agent_pos))
         agent._last_action = int(rng.choice([0, 1, 2, 2, 2]))
         obs, *_ = env.step(agent._last_action)
+    return agent, on_cell
+
+
+def test_a_drifted_estimate_comes_back_to_the_map(embedder: ClipEmbedder) -> None:
+    agent, on_cell = _drift_in_mid_walk(embedder, spec_drift_pct=0.5)
     assert not on_cell[0] and agent.relocalisations >= 1
     assert np.mean(on_cell[-50:]) == 1.0, np.mean(on_cell)
     assert np.allclose(agent.pose_correction, [-1.4, 1.3], atol=1e-5)
+
+
+def test_an_exact_pose_by_the_datasheet_is_not_matched(embedder: ClipEmbedder) -> None:
+    """With no drift and no noise on the datasheet (``SensorSpec.exact_pose``) the scan match is
+    skipped: the same walk is never corrected."""
+    agent, on_cell = _drift_in_mid_walk(embedder, spec_drift_pct=0.0)
+    assert agent.relocalisations == 0 and not any(on_cell) and not agent.pose_correction.any()
 
 
 def test_clean_sensing_never_moves_the_estimate(embedder: ClipEmbedder) -> None:
