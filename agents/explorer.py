@@ -67,6 +67,7 @@ class FrontierExplorer(Agent, Navigator):
         self._last_action: int | None = None
         self._last_pose: tuple[int, int, int] | None = None
         self._last_raw: np.ndarray | None = None
+        self.relocalising = self.config.relocalise
         self.pose_correction = np.zeros(2, dtype=np.float64)
         """Added to the dead-reckoned position: what scan matching against the map last said the
         odometry is off by (kept with the map)."""
@@ -89,6 +90,9 @@ class FrontierExplorer(Agent, Navigator):
         if self.grid is None or not self.grid.fits(spec):
             self.grid = OccupancyGrid(spec)
         self.spec = spec
+        self.relocalising = self.config.relocalise and not spec.exact_pose
+        """Scan matching on (``relocalise``), unless the datasheet says the pose is exact: then there
+        is nothing to correct."""
         self.sonar_angles = np.array(spec.sonar_angles())
         self.half_fov = np.radians(spec.camera_fov_deg) / 2
         self.view_rays = np.linspace(-self.half_fov, self.half_fov, 11)
@@ -229,13 +233,7 @@ class FrontierExplorer(Agent, Navigator):
         margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
         # A cell's fit is at most its echoes on obstacles: with fewer echoes than a fix needs, no
         # cell can move the estimate or fix it, so the match is skipped (same outcome, no cost).
-        if (
-            self.config.relocalise
-            and not (self.spec is not None and self.spec.exact_pose)  # an exact pose: nothing to correct
-            and len(sonar_m)
-            and self.grid.echoes(sonar_m) >= enough
-            and self.grid.occupied.any()
-        ):
+        if self.relocalising and len(sonar_m) and self.grid.echoes(sonar_m) >= enough and self.grid.occupied.any():
             candidates = cell[None, :] + _NEIGHBOURHOOD
             scores = self.grid.scan_fit(candidates, heading, sonar_m)
             best = int(np.argmax(scores))

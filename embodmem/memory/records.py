@@ -278,11 +278,6 @@ _COLUMNS: dict[str, type] = {
 _STRING_COLUMNS = ("run", "task", "label")
 """Columns holding codes into the shared string vocabulary."""
 
-_META_COLUMNS = (
-    "run", "task", "episode", "step", "x", "y", "heading", "node", "count", "step_min", "step_max", "hits", "label", "salience"
-)  # fmt: skip
-"""The columns a :class:`FrameMeta` is made of, in :meth:`MetaTable.metas`' order."""
-
 
 class MetaTable:
     """Columnar metadata for long-term records, rows sorted by id (ids strictly increasing).
@@ -443,32 +438,48 @@ class MetaTable:
         them (a query returns dozens of records)."""
         rows = np.asarray(rows, dtype=np.int64)
         c = self._cols
-        v = self.vocab
-        col = {name: c[name][rows].tolist() for name in _META_COLUMNS}
+        run, task, episode, step, x, y, heading, node, count, step_min, step_max, hits, label, salience = (
+            c[name][rows].tolist()
+            for name in (
+                "run",
+                "task",
+                "episode",
+                "step",
+                "x",
+                "y",
+                "heading",
+                "node",
+                "count",
+                "step_min",
+                "step_max",
+                "hits",
+                "label",
+                "salience",
+            )
+        )
         thumbs: list[np.ndarray | None] = [None] * len(rows)
         if self.thumbnail_size:
             thumbs = [c["thumb"][r].copy() if has else None for r, has in zip(rows.tolist(), c["has_thumb"][rows])]
+        v = self.vocab
         return [
             FrameMeta(
-                run_id=v[run],
-                task=v[task],
-                episode=episode,
-                step=step,
-                x=x,
-                y=y,
-                heading=heading,
-                node=None if node == NO_NODE else node,
-                count=count,
-                step_min=step_min,
-                step_max=step_max,
-                hits=hits,
-                label=v[label],
-                salience=salience,
-                thumbnail=thumb,
+                run_id=v[run[i]],
+                task=v[task[i]],
+                episode=episode[i],
+                step=step[i],
+                x=x[i],
+                y=y[i],
+                heading=heading[i],
+                node=None if node[i] == NO_NODE else node[i],
+                count=count[i],
+                step_min=step_min[i],
+                step_max=step_max[i],
+                hits=hits[i],
+                label=v[label[i]],
+                salience=salience[i],
+                thumbnail=thumbs[i],
             )
-            for run, task, episode, step, x, y, heading, node, count, step_min, step_max, hits, label, salience, thumb in zip(
-                *(col[name] for name in _META_COLUMNS), thumbs
-            )
+            for i in range(len(rows))
         ]
 
     def filter_mask(self, where: QueryFilter) -> np.ndarray | None:
