@@ -68,6 +68,7 @@ class FrontierExplorer(Agent, Navigator):
         self._last_pose: tuple[int, int, int] | None = None
         self._last_raw: np.ndarray | None = None
         self.relocalising = self.config.relocalise
+        self.face_passing_objects = False
         self.pose_correction = np.zeros(2, dtype=np.float64)
         """Added to the dead-reckoned position: what scan matching against the map last said the
         odometry is off by (kept with the map)."""
@@ -138,6 +139,11 @@ class FrontierExplorer(Agent, Navigator):
         """With ``look_beside_objects_in_fog``: the odometry drifts and this mission began with
         coverage carried for its kind, so water next to an object not faced closely counts as looked
         at only from close by."""
+        self.face_passing_objects = (
+            self.config.face_passing_objects_in_fog and self.objects_within is not None and spec.exact_pose
+        )
+        """With ``face_passing_objects_in_fog``: in fog, for a kind recognised only from close by, with
+        an exact pose, small objects passed within ``passing_object_cells`` are judged face on."""
         self.rejected = set()
         self._look_closer = set()
         self._judged_clean = set()
@@ -263,12 +269,41 @@ class FrontierExplorer(Agent, Navigator):
         if self.candidate is None and self.last_probability >= self.config.detect_probability:
             self.candidate = self.guess_target_cell(observation)
             self.path = []
+        if self.candidate is None and self.face_passing_objects:
+            self.candidate = self.passing_object()
+            if self.candidate is not None:
+                self.path = []
         if self.candidate is not None:
             action = self.approach_action(observation)
             if action is not None:
                 return action
         action = self.frontier_action()
         return int(Action.STOP) if action is None else action
+
+    def passing_object(self) -> tuple[int, int] | None:
+        """The nearest cell of a small object within ``passing_object_cells`` that no ray of the view
+        has ended at from within the mission's kind's detection range this mission, not ruled out
+        (``face_passing_objects_in_fog``); None if there is none."""
+        assert self.grid is not None
+        x, y, _ = self.pose
+        r = int(self.config.passing_object_cells)
+        n = self.grid.size
+        y0, x0 = max(y - r, 1), max(x - r, 1)  # the map's edge cells are its border, not objects
+        window = (self.grid.occupied & ~self.grid.faced_closely)[y0 : min(y + r + 1, n - 1), x0 : min(x + r + 1, n - 1)]
+        ys, xs = np.nonzero(window)  # row-major: of equally near cells, the first row's
+        distance = np.hypot(xs + x0 - x, ys + y0 - y)
+        for i in np.argsort(distance, kind="stable"):
+            if distance[i] > self.config.passing_object_cells:
+                break
+            cell = (int(xs[i]) + x0, int(ys[i]) + y0)
+            if cell in self.rejected:
+                continue
+            parts = self.grid.occupied_around(cell, self.config.small_object_cells)
+            if len(parts) <= self.config.small_object_cells and not any(
+                self.grid.faced_closely[py, px] for px, py in parts
+            ):
+                return cell
+        return None
 
     def guess_target_cell(self, observation: Observation) -> tuple[int, int] | None:
         """The cell the target most likely occupies: the nearest sonar echo inside the camera's view.
@@ -327,8 +362,13 @@ class FrontierExplorer(Agent, Navigator):
         return self.candidate if self.viewing_cells(self.candidate)[self.pose[1], self.pose[0]] else None
 
     def rule_out(self, cell: tuple[int, int]) -> None:
-        """The target is not at ``cell`` (this task): never the candidate again."""
+        """The target is not at ``cell`` (this task): never the candidate again (with
+        ``face_passing_objects``, nor any part of a small object it belongs to)."""
         self.rejected.add(cell)
+        if self.face_passing_objects and self.grid is not None:
+            parts = self.grid.occupied_around(cell, self.config.small_object_cells)
+            if len(parts) <= self.config.small_object_cells:
+                self.rejected |= parts
         self.candidate = None
 
     def confirmed_ahead(self, observation: Observation, cell: tuple[int, int]) -> bool:

@@ -1,7 +1,7 @@
 """Issue 30's failure modes, each reproduced on a hand-built map or a dev world's frame and designed
 out behind its switch (agents/config.py: clean_background_stop, confirm_centre_adjacent,
 centre_at_scale_for_instances, coverage_by_kind, face_objects_in_fog, face_objects_across_view,
-fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same situation with the
+face_passing_objects_in_fog, fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same situation with the
 switch off, where the old behaviour shows. Which are on by default: agents/config.py."""
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ SAFEGUARDS_OFF: dict[str, bool] = {
     "coverage_by_kind": False,
     "face_objects_in_fog": False,
     "face_objects_across_view": False,
+    "face_passing_objects_in_fog": False,
     "look_beside_objects_in_fog": False,
     "fog_limited_look": False,
     "restart_when_stuck": False,
@@ -375,6 +376,48 @@ def test_in_deep_water_the_water_before_an_object_faced_from_afar_is_looked_at_a
     shallow, _ = _agent(embedder, "barrel", face_objects_in_fog=True)
     wreck, _ = _agent(embedder, "deep_wreck", face_objects_in_fog=True)
     assert shallow.objects_within is None and wreck.objects_within is None  # clear water; a wreck shows at 4
+
+
+def test_in_deep_water_a_small_object_passed_by_is_judged_face_on(embedder: ClipEmbedder) -> None:
+    """Oil drums (two cells) three to five cells off the robot's path in deep water, where they show
+    only from two: with the switch they become the candidate, and the robot heads for a cell to
+    judge them from, facing them; a rock wall nearer by (seven joined cells) does not. Once a part
+    has been faced from two cells, or the drums are ruled out (both parts with them), nothing is left
+    to judge. Off without the switch, in clear water, for a kind that shows from afar (a wreck) and
+    when the pose is not exact (drift or noise: the map's small phantom objects)."""
+    for switch in (False, True):
+        agent, obs = _agent(embedder, "deep_barrel", face_objects_in_fog=True, face_passing_objects_in_fog=switch)
+        grid = _open_water(agent)
+        grid.mark_occupied(14, 14)
+        grid.mark_occupied(15, 14)  # the drums
+        for x in range(11, 18):
+            grid.mark_occupied(x, 19)  # a rock wall, three cells south of the robot
+        agent.pose = (11, 16, 0)
+        assert agent.face_passing_objects is switch
+        action = agent.decide(obs)
+        if not switch:
+            assert agent.candidate is None and agent.trace.mode == "frontier"
+            continue
+        assert agent.candidate == (14, 14) and agent.trace.mode == "approach" and action != 0
+        assert (
+            agent.trace.goal_cell is not None
+            and np.hypot(agent.trace.goal_cell[0] - 14, agent.trace.goal_cell[1] - 14) <= 2
+        )
+        grid.faced_closely[14, 15] = True  # the other drum stack, faced from two cells
+        assert agent.passing_object() is None
+        grid.faced_closely[:] = False
+        agent.rule_out((14, 14))  # judged, not the target
+        assert (15, 14) in agent.rejected and agent.passing_object() is None
+    for task, drift, noise in (
+        ("barrel", 0.0, 0.0),
+        ("deep_wreck", 0.0, 0.0),
+        ("deep_barrel", 0.5, 0.0),
+        ("deep_barrel", 0.0, 0.3),
+    ):
+        other, obs = _agent(embedder, task, face_objects_in_fog=True, face_passing_objects_in_fog=True)
+        assert other.spec is not None
+        other.reset(obs, dataclasses.replace(other.spec, odometry_drift_pct=drift, odometry_noise_cells=noise))
+        assert not other.face_passing_objects, (task, drift, noise)
 
 
 def test_with_carried_coverage_the_water_beside_an_object_in_fog_is_looked_at_from_close(
