@@ -289,7 +289,8 @@ class FrontierExplorer(Agent, Navigator):
         r = int(self.config.passing_object_cells)
         n = self.grid.size
         y0, x0 = max(y - r, 1), max(x - r, 1)  # the map's edge cells are its border, not objects
-        window = (self.grid.occupied & ~self.grid.faced_closely)[y0 : min(y + r + 1, n - 1), x0 : min(x + r + 1, n - 1)]
+        y1, x1 = min(y + r + 1, n - 1), min(x + r + 1, n - 1)
+        window = self.grid.occupied[y0:y1, x0:x1] & ~self.grid.faced_closely[y0:y1, x0:x1]
         ys, xs = np.nonzero(window)  # row-major: of equally near cells, the first row's
         distance = np.hypot(xs + x0 - x, ys + y0 - y)
         for i in np.argsort(distance, kind="stable"):
@@ -298,12 +299,18 @@ class FrontierExplorer(Agent, Navigator):
             cell = (int(xs[i]) + x0, int(ys[i]) + y0)
             if cell in self.rejected:
                 continue
-            parts = self.grid.occupied_around(cell, self.config.small_object_cells)
-            if len(parts) <= self.config.small_object_cells and not any(
-                self.grid.faced_closely[py, px] for px, py in parts
-            ):
+            parts = self.small_object(cell)
+            if parts is not None and not any(self.grid.faced_closely[py, px] for px, py in parts):
                 return cell
         return None
+
+    def small_object(self, cell: tuple[int, int]) -> set[tuple[int, int]] | None:
+        """The cells of the object ``cell`` belongs to, if it has at most ``small_object_cells`` (a
+        target, not a rock wall); None for a larger one. A larger object has more than that many
+        cells within that many cells of any of its cells, so the window is enough."""
+        assert self.grid is not None
+        parts = self.grid.occupied_around(cell, self.config.small_object_cells)
+        return parts if len(parts) <= self.config.small_object_cells else None
 
     def guess_target_cell(self, observation: Observation) -> tuple[int, int] | None:
         """The cell the target most likely occupies: the nearest sonar echo inside the camera's view.
@@ -365,10 +372,8 @@ class FrontierExplorer(Agent, Navigator):
         """The target is not at ``cell`` (this task): never the candidate again (with
         ``face_passing_objects``, nor any part of a small object it belongs to)."""
         self.rejected.add(cell)
-        if self.face_passing_objects and self.grid is not None:
-            parts = self.grid.occupied_around(cell, self.config.small_object_cells)
-            if len(parts) <= self.config.small_object_cells:
-                self.rejected |= parts
+        if self.face_passing_objects:
+            self.rejected |= self.small_object(cell) or set()
         self.candidate = None
 
     def confirmed_ahead(self, observation: Observation, cell: tuple[int, int]) -> bool:
