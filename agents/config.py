@@ -228,6 +228,11 @@ class MemoryAgentConfig(ExplorerConfig):
     """A remembered sighting votes only for cells within the farthest range at which the
     recogniser ever finds the mission's kind in this light (``FOUND_UP_TO_CELLS``, plus a cell):
     oil drums recognised in a frame were no more than four cells away, not eight."""
+    recall_where_recognised: bool = True
+    """With exact odometry and a carried map, a remembered sighting votes only for cells within a
+    cell of a view in which the robot's own recogniser found the mission's kind when it passed
+    (the map's record, ``recognised_by_kind``): memory and the map are two records of one trip and
+    must agree. A frame written into memory but never seen (an implanted one) has no such view."""
     own_trail_only: bool = True
     """Trust only remembered frames taken where the robot's own trail (the cells it has stood on,
     kept beside the map) passed: a frame claiming a pose the robot never reached is not its own

@@ -180,12 +180,15 @@ class OccupancyGrid:
         prefix = np.where(recognised, along_x.shape[1], 0).astype(np.int64)
         mark_in_view(self.recognised_by_kind, self._no_occlusion, float(x), float(y), along_x, along_y, prefix)
 
+    def recognised_near(self, kind: str) -> np.ndarray:
+        """Cells within a cell of anything in view when the recogniser found ``kind``."""
+        k = TARGET_KINDS.index(kind)
+        return cv2.dilate(self.recognised_by_kind[k].view(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+
     def looked_at_without_recognising(self, kind: str) -> np.ndarray:
         """Cells looked at from within ``kind``'s detection range and more than one cell from
         anything in view when the recogniser found ``kind``: the map's word that it is not there."""
-        k = TARGET_KINDS.index(kind)
-        found = cv2.dilate(self.recognised_by_kind[k].view(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-        return self.searched_by_kind[k] & ~found
+        return self.searched_by_kind[TARGET_KINDS.index(kind)] & ~self.recognised_near(kind)
 
     def carry_to_next_mission(self, kind: str | None = None) -> None:
         """Start a new mission on this map: only what was searched closely enough counts as seen

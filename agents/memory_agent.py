@@ -128,6 +128,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
                     f"occupancy grid of shape {shape}, but this world's map is {self.grid.free.shape} (another world size)",
                 )
             loaded = dict(self._loaded_grid)
+            self._map_records_recognition = all(name in loaded for name in self._KIND_LAYERS)
             self.trail[:] = loaded.pop("trail")
             self.grid.reset()  # layers an older snapshot lacks start empty
             for name, array in loaded.items():
@@ -147,6 +148,9 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
     they load empty, so nothing counts as searched for a kind, nor as contradicted)."""
     _loaded_grid: dict[str, np.ndarray] | None = None
     _loaded_grid_from: Path = Path()
+    _map_records_recognition = True
+    """False for a map loaded from a snapshot without the per-kind layers: it holds no record of
+    where the recogniser found each kind, so ``recall_where_recognised`` has nothing to check against."""
 
     def _save_map(self, directory: Path, companion_digest: str | None) -> None:
         grid = None
@@ -177,6 +181,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         self._loaded_grid_from = directory
 
     def _forget_map(self) -> None:
+        self._map_records_recognition = True
         self.rejected_places = {}
         self.discredited_views = {}
         self._loaded_grid = None
@@ -349,6 +354,21 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             return np.zeros_like(self.grid.free)
         return self.grid.looked_at_without_recognising(self.mission_kind)
 
+    def _never_recognised(self) -> np.ndarray:
+        """Cells no frame of the robot's own ever recognised the mission's kind near (more than a
+        cell from every view cone in which it did; ``recall_where_recognised``, exact odometry and a
+        carried map that keeps that record only; none otherwise)."""
+        assert self.grid is not None and self.spec is not None
+        if not (
+            self.config.recall_where_recognised
+            and self.config.carry_map
+            and self._map_records_recognition
+            and self.spec.exact_pose
+            and self.mission_kind is not None
+        ):
+            return np.zeros_like(self.grid.free)
+        return ~self.grid.recognised_near(self.mission_kind)
+
     def _on_trail(self, pose: tuple[int, int, int]) -> bool:
         assert self.trail is not None
         x, y, _ = pose
@@ -370,7 +390,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         if self.config.recall_within_found_range and self.mission_kind is not None:
             farthest = found_up_to(self.mission_kind, self.spec.view_range_m)
             reach = reach if farthest is None else min(reach, farthest + 1.0)
-        ruled_out = self._ruled_out_by_map()
+        ruled_out = self._ruled_out_by_map() | self._never_recognised()
         votes: dict[tuple[int, int], float] = {}
         voters: dict[tuple[int, int], set[tuple[int, int, int]]] = {}
         for pose, p in sightings:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from embodmem.agents.config import MemoryAgentConfig
 from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.memory_agent import MemoryAgent, RecalledPlace
 from embodmem.agents.oracle import OracleAgent
@@ -149,17 +151,23 @@ def test_memory_recall_triangulates_the_target_from_remembered_frames(embedder: 
 
 
 def _remember_barrel_views(
-    env: UnderwaterEnv, agent: MemoryAgent, embedder: ClipEmbedder, on_trail: bool = True
+    env: UnderwaterEnv, agent: MemoryAgent, embedder: ClipEmbedder, on_trail: bool = True, recorded: bool = True
 ) -> None:
-    """Frames of the barrel from several places (and other frames), as if taken in a previous task."""
+    """Frames of the barrel from several places (and other frames), as if taken in a previous task
+    (``recorded``: the map kept where the recogniser found each kind in them, as ``update`` does;
+    False: frames in memory the map never saw, as implanted ones)."""
     obs, _ = env.reset(seed=0, options={"task": "barrel"})
     agent.reset(obs, env.sensor_spec)
     agent.grid.occupied[:] = env.world.kinds > 0  # the map a previous task would have built
     agent.grid.free[:] = env.world.kinds == 0
+    reach = agent.spec.view_range_m / agent.spec.cell_size_m
     for i, ((x, y, d), o) in enumerate(_frames_facing(env, "barrel")):
         vec = embedder.embed_images(o["image"][None])[0]
         agent.memory.observe(vec, FrameMeta("r", "wreck", 0, i, float(x), float(y), d))
         agent.trail[y, x] = on_trail  # where the robot stood when it took the frame
+        if recorded:
+            found = agent.labeller.probabilities(vec[None])[0][: len(TARGET_KINDS)] >= agent.config.recheck_probability
+            agent.grid.mark_recognised((x, y, d), agent.view_rays, reach, found)
     for i in range(40):  # plenty of other memories (their poses are made up, so none may show the barrel)
         o, _ = env.reset(seed=i, options={"task": "wreck", "start": "random"})
         if env.visible_pixels().get("barrel", 0) == 0:
@@ -176,6 +184,28 @@ def test_frames_from_where_the_robot_never_stood_are_not_trusted(embedder: ClipE
     assert agent.recall_target_place() is None
     agent.config.own_trail_only = False
     assert agent.recall_target_place() is not None
+
+
+def test_a_remembered_sighting_the_map_never_recognised_is_not_trusted(embedder: ClipEmbedder) -> None:
+    """True frames of the barrel at poses on the robot's own trail, but the map never recorded the
+    recogniser finding a barrel there (frames written into memory, never seen: implanted): no
+    recall. The map's record of the same frames brings recall back; so does the switch off, or
+    drifting odometry (where the switch does not act)."""
+    env = UnderwaterEnv(world_seed=9002)
+    agent = MemoryAgent(embedder)
+    _remember_barrel_views(env, agent, embedder, recorded=False)
+    assert agent.spec is not None and agent.spec.exact_pose
+    assert agent.recall_target_place() is None
+    agent.config.recall_where_recognised = False
+    assert agent.recall_target_place() is not None
+    agent.config.recall_where_recognised = True
+    agent.spec = dataclasses.replace(agent.spec, odometry_drift_pct=1.0)
+    assert agent.recall_target_place() is not None
+    recorded = MemoryAgent(embedder)
+    _remember_barrel_views(env, recorded, embedder)
+    place = recorded.recall_target_place()
+    barrel_cells = {tuple(c) for c in env.world.instance_cells("barrel")[0]}
+    assert place is not None and min(abs(place.cell[0] - bx) + abs(place.cell[1] - by) for bx, by in barrel_cells) <= 1
 
 
 def test_a_rejected_place_discredits_the_frames_that_voted_for_it(embedder: ClipEmbedder, tmp_path: Path) -> None:
@@ -241,8 +271,8 @@ def test_a_sighting_where_the_map_looked_closely_and_recognised_nothing_is_not_t
     planted on the robot's trail): no recall. Once a frame really recognised it there, recall
     returns; the map's record survives saving."""
     env = UnderwaterEnv(world_seed=9002)
-    agent = MemoryAgent(embedder)
-    _remember_barrel_views(env, agent, embedder)
+    agent = MemoryAgent(embedder, config=MemoryAgentConfig(recall_where_recognised=False))
+    _remember_barrel_views(env, agent, embedder, recorded=False)
     assert agent.recall_target_place() is not None
     barrel = TARGET_KINDS.index("barrel")
     agent.grid.searched_by_kind[barrel] = True
@@ -277,6 +307,8 @@ def test_a_sighting_votes_only_as_far_as_its_kind_is_ever_recognised(embedder: C
     agent.grid.occupied[16, 17] = True
     agent.grid.free[16, 17] = False
     sightings = [((10, 16, 0), 0.9), ((10, 15, 0), 0.9)]  # facing east, seven cells short of it
+    for pose, _ in sightings:  # the map recorded drums found in those views
+        agent.grid.mark_recognised(pose, agent.view_rays, 10.0, np.array([k == "barrel" for k in TARGET_KINDS]))
     assert agent.rank_places(sightings) is None
     agent.config.recall_within_found_range = False
     place = agent.rank_places(sightings)
@@ -287,7 +319,8 @@ def test_a_map_saved_before_the_per_kind_layers_loads_with_them_empty(
     embedder: ClipEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A snapshot without the per-kind layers (older code) loads, the layers empty: nothing counts as
-    searched for a kind, nothing is contradicted. A snapshot with only some of them is refused."""
+    searched for a kind, nothing is contradicted, and with no record of where each kind was found,
+    remembered sightings are not checked against one. A snapshot with only some of them is refused."""
     env = UnderwaterEnv(world_seed=9002)
     agent = MemoryAgent(embedder)
     _remember_barrel_views(env, agent, embedder)

@@ -92,6 +92,7 @@ VALUES: dict[str, Any] = {
     "agent.own_trail_only": False,
     "agent.contradict_by_map": False,
     "agent.recall_within_found_range": False,
+    "agent.recall_where_recognised": False,
     "agent.name": "explorer",
     "agent.variant": "memory_no_map",
     # agent.vlm (agents/vlm/config.py)
