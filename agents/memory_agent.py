@@ -195,12 +195,13 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
 
     def update(self, observation: Observation) -> None:
         """The explorer's perception, then the target kinds this frame shows: every subclass writes
-        them, and with ``contradict_by_map`` the map keeps where each kind was found."""
+        them, and the map keeps where each kind was found (whatever the switches that read it say,
+        so a saved map holds the record for any later config)."""
         super().update(observation)
         assert self.last_vector is not None and self.grid is not None and self.spec is not None
         self.kind_probabilities = self.labeller.probabilities(self.last_vector[None])[0]
         recognised = self.kind_probabilities[: len(TARGET_KINDS)] >= self.config.recheck_probability
-        if self.config.contradict_by_map and recognised.any():
+        if recognised.any():
             with self.timed("mapping"):
                 reach = self.spec.view_range_m / self.spec.cell_size_m
                 self.grid.mark_recognised(self.pose, self.view_rays, reach, recognised)

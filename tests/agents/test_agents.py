@@ -208,6 +208,18 @@ def test_a_remembered_sighting_the_map_never_recognised_is_not_trusted(embedder:
     assert place is not None and min(abs(place.cell[0] - bx) + abs(place.cell[1] - by) for bx, by in barrel_cells) <= 1
 
 
+def test_the_map_records_where_a_kind_was_found_whatever_the_switches(embedder: ClipEmbedder) -> None:
+    """With both checks that read the record off, the robot still keeps it: a map saved by such a
+    run and loaded by one with the checks on does not send every real sighting away."""
+    env = UnderwaterEnv(world_seed=9002)
+    (pose, obs), *_ = _frames_facing(env, "barrel")
+    agent = MemoryAgent(embedder, config=MemoryAgentConfig(contradict_by_map=False, recall_where_recognised=False))
+    agent.reset(obs, env.sensor_spec)
+    agent.act(obs)
+    assert agent.kind_probabilities[TARGET_KINDS.index("barrel")] >= agent.config.recheck_probability
+    assert agent.grid is not None and agent.grid.recognised_by_kind[TARGET_KINDS.index("barrel")].any()
+
+
 def test_a_rejected_place_discredits_the_frames_that_voted_for_it(embedder: ClipEmbedder, tmp_path: Path) -> None:
     """After rejection, the same frames cannot send the robot elsewhere; the state survives saving."""
     env = UnderwaterEnv(world_seed=9002)
