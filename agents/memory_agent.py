@@ -346,29 +346,26 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         yy, xx = np.ogrid[: self.grid.size, : self.grid.size]
         self.grid.seen[((xx - cell[0]) ** 2 + (yy - cell[1]) ** 2 <= radius**2) & ~self._ruled_out_by_map()] = False
 
-    def _ruled_out_by_map(self) -> np.ndarray:
-        """Cells the map says were looked at closely for the mission's kind without recognising it
-        (``contradict_by_map``; none otherwise): no remembered frame puts the target there, and
-        no rejected one makes them unsearched again."""
-        assert self.grid is not None
-        if not self.config.contradict_by_map or self.mission_kind is None:
-            return np.zeros_like(self.grid.free)
-        return self.grid.looked_at_without_recognising(self.mission_kind)
-
-    def _never_recognised(self) -> np.ndarray:
-        """Cells no frame of the robot's own ever recognised the mission's kind near (more than a
-        cell from every view cone in which it did; ``recall_where_recognised``, exact odometry and a
-        carried map that keeps that record only; none otherwise)."""
+    def _ruled_out_by_map(self, votes: bool = False) -> np.ndarray:
+        """Cells the map's record of where the recogniser found the mission's kind speaks against:
+        looked at closely for it without recognising it (``contradict_by_map``): no remembered frame
+        puts the target there, and no rejected one makes them unsearched again. With ``votes``, where
+        ``recall_where_recognised`` is in force (exact odometry, a carried map that keeps the record),
+        every cell more than a cell from a view in which the kind was found: a sighting votes only
+        where the robot's own recogniser backed it. None otherwise."""
         assert self.grid is not None and self.spec is not None
-        if not (
+        kind = self.mission_kind
+        backed_only = votes and (
             self.config.recall_where_recognised
             and self.config.carry_map
             and self._map_records_recognition
             and self.spec.exact_pose
-            and self.mission_kind is not None
-        ):
+        )
+        if kind is None or not (self.config.contradict_by_map or backed_only):
             return np.zeros_like(self.grid.free)
-        return ~self.grid.recognised_near(self.mission_kind)
+        if backed_only:  # contains the cells looked at closely without recognising the kind
+            return ~self.grid.recognised_near(kind)
+        return self.grid.looked_at_without_recognising(kind)
 
     def _on_trail(self, pose: tuple[int, int, int]) -> bool:
         assert self.trail is not None
@@ -391,7 +388,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         if self.config.recall_within_found_range and self.mission_kind is not None:
             farthest = found_up_to(self.mission_kind, self.spec.view_range_m)
             reach = reach if farthest is None else min(reach, farthest + 1.0)
-        ruled_out = self._ruled_out_by_map() | self._never_recognised()
+        ruled_out = self._ruled_out_by_map(votes=True)
         votes: dict[tuple[int, int], float] = {}
         voters: dict[tuple[int, int], set[tuple[int, int, int]]] = {}
         for pose, p in sightings:
