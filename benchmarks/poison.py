@@ -9,6 +9,10 @@ really seen in task 1, and pooled.
 
     python benchmarks/poison.py --split test --worlds 100 --k 0,1,5,20,100 --places far,trail
     python benchmarks/poison.py --split custom --first 700000 --worlds 20 --k 20 --places trail --jobs 1
+    python benchmarks/poison.py --split test --worlds 100 --k 20 --places trail --variants memory,textlog,memory_keep_all
+
+With ``--variants`` naming more than one memory system, the table gets an ``agent`` column and a row
+group per system, each against its own cold run.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ def main() -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the multirun commands and exit")
     parser.add_argument("--k", default="0,1,5,20,100")
     parser.add_argument("--places", default="far", help="comma-separated experiment.poison_place values: far,trail")
+    parser.add_argument(
+        "--variants", default="memory", help="comma-separated memory systems (experiment.variants): memory,textlog,..."
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
@@ -45,10 +52,13 @@ def main() -> None:
     except ValueError as err:
         parser.error(str(err))
     out = args.out or ROOT / "multirun" / f"poison-{args.split}"
+    variants = args.variants.split(",")
+    named = len(variants) > 1  # an agent column only when the table holds more than one system
     rows = [
-        "| placed | K | drums seen in task 1 | n | warm success [95% CI] | cold success | warm SPL [95% CI] | "
+        ("| agent " if named else "")
+        + "| placed | K | drums seen in task 1 | n | warm success [95% CI] | cold success | warm SPL [95% CI] | "
         "cold SPL | warm - cold SPL [95% CI] |",
-        "|---|---:|---|---:|---|---:|---|---:|---|",
+        ("|---" if named else "") + "|---|---:|---|---:|---|---:|---|---:|---|",
     ]
     for place in args.places.split(","):
         for k in [int(v) for v in args.k.split(",")]:
@@ -73,37 +83,46 @@ def main() -> None:
                     f"experiment.poison_k={k}",
                     f"experiment.poison_place={place}",
                     "experiment.baselines=[]",
+                    f"experiment.variants=[{args.variants}]",
                     *args.overrides,
                 ]
                 if args.dry_run:
                     print(" ".join(cmd), flush=True)
                     continue
                 subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
-            recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == "memory"]
-            warm = {r["world_seed"]: r for r in recs if r["condition"] == "warm"}
-            cold = {r["world_seed"]: r for r in recs if r["condition"] == "cold"}
-            for group in ("seen", "not seen", "all"):
-                worlds = sorted(
-                    w
-                    for w in warm
-                    if w in cold and (group == "all" or bool(warm[w]["target_seen_before"]) == (group == "seen"))
-                )
-                if len(worlds) < 2:
-                    continue
-                ws = np.array([warm[w]["success"] for w in worlds], float)
-                cs = np.array([cold[w]["success"] for w in worlds], float)
-                wspl = np.array([warm[w]["spl"] for w in worlds])
-                cspl = np.array([cold[w]["spl"] for w in worlds])
-                slo, shi = mean_ci(ws)
-                plo, phi = mean_ci(wspl)
-                dlo, dhi = paired_ci(wspl, cspl, difference_of_means)
-                rows.append(
-                    f"| {place} | {k} | {group} | {len(worlds)} | {ws.mean():.2f} [{slo:.2f}, {shi:.2f}] | {cs.mean():.2f} | "
-                    f"{wspl.mean():.2f} [{plo:.2f}, {phi:.2f}] | {cspl.mean():.2f} | "
-                    f"{float(difference_of_means(wspl, cspl)):+.2f} [{dlo:+.2f}, {dhi:+.2f}] |"
-                )
+            for variant in variants:
+                recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == variant]
+                rows += _rows(recs, f"| {variant} " if named else "", place, k)
     if not args.dry_run:
         print("\n".join(rows))
+
+
+def _rows(recs: list[dict], prefix: str, place: str, k: int) -> list[str]:
+    """Task 2's rows for one memory system: seen, not seen and pooled, warm against cold."""
+    out: list[str] = []
+    warm = {r["world_seed"]: r for r in recs if r["condition"] == "warm"}
+    cold = {r["world_seed"]: r for r in recs if r["condition"] == "cold"}
+    for group in ("seen", "not seen", "all"):
+        worlds = sorted(
+            w
+            for w in warm
+            if w in cold and (group == "all" or bool(warm[w]["target_seen_before"]) == (group == "seen"))
+        )
+        if len(worlds) < 2:
+            continue
+        ws = np.array([warm[w]["success"] for w in worlds], float)
+        cs = np.array([cold[w]["success"] for w in worlds], float)
+        wspl = np.array([warm[w]["spl"] for w in worlds])
+        cspl = np.array([cold[w]["spl"] for w in worlds])
+        slo, shi = mean_ci(ws)
+        plo, phi = mean_ci(wspl)
+        dlo, dhi = paired_ci(wspl, cspl, difference_of_means)
+        out.append(
+            f"{prefix}| {place} | {k} | {group} | {len(worlds)} | {ws.mean():.2f} [{slo:.2f}, {shi:.2f}] | {cs.mean():.2f} | "
+            f"{wspl.mean():.2f} [{plo:.2f}, {phi:.2f}] | {cspl.mean():.2f} | "
+            f"{float(difference_of_means(wspl, cspl)):+.2f} [{dlo:+.2f}, {dhi:+.2f}] |"
+        )
+    return out
 
 
 if __name__ == "__main__":
