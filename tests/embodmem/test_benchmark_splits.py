@@ -41,6 +41,14 @@ def test_custom_split_with_first(script: str, tmp_path: Path) -> None:
         assert "700003" not in run.stdout and "hydra.launcher.n_jobs=1" in run.stdout
 
 
+def test_poison_runs_the_memory_systems_it_is_given(tmp_path: Path) -> None:
+    """``--variants`` reaches the multirun (default: frame memory only)."""
+    common = ("--worlds", "2", "--k", "20", "--out", str(tmp_path))
+    assert "experiment.variants=[memory]" in _dry_run("poison.py", *common).stdout
+    run = _dry_run("poison.py", *common, "--variants", "memory,textlog,memory_keep_all")
+    assert run.returncode == 0 and "experiment.variants=[memory,textlog,memory_keep_all]" in run.stdout
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_custom_split_without_first_is_one_line(script: str) -> None:
     run = _dry_run(script, "--split", "custom", "--worlds", "3")
