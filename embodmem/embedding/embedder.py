@@ -174,14 +174,18 @@ class ClipEmbedder:
 
     @torch.inference_mode()
     def embed_texts(self, texts: list[str]) -> np.ndarray:
-        """List of strings -> (N, D) float32 unit vectors (cached per string)."""
+        """List of strings -> (N, D) float32 unit vectors (cached per string).
+
+        Each string goes through the text tower alone: a batch's matrix products may round the last
+        bits differently for each batch size, so a string's vector would depend on which other
+        strings were first asked for with it, that is on what the process embedded before. Alone,
+        it is a function of the string (texts are few: one mission and its prompts at a time)."""
         if isinstance(texts, str):
             raise ValueError("texts must be a list of strings, not a single string")
-        missing = [t for t in dict.fromkeys(texts) if t not in self._text_cache]
-        if missing:
-            tokens = self.tokenize(missing).to(self.device)
-            feats = self.model.encode_text(tokens, normalize=True).float().cpu().numpy()
-            self._text_cache.update(zip(missing, feats))
+        for text in dict.fromkeys(texts):
+            if text not in self._text_cache:
+                tokens = self.tokenize([text]).to(self.device)
+                self._text_cache[text] = self.model.encode_text(tokens, normalize=True).float().cpu().numpy()[0]
         return np.stack([self._text_cache[t] for t in texts]).astype(np.float32)
 
     def embed_text(self, text: str) -> np.ndarray:

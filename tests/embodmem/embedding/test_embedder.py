@@ -37,6 +37,21 @@ def test_images_and_texts_become_unit_vectors(embedder: ClipEmbedder) -> None:
     assert embedder.embed_images(rng.integers(0, 255, (2, 96, 96, 3), dtype=np.uint8)).shape == (2, embedder.dim)
 
 
+def test_a_texts_vector_depends_on_the_text_alone(embedder: ClipEmbedder) -> None:
+    """Not on the strings embedded with it or before it: a batch's matrix products round the last bits
+    differently for each batch size (8 strings at once differ from one at a time in most of their
+    components), so a mission's vector, and a decision on a threshold, would depend on what the
+    process had embedded before."""
+    texts = [
+        "find a sunken ship", "open water", "the empty seabed", "a photo of red oil drums underwater",
+        "a reef", "rocks", "a mining robot", "find an aircraft wreck in deep water",
+    ]  # fmt: skip
+    together = ClipEmbedder(threads=1).embed_texts(texts)
+    embedder.embed_texts(texts[3:5])  # some cached first, by another call
+    one_by_one = np.stack([embedder.embed_text(t) for t in reversed(texts)])[::-1]
+    np.testing.assert_array_equal(together, one_by_one)
+
+
 def test_identical_frames_are_embedded_once(embedder: ClipEmbedder) -> None:
     rng = np.random.default_rng(1)
     a, b = rng.integers(0, 255, (2, 64, 64, 3), dtype=np.uint8)
