@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -99,3 +100,40 @@ def _end_group(sweep: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):  # nothing left
         os.killpg(sweep.pid, signal.SIGTERM)
     sweep.wait()
+
+
+FLOOR_SECTIONS = ("env", "lockstep embedding")
+"""What no change to the agents, the planner or the runner takes off a lockstep run's time: its
+worlds' steps (the env as built) and the CLIP's batched passes (the model as trained)."""
+
+
+def time_table(directory: Path, cores: int) -> str:
+    """Where a finished multirun's time went: each section of its jobs' ``profile.json`` summed, per
+    step and spread over ``cores``, and the floor (:data:`FLOOR_SECTIONS`) that a faster agent,
+    planner or runner cannot go under. Empty if no job wrote a profile.
+
+    Spread over ``cores``: the seconds the section would take if the jobs kept every core busy the
+    whole run (a lower bound on its share of the wall time)."""
+    steps, loop_s, seconds = 0, 0.0, {}
+    for path in sorted(directory.rglob("profile.json")):
+        profile = json.loads(path.read_text())
+        steps += int(profile["steps"])
+        loop_s += float(profile["loop_s"])
+        for row in profile["sections"]:
+            seconds[row["section"]] = seconds.get(row["section"], 0.0) + float(row["seconds"])
+    if not steps:
+        return ""
+    lines = [
+        f"{steps:,} steps; the jobs' loops took {loop_s:.0f} s in all, {loop_s / cores:.0f} s spread over {cores} cores",
+        "",
+        f"| section | seconds | us per step | seconds spread over {cores} cores |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, value in sorted(seconds.items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {name} | {value:.1f} | {1e6 * value / steps:.1f} | {value / cores:.1f} |")
+    floor = sum(seconds.get(name, 0.0) for name in FLOOR_SECTIONS)
+    label = " + ".join(FLOOR_SECTIONS)
+    lines.append(
+        f"| **{label} (no agent change removes it)** | {floor:.1f} | {1e6 * floor / steps:.1f} | **{floor / cores:.1f}** |"
+    )
+    return "\n".join(lines)

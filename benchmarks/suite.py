@@ -11,7 +11,7 @@ succeeded.
     python benchmarks/suite.py --split test --worlds 100 --agents core      # the README's main tables
     python benchmarks/suite.py --split test --worlds 20 --agents ablations  # the README's ablation table
     python benchmarks/suite.py --split dev --worlds 30 --agents quick    # iteration: memory + explorer only
-    python benchmarks/suite.py --from-dir multirun/suite-test-core      # re-print tables of a finished run
+    python benchmarks/suite.py --from-dir multirun/suite-test-core      # re-print tables (and where the time went)
     python benchmarks/suite.py --split test --worlds 100 --agents core --lanes 0 --out multirun/suite-sequential
     python benchmarks/suite.py --compare multirun/suite-test-core multirun/suite-sequential   # side by side
     python benchmarks/suite.py --split test --worlds 100 --agents core experiment.resume=true  # finish a stopped run
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from multirun import add_lanes_argument, multirun_command, run_multirun
+from multirun import add_lanes_argument, multirun_command, run_multirun, time_table
 
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, paired_ci, ratio_of_means
@@ -340,6 +340,10 @@ def main() -> None:
     if any(r["agent"] != "memory" and r["condition"] == "warm" for r in records):
         print("\n### Ablations: warm-minus-cold SPL of later tasks, per variant\n")
         print(ablation_table(records))
+    profile = time_table(directory, args.jobs)
+    if profile:
+        print(f"\n### Where the time went (the jobs' profile.json, spread over --jobs {args.jobs} cores)\n")
+        print(profile)
 
 
 if __name__ == "__main__":

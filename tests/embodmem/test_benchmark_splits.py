@@ -4,6 +4,7 @@ intervals resample whole worlds; the suite counts warm failures where cold succe
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import time
@@ -134,6 +135,29 @@ def test_compare_puts_two_runs_side_by_side_and_counts_differing_records() -> No
     cells = [c.strip() for c in table[2].split("|")]
     assert cells[6:8] == ["0.50", "0.60"] and cells[-2] == "1"  # SPL A, B; one record differs (world 0)
     assert cells[-3].startswith("+0.100")
+
+
+def test_time_table_sums_the_jobs_profiles_and_names_the_floor(tmp_path: Path) -> None:
+    """``suite.py`` prints where a run's time went: each section summed over the jobs' profile.json,
+    per step and spread over the cores, and the env plus the CLIP's batched passes as the floor."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from multirun import time_table
+
+    assert time_table(tmp_path, 2) == ""
+    for job, (env_s, clip_s) in enumerate(((3.0, 1.0), (5.0, 3.0))):
+        (tmp_path / str(job)).mkdir()
+        sections = [
+            {"section": "agent", "seconds": 10.0, "us_per_step": 0.0, "share": 0.0},
+            {"section": "env", "seconds": env_s, "us_per_step": 0.0, "share": 0.0},
+            {"section": "lockstep embedding", "seconds": clip_s, "us_per_step": 0.0, "share": 0.0},
+        ]
+        profile = {"steps": 1_000_000, "loop_s": 20.0, "sections": sections}
+        (tmp_path / str(job) / "profile.json").write_text(json.dumps(profile))
+    lines = time_table(tmp_path, 2).splitlines()
+    assert lines[0] == "2,000,000 steps; the jobs' loops took 40 s in all, 20 s spread over 2 cores"
+    assert "| agent | 20.0 | 10.0 | 10.0 |" in lines
+    assert "| env | 8.0 | 4.0 | 4.0 |" in lines
+    assert lines[-1] == "| **env + lockstep embedding (no agent change removes it)** | 12.0 | 6.0 | **6.0** |"
 
 
 def _alive(pid: int) -> bool:
