@@ -31,12 +31,13 @@ from hydra import compose, initialize_config_module
 import embodmem.app as app
 from embodmem.atomic import atomic_write_text
 from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord
+from embodmem.profiling import RunProfile
 from embodmem.splits import get_split
 
 SEQUENCES = ("wreck_then_barrel", "shallow_tour6", "deep_pair")
 
 
-def run_job(worlds: list[int], first: int, extra: list[str]) -> tuple[list[dict], dict]:
+def run_job(worlds: list[int], first: int, extra: list[str]) -> tuple[list[dict], RunProfile]:
     """Records and profile of one job over ``worlds`` (dev split)."""
     overrides = [
         f"experiment.sequences=[{','.join(SEQUENCES)}]",
@@ -52,7 +53,7 @@ def run_job(worlds: list[int], first: int, extra: list[str]) -> tuple[list[dict]
         cfg = compose("config", overrides=overrides)
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, contextlib.redirect_stdout(io.StringIO()):
         records = app.run(cfg, Path(tmp) / "run")
-        profile = json.loads((Path(tmp) / "run" / "profile.json").read_text())
+        profile: RunProfile = json.loads((Path(tmp) / "run" / "profile.json").read_text())
     return [r.plain() for r in records if isinstance(r, EpisodeRecord)], profile
 
 
@@ -70,7 +71,7 @@ def same_records(a: list[dict], b: list[dict]) -> bool:
     return keyed(a) == keyed(b)
 
 
-def section_rows(profile: dict) -> list[str]:
+def section_rows(profile: RunProfile) -> list[str]:
     return [
         f"| {p['section']} | {p['seconds']:.2f} | {p['us_per_step']:.0f} | {p['share']:.1%} |"
         for p in profile["sections"]

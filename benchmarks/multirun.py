@@ -20,6 +20,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from embodmem.profiling import RunProfile
+
 
 def world_chunks(worlds: Sequence[int], jobs: int) -> list[list[int]]:
     """``worlds`` dealt round-robin into ``2 x jobs`` chunks (fewer when there are fewer worlds)."""
@@ -114,13 +116,14 @@ def time_table(directory: Path, cores: int) -> str:
 
     Spread over ``cores``: the seconds the section would take if the jobs kept every core busy the
     whole run (a lower bound on its share of the wall time)."""
-    steps, loop_s, seconds = 0, 0.0, {}
+    steps, loop_s = 0, 0.0
+    seconds: dict[str, float] = {}
     for path in sorted(directory.rglob("profile.json")):
-        profile = json.loads(path.read_text())
-        steps += int(profile["steps"])
-        loop_s += float(profile["loop_s"])
+        profile: RunProfile = json.loads(path.read_text())
+        steps += profile["steps"]
+        loop_s += profile["loop_s"]
         for row in profile["sections"]:
-            seconds[row["section"]] = seconds.get(row["section"], 0.0) + float(row["seconds"])
+            seconds[row["section"]] = seconds.get(row["section"], 0.0) + row["seconds"]
     if not steps:
         return ""
     lines = [

@@ -55,7 +55,7 @@ from embodmem.fingerprint import check_new_run, check_resume, write_fingerprint
 from embodmem.lockstep import Lockstep
 from embodmem.metrics_record import METRICS_FILE, EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
-from embodmem.profiling import Profiler
+from embodmem.profiling import Profiler, RunProfile
 from embodmem.runner import ExperimentPlan, RunWriter, run_experiment, sequential_order
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     records = sequential_order(plan, writer.records) if plan.lanes else writer.records
     steps = sum(r.steps or 0 for r in records if r.condition is not Condition.eval)
     profile = profiler.table(steps)
-    atomic_write_json(out_dir / "profile.json", {"steps": steps, "loop_s": round(loop_s, 3), "sections": profile})
+    atomic_write_json(out_dir / "profile.json", RunProfile(steps=steps, loop_s=round(loop_s, 3), sections=profile))
     from embodmem.report import print_report, print_table, write_summary
     from embodmem.report.tables import READING_GUIDE
 

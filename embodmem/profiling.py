@@ -19,6 +19,16 @@ class SectionTime(TypedDict):
     """Share of the top-level sections' total."""
 
 
+class RunProfile(TypedDict):
+    """What a run's ``profile.json`` holds (written by :func:`embodmem.app.run`)."""
+
+    steps: int
+    """Agent steps of the run."""
+    loop_s: float
+    """Wall seconds of the run's loop: every episode, not model loading or the report."""
+    sections: list[SectionTime]
+
+
 class Profiler:
     """Wall time per named section, accumulated over a run (to know which part is slow)."""
 
