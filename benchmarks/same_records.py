@@ -3,7 +3,8 @@ and after a change" (README, "Same records before and after").
 
 Compares every record of run directory A with the record of the same key in B (sequence, world,
 seed, task, agent, condition, evaluation and poisoning settings), every field but the wall-clock
-ones, and the ``summary.csv`` / ``transfer.csv`` files byte for byte. Prints the first differences
+ones, and the ``summary.csv`` / ``transfer.csv`` files byte for byte where both runs dealt their
+worlds into the same jobs (runs with another ``--jobs`` write other per-job reports). Prints the first differences
 and a one-line verdict; exits 1 if anything differs.
 
     python benchmarks/suite.py --split dev --worlds 20 --agents all --out /tmp/before   # on the old tree
@@ -15,6 +16,7 @@ and a one-line verdict; exits 1 if anything differs.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -58,12 +60,30 @@ def differences(a: Path, b: Path, allow_added: bool = False) -> list[str]:
                 continue
             if not same_value(x.get(name, "<absent>"), y.get(name, "<absent>")):
                 found.append(f"{key} {name}: {x.get(name, '<absent>')!r} != {y.get(name, '<absent>')!r}")
-    for name in () if allow_added else ("summary.csv", "transfer.csv"):
+    if allow_added or not same_jobs(a, b):
+        return found
+    for name in ("summary.csv", "transfer.csv"):
         for fa in sorted(a.rglob(name)):
             fb = b / fa.relative_to(a)
             if not fb.exists() or fa.read_bytes() != fb.read_bytes():
                 found.append(f"{fa.relative_to(a)} differs")
     return found
+
+
+def job_worlds(directory: Path) -> dict[Path, frozenset[object]]:
+    """Each job's folder (relative to the run) and the worlds its records cover."""
+    jobs: dict[Path, set[object]] = {}
+    for path in directory.rglob("metrics.jsonl"):
+        worlds = jobs.setdefault(path.parent.relative_to(directory), set())
+        worlds.update(json.loads(line)["world_seed"] for line in path.read_text().splitlines() if line.strip())
+    return {job: frozenset(worlds) for job, worlds in jobs.items()}
+
+
+def same_jobs(a: Path, b: Path) -> bool:
+    """Do the two runs split their worlds into the same jobs? Each job writes its own summary.csv and
+    transfer.csv, so only then can they be compared file by file (``--jobs 1`` and ``--jobs 2`` deal
+    the worlds into other chunks: the same records, other reports)."""
+    return job_worlds(a) == job_worlds(b)
 
 
 def main() -> None:
@@ -82,6 +102,8 @@ def main() -> None:
     found = differences(args.a, args.b, args.allow_added)
     for line in found[:20]:
         print(line)
+    if not args.allow_added and not same_jobs(args.a, args.b):
+        print("the runs deal their worlds into other jobs (another --jobs): records compared, per-job reports not")
     n = len(keyed(args.a))
     print(
         f"{n} records in A, {len(keyed(args.b))} in B: " + ("IDENTICAL" if not found else f"{len(found)} differences")

@@ -38,3 +38,21 @@ def test_only_the_episode_counts(tmp_path: Path) -> None:
     assert _same(a, added).returncode == 1
     assert _same("--allow-added", a, added).returncode == 0
     assert _same("--allow-added", added, a).returncode == 1  # a field that went missing is a difference
+
+
+def test_runs_with_other_jobs_compare_records_not_reports(tmp_path: Path) -> None:
+    """``--jobs 1`` against ``--jobs 2``: the worlds are dealt into other jobs, each writing its own
+    summary.csv, so the same records must not be reported as different reports; the same jobs with
+    different reports still are."""
+    a = _run_dir(tmp_path / "a")
+    (a / "0" / "summary.csv").write_text("a\n")
+    b = tmp_path / "b"
+    (b / "1").mkdir(parents=True)
+    (b / "1" / "metrics.jsonl").write_text((a / "0" / "metrics.jsonl").read_text())
+    (b / "1" / "summary.csv").write_text("b\n")
+    result = _same(a, b)
+    assert result.returncode == 0 and "per-job reports not" in result.stdout and "IDENTICAL" in result.stdout
+    c = _run_dir(tmp_path / "c")
+    (c / "0" / "summary.csv").write_text("c\n")
+    result = _same(a, c)
+    assert result.returncode == 1 and "0/summary.csv differs" in result.stdout
