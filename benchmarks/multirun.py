@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from embodmem.profiling import RunProfile
+from embodmem.profiling import Profiler, RunProfile
 
 
 def world_chunks(worlds: Sequence[int], jobs: int) -> list[list[int]]:
@@ -117,13 +117,13 @@ def time_table(directory: Path, cores: int) -> str:
     Spread over ``cores``: the seconds the section would take if the jobs kept every core busy the
     whole run (a lower bound on its share of the wall time)."""
     steps, loop_s = 0, 0.0
-    seconds: dict[str, float] = {}
+    summed = Profiler()  # the jobs' sections added up, tabled as one run's
     for path in sorted(directory.rglob("profile.json")):
         profile: RunProfile = json.loads(path.read_text())
         steps += profile["steps"]
         loop_s += profile["loop_s"]
         for row in profile["sections"]:
-            seconds[row["section"]] = seconds.get(row["section"], 0.0) + row["seconds"]
+            summed.seconds[row["section"]] += row["seconds"]
     if not steps:
         return ""
     lines = [
@@ -132,9 +132,11 @@ def time_table(directory: Path, cores: int) -> str:
         f"| section | seconds | us per step | seconds spread over {cores} cores |",
         "|---|---:|---:|---:|",
     ]
-    for name, value in sorted(seconds.items(), key=lambda kv: -kv[1]):
-        lines.append(f"| {name} | {value:.1f} | {1e6 * value / steps:.1f} | {value / cores:.1f} |")
-    floor = sum(seconds.get(name, 0.0) for name in FLOOR_SECTIONS)
+    for row in summed.table(steps):
+        lines.append(
+            f"| {row['section']} | {row['seconds']:.1f} | {row['us_per_step']:.1f} | {row['seconds'] / cores:.1f} |"
+        )
+    floor = sum(summed.seconds.get(name, 0.0) for name in FLOOR_SECTIONS)
     label = " + ".join(FLOOR_SECTIONS)
     lines.append(
         f"| **{label} (no agent change removes it)** | {floor:.1f} | {1e6 * floor / steps:.1f} | **{floor / cores:.1f}** |"

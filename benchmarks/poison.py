@@ -90,9 +90,9 @@ def main() -> None:
                     print(" ".join(cmd), flush=True)
                     continue
                 subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
+            task2 = [r for r in load_records(directory) if r["task_index"] == 2]
             for variant in variants:
-                recs = [r for r in load_records(directory) if r["task_index"] == 2 and r["agent"] == variant]
-                rows += _rows(recs, f"| {variant} " if named else "", place, k)
+                rows += _rows([r for r in task2 if r["agent"] == variant], f"| {variant} " if named else "", place, k)
     if not args.dry_run:
         print("\n".join(rows))
 

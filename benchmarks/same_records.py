@@ -16,7 +16,6 @@ and a one-line verdict; exits 1 if anything differs.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -46,10 +45,11 @@ def same_value(a: object, b: object) -> bool:
     return a == b
 
 
-def differences(a: Path, b: Path, allow_added: bool = False) -> list[str]:
+def differences(a: Path, b: Path, allow_added: bool = False, reports: bool = True) -> list[str]:
     """Every difference between the runs, as lines (empty: the same); ``allow_added``: A was run on an
     older tree, so a field only B's records have is not a difference, and the report files (whose
-    columns and formatting may have changed since) are not compared."""
+    columns and formatting may have changed since) are not compared; nor are they without
+    ``reports`` (runs that dealt their worlds into other jobs, :func:`same_jobs`)."""
     ra, rb = keyed(a), keyed(b)
     found = [f"only in {a}: {k}" for k in sorted(set(ra) - set(rb), key=str)]
     found += [f"only in {b}: {k}" for k in sorted(set(rb) - set(ra), key=str)]
@@ -60,7 +60,7 @@ def differences(a: Path, b: Path, allow_added: bool = False) -> list[str]:
                 continue
             if not same_value(x.get(name, "<absent>"), y.get(name, "<absent>")):
                 found.append(f"{key} {name}: {x.get(name, '<absent>')!r} != {y.get(name, '<absent>')!r}")
-    if allow_added or not same_jobs(a, b):
+    if allow_added or not reports:
         return found
     for name in ("summary.csv", "transfer.csv"):
         for fa in sorted(a.rglob(name)):
@@ -72,11 +72,10 @@ def differences(a: Path, b: Path, allow_added: bool = False) -> list[str]:
 
 def job_worlds(directory: Path) -> dict[Path, frozenset[object]]:
     """Each job's folder (relative to the run) and the worlds its records cover."""
-    jobs: dict[Path, set[object]] = {}
-    for path in directory.rglob("metrics.jsonl"):
-        worlds = jobs.setdefault(path.parent.relative_to(directory), set())
-        worlds.update(json.loads(line)["world_seed"] for line in path.read_text().splitlines() if line.strip())
-    return {job: frozenset(worlds) for job, worlds in jobs.items()}
+    return {
+        path.parent.relative_to(directory): frozenset(r["world_seed"] for r in load_records(path.parent))
+        for path in directory.rglob("metrics.jsonl")
+    }
 
 
 def same_jobs(a: Path, b: Path) -> bool:
@@ -99,10 +98,11 @@ def main() -> None:
     for d in (args.a, args.b):
         if not any(d.rglob("metrics.jsonl")):
             parser.error(f"{d}: no metrics.jsonl below it; allowed: a run or multirun directory")
-    found = differences(args.a, args.b, args.allow_added)
+    reports = not args.allow_added and same_jobs(args.a, args.b)
+    found = differences(args.a, args.b, args.allow_added, reports)
     for line in found[:20]:
         print(line)
-    if not args.allow_added and not same_jobs(args.a, args.b):
+    if not args.allow_added and not reports:
         print("the runs deal their worlds into other jobs (another --jobs): records compared, per-job reports not")
     n = len(keyed(args.a))
     print(
