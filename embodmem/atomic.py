@@ -2,7 +2,9 @@
 
 Everything a user keeps (memory, logs, metrics) goes through these helpers. They write into a
 temporary file in the destination's directory, flush and fsync it, then ``os.replace`` it over the
-destination, which POSIX guarantees is atomic on one filesystem.
+destination, which POSIX guarantees is atomic on one filesystem. Records files that grow by one
+line per episode are appended to instead (:func:`append_jsonl`): each line is written whole or
+torn at the end, where the readers drop it.
 """
 
 from __future__ import annotations
@@ -60,15 +62,28 @@ def atomic_write_json(path: str | os.PathLike[str], obj: object, *, indent: int 
     return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=False) + "\n")
 
 
-def atomic_append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, object]]) -> Path:
-    """Append JSON records (mappings of JSON-serialisable values) to a ``.jsonl`` file, rewriting it atomically.
+def append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, object]]) -> Path:
+    """Append JSON records (mappings of JSON-serialisable values) to a ``.jsonl`` file, in one write,
+    then fsync it.
 
-    The whole file is rewritten so that a crash mid-append never leaves a torn last line.
-    Files here are small (one line per episode), so the copy is cheap.
+    Nothing already in the file is rewritten, so an append costs the new lines alone (a rewrite per
+    episode made a run's writes grow with the square of its episodes). A reader still sees each
+    record whole or not at all: a crash mid-write can tear only the last line, which the readers
+    drop (``embodmem.runner.read_metrics``; resume also cuts it from the file). A file that does not
+    end in a newline (torn before) gets one first, so the new lines stay lines of their own.
     """
     path = Path(path)
-    old = path.read_bytes() if path.exists() else b""
-    if old and not old.endswith(b"\n"):
-        old += b"\n"
-    new = b"".join((json.dumps(r, sort_keys=False) + "\n").encode("utf-8") for r in records)
-    return atomic_write_bytes(path, old + new)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = b"".join((json.dumps(r, sort_keys=False) + "\n").encode("utf-8") for r in records)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)  # read: its last byte
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import JsonValue, ValidationError
 
 from embodmem.agents.base import Agent, MemoryCarrier, Observation
-from embodmem.atomic import atomic_append_jsonl, atomic_write_bytes
+from embodmem.atomic import append_jsonl, atomic_write_bytes
 from embodmem.condition import Condition
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.goals import goal_cells_seen
@@ -510,7 +510,8 @@ def read_records(path: Path, repair: bool = False) -> list[EpisodeRecord]:
 
 
 class RunWriter:
-    """Writes a run's outputs as they come: metrics.jsonl (atomically, per episode) and episode logs.
+    """Writes a run's outputs as they come: metrics.jsonl (a line appended and fsynced per episode)
+    and episode logs.
 
     The one place records and logs become JSON: each record was checked when it was built
     (:meth:`EpisodeRecord.finished`), each log when it was made (:meth:`EpisodeLog.of`).
@@ -563,7 +564,7 @@ class RunWriter:
             for key in replaced:
                 del self.aborted[key]
         elif records:
-            atomic_append_jsonl(self.metrics_path, lines)
+            append_jsonl(self.metrics_path, lines)
         for record in records:
             if record.aborted:
                 self.aborted[record.key] = record

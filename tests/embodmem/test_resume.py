@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from embodmem.atomic import append_jsonl
 from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord
 from embodmem.runner import RunWriter, read_metrics
 
@@ -78,4 +79,22 @@ def test_read_metrics_repairs_only_a_torn_last_line(tmp_path: Path, capsys: pyte
     assert path.read_text() == json.dumps(rec) + "\n"
     path.write_text("garbage\n" + json.dumps(rec) + "\n")
     with pytest.raises(ValueError, match="line 1 is not a metrics record"):
+        read_metrics(path)
+
+
+def test_appending_records_writes_only_the_new_lines(tmp_path: Path) -> None:
+    """An episode's record is appended, not the file rewritten: the bytes already there stay (same
+    inode, same prefix), and a line torn before gets a newline so the new one stands on its own."""
+    path = tmp_path / "metrics.jsonl"
+    first, second = {"a": 1}, {"b": [2.5, None]}
+    append_jsonl(path, [first])
+    inode, before = path.stat().st_ino, path.read_bytes()
+    append_jsonl(path, [second, first])
+    assert path.stat().st_ino == inode and path.read_bytes().startswith(before)
+    assert read_metrics(path) == [first, second, first]
+    with path.open("ab") as fh:  # a crash mid-append
+        fh.write(b'{"c": ')
+    append_jsonl(path, [second])
+    assert path.read_bytes().endswith(b'{"c": \n' + json.dumps(second).encode() + b"\n")
+    with pytest.raises(ValueError, match="line 4 is not a metrics record"):  # the torn line stays visible
         read_metrics(path)
