@@ -16,20 +16,28 @@ and a one-line verdict; exits 1 if anything differs.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from pathlib import Path
 
-from suite import load_records
+from suite import file_records
 
 TIMING_FIELDS = frozenset({"wall_time_s", "memory_query_ms", "run_id"})
 """Fields that measure the machine (or name the run), not the episode."""
 KEY_FIELDS = ("sequence", "world_seed", "seed", "task_index", "agent", "condition", "eval_after", "poison_k")
 
 
+@functools.cache
+def job_records(directory: Path) -> dict[Path, list[dict]]:
+    """Each job's folder (relative to the run) and its records: a run is read once, however many
+    questions are asked of it."""
+    return {path.parent.relative_to(directory): file_records(path) for path in sorted(directory.rglob("metrics.jsonl"))}
+
+
 def keyed(directory: Path) -> dict[tuple[object, ...], dict]:
     out: dict[tuple[object, ...], dict] = {}
-    for record in load_records(directory):
+    for record in (r for records in job_records(directory).values() for r in records):
         key = tuple(record.get(f) for f in KEY_FIELDS)
         if key in out:
             raise SystemExit(f"{directory}: two records with the key {key}")
@@ -72,10 +80,7 @@ def differences(a: Path, b: Path, allow_added: bool = False, reports: bool = Tru
 
 def job_worlds(directory: Path) -> dict[Path, frozenset[object]]:
     """Each job's folder (relative to the run) and the worlds its records cover."""
-    return {
-        path.parent.relative_to(directory): frozenset(r["world_seed"] for r in load_records(path.parent))
-        for path in directory.rglob("metrics.jsonl")
-    }
+    return {job: frozenset(r["world_seed"] for r in records) for job, records in job_records(directory).items()}
 
 
 def same_jobs(a: Path, b: Path) -> bool:
@@ -104,10 +109,8 @@ def main() -> None:
         print(line)
     if not args.allow_added and not reports:
         print("the runs deal their worlds into other jobs (another --jobs): records compared, per-job reports not")
-    n = len(keyed(args.a))
-    print(
-        f"{n} records in A, {len(keyed(args.b))} in B: " + ("IDENTICAL" if not found else f"{len(found)} differences")
-    )
+    n_a, n_b = (sum(map(len, job_records(d).values())) for d in (args.a, args.b))
+    print(f"{n_a} records in A, {n_b} in B: " + ("IDENTICAL" if not found else f"{len(found)} differences"))
     sys.exit(1 if found else 0)
 
 

@@ -41,12 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_records(directory: Path) -> list[dict]:
-    records = []
-    for path in sorted(directory.rglob("metrics.jsonl")):
-        for line in path.read_text().splitlines():
-            if line.strip():
-                records.append(json.loads(line))
-    return records
+    """Every record of the ``metrics.jsonl`` files below ``directory`` (a run or a multirun)."""
+    return [record for path in sorted(directory.rglob("metrics.jsonl")) for record in file_records(path)]
+
+
+def file_records(path: Path) -> list[dict]:
+    """The records of one ``metrics.jsonl``."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @dataclass(frozen=True)

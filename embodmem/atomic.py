@@ -62,6 +62,17 @@ def atomic_write_json(path: str | os.PathLike[str], obj: object, *, indent: int 
     return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=False) + "\n")
 
 
+def jsonl_bytes(records: Iterable[Mapping[str, object]]) -> bytes:
+    """Records (mappings of JSON-serialisable values) as JSON lines: the one format of the ``.jsonl``
+    files a run writes, whether appended or rewritten."""
+    return b"".join((json.dumps(r) + "\n").encode("utf-8") for r in records)
+
+
+def atomic_write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, object]]) -> Path:
+    """Atomically replace ``path`` with ``records`` as JSON lines."""
+    return atomic_write_bytes(path, jsonl_bytes(records))
+
+
 def append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, object]]) -> Path:
     """Append JSON records (mappings of JSON-serialisable values) to a ``.jsonl`` file, in one write,
     then fsync it.
@@ -74,7 +85,7 @@ def append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, ob
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = b"".join((json.dumps(r, sort_keys=False) + "\n").encode("utf-8") for r in records)
+    data = jsonl_bytes(records)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)  # read: its last byte
     try:
         size = os.fstat(fd).st_size

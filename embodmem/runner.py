@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import JsonValue, ValidationError
 
 from embodmem.agents.base import Agent, MemoryCarrier, Observation
-from embodmem.atomic import append_jsonl, atomic_write_bytes
+from embodmem.atomic import append_jsonl, atomic_write_bytes, atomic_write_jsonl
 from embodmem.condition import Condition
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.goals import goal_cells_seen
@@ -557,10 +557,7 @@ class RunWriter:
                 for r in read_metrics(self.metrics_path)
                 if not (r.get("aborted") and EpisodeRecord.model_validate(r).key in replaced)
             ]
-            atomic_write_bytes(
-                self.metrics_path,
-                b"".join((json.dumps(r) + "\n").encode() for r in [*kept, *lines]),
-            )
+            atomic_write_jsonl(self.metrics_path, [*kept, *lines])
             for key in replaced:
                 del self.aborted[key]
         elif records:

@@ -10,7 +10,6 @@ into the run directory and prints the table.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from tqdm import tqdm
 
 from embodmem.agents.base import RecognitionEmbedder
 from embodmem.agents.vlm.config import VLMConfig
-from embodmem.atomic import atomic_write_text
+from embodmem.atomic import atomic_write_jsonl, atomic_write_text
 from embodmem.eqa.answerers import Answerer, AnswererContext, build_answerer, check_answerers
 from embodmem.eqa.config import EQAConfig
 from embodmem.eqa.files import QuestionSet, load_questions, question_file
@@ -79,7 +78,7 @@ def run_eqa(
 
     result = answer_question_set(qs, answerers, on_tour=tick)
     bar.close()
-    atomic_write_text(out_dir / "eqa.jsonl", "".join(json.dumps(dataclasses.asdict(r)) + "\n" for r in result.records))
+    atomic_write_jsonl(out_dir / "eqa.jsonl", [dataclasses.asdict(r) for r in result.records])
     table = report(qs, result)
     atomic_write_text(out_dir / "eqa.md", table + "\n")
     print(f"Question answering from memory: {len(qs.questions)} questions on {len(qs.tours)} tours ({qs.split})")
