@@ -175,18 +175,23 @@ class BatchVisibility:
     """The kinds of ``look`` (set by :meth:`Camera.render_batch`)."""
     kind2: np.ndarray | None = None
 
-    def of(self, i: int) -> dict[str, np.ndarray]:
-        """The visibility record of frame ``i`` (the dict :meth:`Camera.render` returns)."""
+    def kinds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kinds of ``look`` and ``look2`` (B, size), found once."""
         if self.kind is None or self.kind2 is None:
             self.kind, self.kind2 = LOOK_KIND[self.look], LOOK_KIND[self.look2]
+        return self.kind, self.kind2
+
+    def of(self, i: int) -> dict[str, np.ndarray]:
+        """The visibility record of frame ``i`` (the dict :meth:`Camera.render` returns)."""
+        kind, kind2 = self.kinds()
         return {
-            "kind": self.kind[i],
+            "kind": kind[i],
             "look": self.look[i],
             "look2": self.look2[i],
             "cell_x": self.cell_x[i],
             "cell_y": self.cell_y[i],
             "pixels": self.pixels[i],
-            "kind2": self.kind2[i],
+            "kind2": kind2[i],
             "cell_x2": self.cell_x2[i],
             "cell_y2": self.cell_y2[i],
             "pixels2": self.pixels2[i],

@@ -44,6 +44,29 @@ START_MODES = ("fixed0", "fixed1", "random", "continue")
 
 _IS_TARGET = np.array([k.is_target for k in KINDS])
 _KIND_NAMES = tuple(k.name for k in KINDS)
+_MAX_INSTANCES = 64
+"""Instances of one kind a world may hold (the slots of :func:`visible_instances_of`'s sums)."""
+
+
+def visible_instances_of(
+    kinds: np.ndarray, instances: np.ndarray, pixels: np.ndarray, frame_size: int
+) -> list[set[tuple[str, int]]]:
+    """Target instances (kind, instance) clearly visible in each of R frames of ``frame_size``
+    pixels, from their columns (arrays (R, N): kind, the world's instance at the cell hit (-1: none),
+    fog-weighted visible pixels). One ``bincount`` serves every frame, and each frame's sums add its
+    own columns in their order, as the frame alone would: the batched env gets the single env's sets.
+    """
+    rows = len(kinds)
+    shows_target = _IS_TARGET[kinds].any(axis=1, keepdims=True)  # a frame without one shows no instance
+    keep = shows_target & (instances >= 0) & (kinds > 0) & (pixels > 0)
+    per_frame = len(KINDS) * _MAX_INSTANCES
+    key = (np.arange(rows)[:, None] * len(KINDS) + kinds) * _MAX_INSTANCES + instances
+    totals = np.bincount(key[keep], weights=pixels[keep])
+    found: list[set[tuple[str, int]]] = [set() for _ in range(rows)]
+    for k in np.flatnonzero(totals >= VISIBLE_FRACTION * frame_size**2).tolist():
+        row, slot = divmod(k, per_frame)
+        found[row].add((_KIND_NAMES[slot // _MAX_INSTANCES], slot % _MAX_INSTANCES))
+    return found
 
 
 def robot_triangle(center: tuple[float, float], heading: int, radius: float) -> np.ndarray:
@@ -539,13 +562,7 @@ class UnderwaterEnv(MiniGridEnv):
         if not (_IS_TARGET[vis["kind"]].any() or _IS_TARGET[vis["kind2"]].any()):
             return set()
         kinds, _, _, inst, pixels = self._frame_columns()
-        keep = (inst >= 0) & (kinds > 0) & (pixels > 0)
-        if not keep.any():
-            return set()
-        key = kinds[keep].astype(np.int64) * 64 + inst[keep]
-        totals = np.bincount(key, weights=pixels[keep])
-        threshold = VISIBLE_FRACTION * self.camera.size**2
-        return {(KINDS[int(k) // 64].name, int(k) % 64) for k in np.nonzero(totals >= threshold)[0]}
+        return visible_instances_of(kinds[None], inst[None], pixels[None], self.camera.size)[0]
 
     def visible_target_cells(self) -> set[tuple[str, int, int]]:
         """(kind, x, y) of the cells of clearly visible target instances that the last frame shows."""
@@ -556,8 +573,8 @@ class UnderwaterEnv(MiniGridEnv):
         if not visible:
             return set()
         kinds, xs, ys, inst, pixels = self._frame_columns()
-        wanted = np.array([KIND_INDEX[name] * 64 + i for name, i in visible], dtype=np.int64)
-        key = kinds.astype(np.int64) * 64 + inst
+        wanted = np.array([KIND_INDEX[name] * _MAX_INSTANCES + i for name, i in visible], dtype=np.int64)
+        key = kinds.astype(np.int64) * _MAX_INSTANCES + inst
         shown = (pixels > 0) & (inst >= 0) & (key[:, None] == wanted).any(axis=1)  # a few instances at most
         return {
             (_KIND_NAMES[k], x, y)
@@ -576,9 +593,11 @@ class UnderwaterEnv(MiniGridEnv):
         success = self._task_maps(self.task)["success"]
         return path_via_cells_m(self.world.free(), success, start, cells, self.cell_size_m, self.success_distance_m)
 
-    def _info(self, success: bool) -> StepInfo:
+    def _info(self, success: bool, visible: set[tuple[str, int]] | None = None) -> StepInfo:
+        """Gymnasium's info for this step; ``visible``: the frame's :meth:`visible_instances`, when
+        the batched env has found them for every world at once."""
         x, y = self.agent_pos
-        visible = self.visible_instances()
+        visible = self.visible_instances() if visible is None else visible
         self._visible_now, self._success_now = visible, success  # for ground_truth()
         return {
             "task": self.task.name,
@@ -592,7 +611,7 @@ class UnderwaterEnv(MiniGridEnv):
             "start_pose": self.start_pose,
             "distance_m": float(self._maps["nearest"][y, x]),
             "geodesic_m": float(self._maps["geodesic"][y, x]),
-            "instance_distances_m": [float(d) for d in self._maps["instances"][:, y, x]],
+            "instance_distances_m": self._maps["instances"][:, y, x].tolist(),
             "path_length_m": self.path_length_m,
             "collisions": self.collisions,
             "target_in_view": any(k == self.task.target for k, _ in visible),
@@ -619,7 +638,7 @@ class UnderwaterEnv(MiniGridEnv):
             start_pose=self.start_pose,
             distance_m=float(self._maps["nearest"][y, x]),
             geodesic_m=float(self._maps["geodesic"][y, x]),
-            instance_distances_m=[float(d) for d in self._maps["instances"][:, y, x]],
+            instance_distances_m=self._maps["instances"][:, y, x].tolist(),
             path_length_m=self.path_length_m,
             collisions=self.collisions,
             target_in_view=any(k == self.task.target for k, _ in visible),

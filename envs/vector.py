@@ -38,13 +38,14 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from embodmem.envs.camera import BatchVisibility
 from embodmem.envs.config import EXTRA_VIEWS
 from embodmem.envs.entry import MISSION_ENCODINGS
 from embodmem.envs.fauna import drift
 from embodmem.envs.ground_truth import StepInfo
 from embodmem.envs.spec import ACTION_NAMES, Observation
 from embodmem.envs.tasks import MISSIONS
-from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.envs.underwater import FrameColumns, UnderwaterEnv, visible_instances_of
 from embodmem.envs.wrappers import MISSION_INDEX
 
 ObservationBatch = dict[str, np.ndarray | tuple[object, ...]]
@@ -420,6 +421,8 @@ def observe_together(
         for view in views
     }
     ranges = first.sonar.scan_batch(padded, pad, x, y, heading)
+    columns = frame_columns_together(envs, visibility)
+    visible = visible_instances_of(columns[0], columns[3], columns[4], first.camera.size)
     observations: list[Observation] = []
     infos: list[StepInfo] = []
     for k, (i, env) in enumerate(zip(indices, envs)):
@@ -429,9 +432,22 @@ def observe_together(
             sub_obs = env._observation(
                 images[k], visibility.of(k), {view: f[k] for view, f in frames.items()}, ranges[k]
             )
+            env._columns = (columns[0][k], columns[1][k], columns[2][k], columns[3][k], columns[4][k])
             observations.append(sub_obs)
-            infos.append(env._info(bool(successes[k])))
+            infos.append(env._info(bool(successes[k]), visible[k]))
     return BatchObservation(images, frames, observations, infos)
+
+
+def frame_columns_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility) -> FrameColumns:
+    """Each world's ``UnderwaterEnv._frame_columns`` (kind, cell x, cell y, instance, pixels) as rows
+    of (B, N) arrays, read for all B frames at once."""
+    first = envs[0]
+    kind, kind2 = visibility.kinds()
+    xs = np.concatenate([visibility.cell_x, visibility.cell_x2], axis=1) % first.width
+    ys = np.concatenate([visibility.cell_y, visibility.cell_y2], axis=1) % first.height
+    instances = np.stack([env.world.instances for env in envs])[np.arange(len(envs))[:, None], ys, xs]
+    pixels = np.concatenate([visibility.pixels, visibility.pixels2], axis=1)
+    return np.concatenate([kind, kind2], axis=1), xs, ys, instances, pixels
 
 
 def act_together(

@@ -135,14 +135,16 @@ def test_each_sub_env_is_the_single_env_alone_with_per_world_options() -> None:
 def test_worlds_stepped_together_are_each_world_stepped_alone() -> None:
     """``step_together`` (what the lockstep runner steps its lanes' worlds with): worlds of different
     seeds, tasks and episodes, in shallow and deep water with noise and extra views, each stepped by
-    its own ``step`` beside it; every result equal bit for bit, and each observation owns its arrays
-    (a lane may keep a frame without holding the whole batch)."""
+    its own ``step`` beside it; every result equal bit for bit, and so the ground truth the measures
+    read after it (the visible target cells come from the batch's frame columns), and each observation
+    owns its arrays (a lane may keep a frame without holding the whole batch)."""
     settings = dict(tasks=("wreck", "deep_barrel"), image_size=32, extra_views=["image_left"], max_steps=50, **NOISY)
     seeds = [4, 9, 21, 30]
     together = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
     alone = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
     rng = np.random.default_rng(3)
     resets = 0
+    targets_in_view = 0
     for i in range(len(seeds)):
         options = {"task_index": i % 2, "start": "random"}
         assert_same(together[i].reset(seed=i, options=options), alone[i].reset(seed=i, options=options))
@@ -153,12 +155,16 @@ def test_worlds_stepped_together_are_each_world_stepped_alone() -> None:
         for i, env in enumerate(alone):
             single = env.step(actions[i])
             assert_same(results[i], single)
+            cells = env.visible_target_cells()
+            assert together[i].visible_target_cells() == cells
+            assert together[i].ground_truth().visible_instances == env.ground_truth().visible_instances
+            targets_in_view += bool(cells)
             assert results[i][0]["image"].flags.owndata and results[i][0]["image_left"].flags.owndata
             if single[2] or single[3]:
                 options = {"task_index": (i + t) % 2, "start": "random"}
                 assert_same(together[i].reset(seed=t, options=options), env.reset(seed=t, options=options))
                 resets += 1
-    assert resets >= 10
+    assert resets >= 10 and targets_in_view >= 20
     with pytest.raises(SubEnvError, match=r"sub-env 1 \(world_seed=9\): ValueError: action=9 is not one of"):
         step_together(together[:2], [0, 9])
 
