@@ -48,17 +48,23 @@ _MAX_INSTANCES = 64
 """Instances of one kind a world may hold (the slots of :func:`visible_instances_of`'s sums)."""
 
 
+def shows_target_kind(kind: np.ndarray, kind2: np.ndarray) -> np.ndarray:
+    """Whether each frame, from the kinds of its columns' two layers (..., N), shows a target kind:
+    a frame that does not shows no target instance (:func:`visible_instances_of` skips it)."""
+    return _IS_TARGET[kind].any(axis=-1) | _IS_TARGET[kind2].any(axis=-1)
+
+
 def visible_instances_of(
     kinds: np.ndarray, instances: np.ndarray, pixels: np.ndarray, frame_size: int
 ) -> list[set[tuple[str, int]]]:
     """Target instances (kind, instance) clearly visible in each of R frames of ``frame_size``
-    pixels, from their columns (arrays (R, N): kind, the world's instance at the cell hit (-1: none),
-    fog-weighted visible pixels). One ``bincount`` serves every frame, and each frame's sums add its
-    own columns in their order, as the frame alone would: the batched env gets the single env's sets.
+    pixels that show a target kind, from their columns (arrays (R, N): kind, the world's instance at
+    the cell hit (-1: none), fog-weighted visible pixels). One ``bincount`` serves every frame, and
+    each frame's sums add its own columns in their order, as the frame alone would: the batched env
+    gets the single env's sets.
     """
     rows = len(kinds)
-    shows_target = _IS_TARGET[kinds].any(axis=1, keepdims=True)  # a frame without one shows no instance
-    keep = shows_target & (instances >= 0) & (kinds > 0) & (pixels > 0)
+    keep = (instances >= 0) & (kinds > 0) & (pixels > 0)
     per_frame = len(KINDS) * _MAX_INSTANCES
     key = (np.arange(rows)[:, None] * len(KINDS) + kinds) * _MAX_INSTANCES + instances
     totals = np.bincount(key[keep], weights=pixels[keep])
@@ -559,7 +565,7 @@ class UnderwaterEnv(MiniGridEnv):
     def visible_instances(self) -> set[tuple[str, int]]:
         """Target instances (kind, instance) clearly visible in the last frame."""
         vis = self._visibility
-        if not (_IS_TARGET[vis["kind"]].any() or _IS_TARGET[vis["kind2"]].any()):
+        if not (_IS_TARGET[vis["kind"]].any() or _IS_TARGET[vis["kind2"]].any()):  # shows_target_kind, short-circuited
             return set()
         kinds, _, _, inst, pixels = self._frame_columns()
         return visible_instances_of(kinds[None], inst[None], pixels[None], self.camera.size)[0]

@@ -45,7 +45,7 @@ from embodmem.envs.fauna import drift
 from embodmem.envs.ground_truth import StepInfo
 from embodmem.envs.spec import ACTION_NAMES, Observation
 from embodmem.envs.tasks import MISSIONS
-from embodmem.envs.underwater import FrameColumns, UnderwaterEnv, visible_instances_of
+from embodmem.envs.underwater import FrameColumns, UnderwaterEnv, shows_target_kind, visible_instances_of
 from embodmem.envs.wrappers import MISSION_INDEX
 
 ObservationBatch = dict[str, np.ndarray | tuple[object, ...]]
@@ -421,8 +421,7 @@ def observe_together(
         for view in views
     }
     ranges = first.sonar.scan_batch(padded, pad, x, y, heading)
-    columns = frame_columns_together(envs, visibility)
-    visible = visible_instances_of(columns[0], columns[3], columns[4], first.camera.size)
+    visible = visible_together(envs, visibility)
     observations: list[Observation] = []
     infos: list[StepInfo] = []
     for k, (i, env) in enumerate(zip(indices, envs)):
@@ -432,22 +431,43 @@ def observe_together(
             sub_obs = env._observation(
                 images[k], visibility.of(k), {view: f[k] for view, f in frames.items()}, ranges[k]
             )
-            env._columns = (columns[0][k], columns[1][k], columns[2][k], columns[3][k], columns[4][k])
+            columns = visible[k][1]
+            if columns is not None:
+                env._columns = columns  # _observation has just forgotten the last frame's
             observations.append(sub_obs)
-            infos.append(env._info(bool(successes[k]), visible[k]))
+            infos.append(env._info(bool(successes[k]), visible[k][0]))
     return BatchObservation(images, frames, observations, infos)
 
 
-def frame_columns_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility) -> FrameColumns:
-    """Each world's ``UnderwaterEnv._frame_columns`` (kind, cell x, cell y, instance, pixels) as rows
-    of (B, N) arrays, read for all B frames at once."""
-    first = envs[0]
+FEW_TARGET_FRAMES = 4
+"""Below this many frames that show a target kind, each world finds its visible instances alone
+(``UnderwaterEnv._info``): the batch's numpy calls cost more than a few worlds' own."""
+
+VisibleFound = tuple[set[tuple[str, int]] | None, FrameColumns | None]
+"""A world's visible target instances found in the batch, and its frame's columns when it shows a
+target kind (the measures read them again for the visible target cells); None: not found there."""
+
+
+def visible_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility) -> list[VisibleFound]:
+    """Each world's ``visible_instances`` for its frame (its row of ``visibility``), found for the
+    B frames in one batch, or left to each world when few frames show a target kind."""
+    nothing: list[VisibleFound] = [(None, None)] * len(envs)
+    if len(envs) < FEW_TARGET_FRAMES:
+        return nothing
     kind, kind2 = visibility.kinds()
-    xs = np.concatenate([visibility.cell_x, visibility.cell_x2], axis=1) % first.width
-    ys = np.concatenate([visibility.cell_y, visibility.cell_y2], axis=1) % first.height
-    instances = np.stack([env.world.instances for env in envs])[np.arange(len(envs))[:, None], ys, xs]
-    pixels = np.concatenate([visibility.pixels, visibility.pixels2], axis=1)
-    return np.concatenate([kind, kind2], axis=1), xs, ys, instances, pixels
+    rows = np.flatnonzero(shows_target_kind(kind, kind2)).tolist()
+    if len(rows) < FEW_TARGET_FRAMES:
+        return nothing
+    first = envs[0]
+    xs = np.concatenate([visibility.cell_x[rows], visibility.cell_x2[rows]], axis=1) % first.width
+    ys = np.concatenate([visibility.cell_y[rows], visibility.cell_y2[rows]], axis=1) % first.height
+    kinds = np.concatenate([kind[rows], kind2[rows]], axis=1)
+    pixels = np.concatenate([visibility.pixels[rows], visibility.pixels2[rows]], axis=1)
+    instances = np.stack([envs[k].world.instances[ys[i], xs[i]] for i, k in enumerate(rows)])
+    found: list[VisibleFound] = [(set(), None)] * len(envs)
+    for i, (k, seen) in enumerate(zip(rows, visible_instances_of(kinds, instances, pixels, first.camera.size))):
+        found[k] = (seen, (kinds[i], xs[i], ys[i], instances[i], pixels[i]))
+    return found
 
 
 def act_together(

@@ -15,6 +15,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import embodmem  # registers the ids; compose
+from embodmem.envs import vector
 from embodmem.envs.tasks import MISSIONS
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.vector import SubEnvError, UnderwaterVectorEnv, batch_key, step_together
@@ -132,14 +133,24 @@ def test_each_sub_env_is_the_single_env_alone_with_per_world_options() -> None:
     assert len({float(obs["image"][i].mean()) for i in range(3)}) == 3  # different worlds really differ
 
 
-def test_worlds_stepped_together_are_each_world_stepped_alone() -> None:
+def test_worlds_stepped_together_are_each_world_stepped_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """``step_together`` (what the lockstep runner steps its lanes' worlds with): worlds of different
     seeds, tasks and episodes, in shallow and deep water with noise and extra views, each stepped by
     its own ``step`` beside it; every result equal bit for bit, and so the ground truth the measures
     read after it (the visible target cells come from the batch's frame columns), and each observation
-    owns its arrays (a lane may keep a frame without holding the whole batch)."""
+    owns its arrays (a lane may keep a frame without holding the whole batch). Steps with many and
+    with few frames showing a target kind both occur: the visible instances are then found in the
+    batch and by each world alone (``vector.FEW_TARGET_FRAMES``)."""
     settings = dict(tasks=("wreck", "deep_barrel"), image_size=32, extra_views=["image_left"], max_steps=50, **NOISY)
-    seeds = [4, 9, 21, 30]
+    seeds = [4, 9, 21, 30, 41, 57]
+    batched_steps = []
+    real_visible_instances_of = vector.visible_instances_of
+
+    def counting(*args: Any) -> Any:
+        batched_steps.append(len(args[0]))
+        return real_visible_instances_of(*args)
+
+    monkeypatch.setattr(vector, "visible_instances_of", counting)
     together = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
     alone = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
     rng = np.random.default_rng(3)
@@ -165,6 +176,7 @@ def test_worlds_stepped_together_are_each_world_stepped_alone() -> None:
                 assert_same(together[i].reset(seed=t, options=options), env.reset(seed=t, options=options))
                 resets += 1
     assert resets >= 10 and targets_in_view >= 20
+    assert 20 <= len(batched_steps) <= 180, len(batched_steps)  # found in the batch at some steps, not all
     with pytest.raises(SubEnvError, match=r"sub-env 1 \(world_seed=9\): ValueError: action=9 is not one of"):
         step_together(together[:2], [0, 9])
 
