@@ -464,7 +464,7 @@ def visible_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility)
     kinds = np.concatenate([kind[rows], kind2[rows]], axis=1)
     pixels = np.concatenate([visibility.pixels[rows], visibility.pixels2[rows]], axis=1)
     instances = np.stack([envs[k].world.instances[ys[i], xs[i]] for i, k in enumerate(rows)])
-    found: list[VisibleFound] = [(set(), None)] * len(envs)
+    found: list[VisibleFound] = [(set(), None) for _ in envs]  # a set of its own for each world
     for i, (k, seen) in enumerate(zip(rows, visible_instances_of(kinds, instances, pixels, first.camera.size))):
         found[k] = (seen, (kinds[i], xs[i], ys[i], instances[i], pixels[i]))
     return found
