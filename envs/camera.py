@@ -181,8 +181,9 @@ class BatchVisibility:
             self.kind, self.kind2 = LOOK_KIND[self.look], LOOK_KIND[self.look2]
         return self.kind, self.kind2
 
-    def of(self, i: int) -> dict[str, np.ndarray]:
-        """The visibility record of frame ``i`` (the dict :meth:`Camera.render` returns)."""
+    def of(self, i: int | list[int]) -> dict[str, np.ndarray]:
+        """The visibility record of frame ``i`` (the dict :meth:`Camera.render` returns), or of the
+        frames of the list ``i`` (each array (len(i), size))."""
         kind, kind2 = self.kinds()
         return {
             "kind": kind[i],

@@ -54,6 +54,20 @@ def shows_target_kind(kind: np.ndarray, kind2: np.ndarray) -> np.ndarray:
     return _IS_TARGET[kind].any(axis=-1) | _IS_TARGET[kind2].any(axis=-1)
 
 
+def layered_columns(
+    vis: Mapping[str, np.ndarray], width: int, height: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both layers of frames' columns one after the other along the last axis (a frame's (N,) or a
+    batch's (B, N) visibility arrays): kind, cell x, cell y (wrapped into the world) and fog-weighted
+    visible pixels; the world's instances at those cells complete :data:`FrameColumns`."""
+    return (
+        np.concatenate([vis["kind"], vis["kind2"]], axis=-1),
+        np.concatenate([vis["cell_x"], vis["cell_x2"]], axis=-1) % width,
+        np.concatenate([vis["cell_y"], vis["cell_y2"]], axis=-1) % height,
+        np.concatenate([vis["pixels"], vis["pixels2"]], axis=-1),
+    )
+
+
 def visible_instances_of(
     kinds: np.ndarray, instances: np.ndarray, pixels: np.ndarray, frame_size: int
 ) -> list[set[tuple[str, int]]]:
@@ -553,19 +567,15 @@ class UnderwaterEnv(MiniGridEnv):
         world's instance at that cell (-1: none) and fog-weighted visible pixels. Read once a frame:
         the step's visible instances and its target cells both need them."""
         if self._columns is None:
-            vis = self._visibility
             assert self.world is not None
-            kinds = np.concatenate([vis["kind"], vis["kind2"]])
-            xs = np.concatenate([vis["cell_x"], vis["cell_x2"]]) % self.width
-            ys = np.concatenate([vis["cell_y"], vis["cell_y2"]]) % self.height
-            pixels = np.concatenate([vis["pixels"], vis["pixels2"]])
+            kinds, xs, ys, pixels = layered_columns(self._visibility, self.width, self.height)
             self._columns = (kinds, xs, ys, self.world.instances[ys, xs], pixels)
         return self._columns
 
     def visible_instances(self) -> set[tuple[str, int]]:
         """Target instances (kind, instance) clearly visible in the last frame."""
         vis = self._visibility
-        if not (_IS_TARGET[vis["kind"]].any() or _IS_TARGET[vis["kind2"]].any()):  # shows_target_kind, short-circuited
+        if not shows_target_kind(vis["kind"], vis["kind2"]):
             return set()
         kinds, _, _, inst, pixels = self._frame_columns()
         return visible_instances_of(kinds[None], inst[None], pixels[None], self.camera.size)[0]

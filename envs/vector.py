@@ -45,7 +45,13 @@ from embodmem.envs.fauna import drift
 from embodmem.envs.ground_truth import StepInfo
 from embodmem.envs.spec import ACTION_NAMES, Observation
 from embodmem.envs.tasks import MISSIONS
-from embodmem.envs.underwater import FrameColumns, UnderwaterEnv, shows_target_kind, visible_instances_of
+from embodmem.envs.underwater import (
+    FrameColumns,
+    UnderwaterEnv,
+    layered_columns,
+    shows_target_kind,
+    visible_instances_of,
+)
 from embodmem.envs.wrappers import MISSION_INDEX
 
 ObservationBatch = dict[str, np.ndarray | tuple[object, ...]]
@@ -459,10 +465,7 @@ def visible_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility)
     if len(rows) < FEW_TARGET_FRAMES:
         return nothing
     first = envs[0]
-    xs = np.concatenate([visibility.cell_x[rows], visibility.cell_x2[rows]], axis=1) % first.width
-    ys = np.concatenate([visibility.cell_y[rows], visibility.cell_y2[rows]], axis=1) % first.height
-    kinds = np.concatenate([kind[rows], kind2[rows]], axis=1)
-    pixels = np.concatenate([visibility.pixels[rows], visibility.pixels2[rows]], axis=1)
+    kinds, xs, ys, pixels = layered_columns(visibility.of(rows), first.width, first.height)
     instances = np.stack([envs[k].world.instances[ys[i], xs[i]] for i, k in enumerate(rows)])
     found: list[VisibleFound] = [(set(), None) for _ in envs]  # a set of its own for each world
     for i, (k, seen) in enumerate(zip(rows, visible_instances_of(kinds, instances, pixels, first.camera.size))):
