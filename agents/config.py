@@ -22,7 +22,7 @@ from embodmem.checks import Range, check_ranges, check_types
 
 @dataclass
 class ExplorerConfig:
-    """Thresholds of the explorer (calibrated on calibration worlds, see benchmarks/calibrate.py)."""
+    """Thresholds of the explorer (calibrated on calibration worlds, see tools/calibrate.py)."""
 
     detect_probability: float = 0.5
     """P(target) of a frame above which the explorer goes to look closer."""

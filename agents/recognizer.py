@@ -32,7 +32,7 @@ DETECTION_RANGE_CELLS: dict[str, tuple[int, int]] = {
 }
 """Per target kind, (clear water, deep water): the farthest distance in cells at which the
 recogniser finds the kind in at least 90% of frames facing it, straight ahead or one cell to the
-side, on calibration worlds 500-529 (``python benchmarks/detection_range.py``). Deep water was
+side, on calibration worlds 500-529 (``python tools/detection_range.py``). Deep water was
 measured for the kinds with deep tasks (pipeline, barrel, wreck, wind station); the others take the
 smallest deep range measured (2)."""
 
@@ -53,7 +53,7 @@ FOUND_UP_TO_CELLS: dict[str, tuple[int | None, int | None]] = {
 """Per target kind, (clear water, deep water): the farthest distance in cells at which the
 recogniser finds the kind in at least 10% of frames facing it, straight ahead or one cell to the
 side, on the same calibration frames as :data:`DETECTION_RANGE_CELLS` (``python
-benchmarks/detection_range.py``); ``None``: still found at the farthest distance measured (6
+tools/detection_range.py``); ``None``: still found at the farthest distance measured (6
 cells). Deep water was measured for the kinds with deep tasks; the others keep their clear-water
 value, which fog can only shorten. A remembered sighting of the kind did not show it from farther
 (``recall_within_found_range``)."""

@@ -229,7 +229,7 @@ def ablation_table(records: list[dict]) -> str:
 
 
 NOT_COMPARED = frozenset({"wall_time_s", "memory_query_ms", "run_id", "episode_log"})
-"""Record fields that measure the machine or name files, not the episode (as benchmarks/same_records.py)."""
+"""Record fields that measure the machine or name files, not the episode (as tools/same_records.py)."""
 
 
 def _differs(a: dict, b: dict) -> bool:

@@ -5,7 +5,7 @@ on worlds that were used to choose anything. The rule:
 
 - ``embedder_train`` / ``embedder_validation``: the CLIP trainer (training frames / checkpoint choice).
 - ``embedder_test``: held-out frames for the embedder's quality benchmark.
-- ``calibration``: the agents' thresholds (benchmarks/calibrate.py).
+- ``calibration``: the agents' thresholds (tools/calibrate.py).
 - ``dev``: everything else that chooses: iteration on agents, demo worlds, debugging.
 - ``test``: read only by the benchmark suite (benchmarks/suite.py) to report; never to choose.
 - ``custom``: any worlds of your own (no membership check; a test-split report refuses it).
@@ -56,7 +56,7 @@ SPLITS: dict[str, Split] = {
     s.name: s
     for s in (
         Split("embedder_train", 0, 400, "frames the shipped CLIP was trained on"),
-        Split("calibration", 500, 530, "agent thresholds (benchmarks/calibrate.py)"),
+        Split("calibration", 500, 530, "agent thresholds (tools/calibrate.py)"),
         Split("dev", 1000, 2000, "iteration, demo worlds, debugging"),
         Split("memory_bench", 2000, 3000, "frame streams for the memory benchmarks"),
         Split("embedder_validation", 5000, 5040, "the CLIP trainer's checkpoint choice"),

@@ -18,7 +18,7 @@ from embodmem.preflight import PreflightError, check_command_line
 from embodmem.report.tables import READING_GUIDE
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("bad_inputs", ROOT / "benchmarks" / "bad_inputs.py")
+_spec = importlib.util.spec_from_file_location("bad_inputs", ROOT / "probes" / "bad_inputs.py")
 assert _spec is not None and _spec.loader is not None
 bad_inputs = sys.modules["bad_inputs"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bad_inputs)
@@ -132,7 +132,7 @@ def test_user_config_dirs_are_composed_as_hydra_will(tmp_path: Path) -> None:
     ("what", "name", "args"), bad_inputs.NEWCOMER_MISTAKES, ids=[w for w, _, _ in bad_inputs.NEWCOMER_MISTAKES]
 )
 def test_newcomer_mistake_is_one_line_exit_2_and_leaves_nothing(what: str, name: str, args: list[str]) -> None:
-    """The 25 mistakes of benchmarks/bad_inputs.py, through the real console scripts in an empty directory."""
+    """The 25 mistakes of probes/bad_inputs.py, through the real console scripts in an empty directory."""
     outcome = bad_inputs.run_one(args, name=name)
     assert outcome.exit_code == 2, (what, outcome.stderr[-2000:])
     assert outcome.stderr_lines == 1 and outcome.stderr.startswith(f"{name}: error: "), outcome.stderr

@@ -525,8 +525,8 @@ def _attack_module():
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("attack_episode_log", root / "benchmarks" / "attack_episode_log.py")
+    sys.path.insert(0, str(root / "probes"))
+    spec = importlib.util.spec_from_file_location("attack_episode_log", root / "probes" / "attack_episode_log.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""benchmarks/same_records.py, the check behind "bit-identical before and after": a changed field is
+"""tools/same_records.py, the check behind "bit-identical before and after": a changed field is
 found, a wall-clock field is not, a field added since is allowed only when asked."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _run_dir(path: Path, **changes: object) -> Path:
 
 
 def _same(*args: Path | str) -> subprocess.CompletedProcess[str]:
-    script = ROOT / "benchmarks" / "same_records.py"
+    script = ROOT / "tools" / "same_records.py"
     return subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True, timeout=60)
 
 

@@ -331,7 +331,7 @@ def test_stale_temp_files_removed_by_next_load_and_save(tmp_path: Path) -> None:
 
 def _attack_module():
     root = Path(__file__).resolve().parents[3]
-    spec = importlib.util.spec_from_file_location("attack_snapshot", root / "benchmarks" / "attack_snapshot.py")
+    spec = importlib.util.spec_from_file_location("attack_snapshot", root / "probes" / "attack_snapshot.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -18,7 +18,7 @@ Concurrent writers: two processes each save a memory and its map 40 times into o
 saves completed, refused with the one-line MemoryLockError, failed otherwise (bar 0), and whether
 the final snapshot loads.
 
-    python benchmarks/attack_map_files.py        # writes benchmarks/results/map_files_attack.md
+    python probes/attack_map_files.py        # writes probes/results/map_files_attack.md
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from cli_runs import REPO, WARM_ONLY, run_cli, write_results
 
 from embodmem.memory.persistence import manifest_digest
 
-RESULTS = REPO / "benchmarks" / "results" / "map_files_attack.md"
+RESULTS = REPO / "probes" / "results" / "map_files_attack.md"
 MUTATIONS = 200
 SEED = 24
 RUN = [
@@ -367,7 +367,7 @@ def main() -> None:
     table = [
         "# 200 mutations of the map files, and two writers (issue 24)",
         "",
-        f"`python benchmarks/attack_map_files.py` (seed {SEED}; two snapshots saved by `embodmem-run` on worlds 1000 and 1001).",
+        f"`python probes/attack_map_files.py` (seed {SEED}; two snapshots saved by `embodmem-run` on worlds 1000 and 1001).",
         "",
         f"**{MUTATIONS} mutations: {outcomes['refused']} refused in one line, {outcomes['silent']} silent loads "
         f"of a changed map, {outcomes['traceback']} tracebacks; {outcomes['same content']} re-signed edits loaded "

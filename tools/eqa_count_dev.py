@@ -7,8 +7,8 @@ frame memory with both counts from the same sightings. Reported per kind and tru
 the accuracy a balanced file would give (per kind, every answer weighted alike, the kind weighted
 by its rarest answer's number, as :func:`embodmem.eqa.questions.balance` keeps them).
 
-    nice -n 10 python benchmarks/eqa_count_dev.py                       # dev worlds 1000-1399
-    nice -n 10 python benchmarks/eqa_count_dev.py --first 1000 --tours 40
+    nice -n 10 python tools/eqa_count_dev.py                       # dev worlds 1000-1399
+    nice -n 10 python tools/eqa_count_dev.py --first 1000 --tours 40
 
 Dev worlds only: this is what chose the thresholds.
 """
@@ -83,7 +83,7 @@ def main() -> None:
     lines = [
         "# EQA counting on dev tours: on the map against clusters of look points",
         "",
-        f"Command: `nice -n 10 python benchmarks/eqa_count_dev.py --first {args.first} --tours {args.tours}`",
+        f"Command: `nice -n 10 python tools/eqa_count_dev.py --first {args.first} --tours {args.tours}`",
         "",
         f"Frame memory, one {TOUR_STEPS}-step tour per dev world {worlds[0]}-{worlds[-1]}, every count question "
         f"({sum(len(v) for v in hits['map'].values())}) before balancing.",

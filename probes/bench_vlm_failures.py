@@ -13,7 +13,7 @@ captured) against the project's loopback chat server (tests/agents/chat_server.p
 Reported: exit code, seconds until the process ended, lines printed to stderr, and for the last
 case the server's count against the metrics'.
 
-    python benchmarks/bench_vlm_failures.py
+    python probes/bench_vlm_failures.py
 """
 
 from __future__ import annotations

@@ -5,15 +5,15 @@ start, episode seed 0), questions from what entered the camera, balanced over th
 (worlds 1000-1099) is what the run mode answers by default and what the blind answerer learns its
 prior from; the test file (100000-100099) is read by benchmarks/eqa.py only.
 
-    python benchmarks/eqa_questions.py --split dev --first 1000 --tours 100
-    python benchmarks/eqa_questions.py --split test --first 100000 --tours 100
+    python tools/eqa_questions.py --split dev --first 1000 --tours 100
+    python tools/eqa_questions.py --split test --first 100000 --tours 100
 
 ``--attribute`` writes the attribute questions (eqa_attr_<split>.jsonl) instead: tours in the same
 seeds' worlds with appearance variants (env ``instance_goals``), walked with the variants CLIP
 (``embedder.pretrained=variants``), only attribute questions kept:
 
-    python benchmarks/eqa_questions.py --attribute --split dev --first 1000 --tours 100
-    python benchmarks/eqa_questions.py --attribute --split test --first 100000 --tours 100
+    python tools/eqa_questions.py --attribute --split dev --first 1000 --tours 100
+    python tools/eqa_questions.py --attribute --split test --first 100000 --tours 100
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ loopback chat server (tests/agents/chat_server.py):
 - ``changed max_steps``: resuming that directory with another ``env.max_steps`` is refused with
   one line naming the key.
 
-    python benchmarks/attack_vlm_server.py            # writes benchmarks/results/vlm_server_attack.md
+    python probes/attack_vlm_server.py            # writes probes/results/vlm_server_attack.md
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from embodmem.metrics_record import TIMING_FIELDS
 from embodmem.runner import read_metrics
 from tests.agents.chat_server import ChatServer, Reply
 
-RESULTS = REPO / "benchmarks" / "results" / "vlm_server_attack.md"
+RESULTS = REPO / "probes" / "results" / "vlm_server_attack.md"
 BASE = [
     "agent=vlm",
     "agent.vlm.mode=high",
@@ -279,7 +279,7 @@ def main() -> None:
     lines = [
         "# A hostile or failing VLM server (issue 24)",
         "",
-        "`python benchmarks/attack_vlm_server.py` (3 tasks, warm, high mode, `env.max_steps=30`, loopback chat server).",
+        "`python probes/attack_vlm_server.py` (3 tasks, warm, high mode, `env.max_steps=30`, loopback chat server).",
         "",
         "| case | outcome | figures | verdict |",
         "|---|---|---|---|",

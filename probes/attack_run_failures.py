@@ -16,7 +16,7 @@ world 1000, ``env.max_steps=40``, ``experiment.save_memory=true``) with one thin
 Bars: one line on stderr, a distinct non-zero exit per kind, the records written before the failure
 kept (counted in metrics.jsonl), no run directory for the up-front refusals.
 
-    python benchmarks/attack_run_failures.py      # writes benchmarks/results/run_failures_attack.md
+    python probes/attack_run_failures.py      # writes probes/results/run_failures_attack.md
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from cli_runs import REPO, WARM_ONLY, cli_env, nonblank_lines, run_cli, write_re
 
 from embodmem.memory.persistence import writer_lock
 
-RESULTS = REPO / "benchmarks" / "results" / "run_failures_attack.md"
+RESULTS = REPO / "probes" / "results" / "run_failures_attack.md"
 RUN = [
     "experiment.tasks=[wreck,barrel]",
     "experiment.world_seeds=[1000]",
@@ -144,7 +144,7 @@ def main() -> None:
     table = [
         "# Failures inside a run (issue 24)",
         "",
-        "`python benchmarks/attack_run_failures.py` (memory agent, warm, tasks wreck then barrel, world 1000, "
+        "`python probes/attack_run_failures.py` (memory agent, warm, tasks wreck then barrel, world 1000, "
         "`env.max_steps=40`, `experiment.save_memory=true` where a memory directory is involved).",
         "",
         "| case | exit | seconds | stderr lines | records kept | the line |",

@@ -13,8 +13,8 @@ from the test split (benchmarks/suite.py). The chosen values are the defaults in
   that the middle of the view confirms. The chosen threshold is the lowest with at most 1% false
   confirmations.
 
-    python benchmarks/calibrate.py
-    python benchmarks/calibrate.py --centre
+    python tools/calibrate.py
+    python tools/calibrate.py --centre
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ def main() -> None:
     parser.add_argument("--detect", default="0.5,0.7,0.9")
     parser.add_argument("--memory", default="0.5,0.7,0.9")
     parser.add_argument("--worlds", type=int, default=len(CALIBRATION_WORLDS))
-    parser.add_argument("--out", default=None, help="default benchmarks/results/calibration[_centre].md")
+    parser.add_argument("--out", default=None, help="default tools/results/calibration[_centre].md")
     parser.add_argument("--centre", action="store_true", help="calibrate the centre-of-view check instead")
     args = parser.parse_args()
     if args.centre:
-        calibrate_centre(args.worlds, args.out or "benchmarks/results/calibration_centre.md")
+        calibrate_centre(args.worlds, args.out or "tools/results/calibration_centre.md")
         return
-    args.out = args.out or "benchmarks/results/calibration.md"
+    args.out = args.out or "tools/results/calibration.md"
     tasks = get_sequence("wreck_then_barrel")
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         base = compose("config")
@@ -130,7 +130,7 @@ def calibrate_centre(n_worlds: int, out: str, distance: int = 2) -> None:
     thresholds = [0.3, 0.5, 0.7, 0.8, 0.9, 0.95]
     lines = [
         f"Calibration worlds {worlds[0]}-{worlds[-1]}, every task, the robot {distance} cells straight in front "
-        f"of a cell (`python benchmarks/calibrate.py --centre --worlds {n_worlds}`): {len(centre[True])} views of "
+        f"of a cell (`python tools/calibrate.py --centre --worlds {n_worlds}`): {len(centre[True])} views of "
         f"target cells, {len(centre[False])} views of object cells within {distance} cells of a target whose whole "
         f"frame shows the target (P >= confirm_probability = {confirm}).",
         "",

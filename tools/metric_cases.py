@@ -1,6 +1,6 @@
 """The hand cases of the metric definitions, computed by the library (issue bars; docs/metrics.md).
 
-python benchmarks/metric_cases.py
+python tools/metric_cases.py
 """
 
 from __future__ import annotations

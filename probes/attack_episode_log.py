@@ -16,8 +16,8 @@ and container) of it, each changed in value or type, or removed:
 Outcomes: ``refused`` (exit 1, one line naming the field), ``accepted`` (exit 0), ``traceback``,
 ``other`` (any other exit or more than one line).
 
-    python benchmarks/attack_episode_log.py            # the table in benchmarks/results/episode_log_attack.md
-    python benchmarks/attack_episode_log.py --stride 10  # every 10th change only (quicker)
+    python probes/attack_episode_log.py            # the table in probes/results/episode_log_attack.md
+    python probes/attack_episode_log.py --stride 10  # every 10th change only (quicker)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "probes"))
 
 from attack_snapshot import _REMOVE, _paths, _variants  # noqa: E402  (one mutation generator for both sweeps)
 

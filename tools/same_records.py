@@ -1,5 +1,5 @@
 """Are two runs the same, record by record? The check behind "the figures are bit-identical before
-and after a change" (README, "Same records before and after").
+and after a change" (docs/experiments.md, "Same records before and after").
 
 Compares every record of run directory A with the record of the same key in B (sequence, world,
 seed, task, agent, condition, evaluation and poisoning settings), every field but the wall-clock
@@ -9,8 +9,8 @@ and a one-line verdict; exits 1 if anything differs.
 
     python benchmarks/suite.py --split dev --worlds 20 --agents all --out /tmp/before   # on the old tree
     python benchmarks/suite.py --split dev --worlds 20 --agents all --out /tmp/after    # on the new tree
-    python benchmarks/same_records.py /tmp/before /tmp/after
-    python benchmarks/same_records.py --allow-added OLD NEW   # OLD run before fields were added to the record
+    python tools/same_records.py /tmp/before /tmp/after
+    python tools/same_records.py --allow-added OLD NEW   # OLD run before fields were added to the record
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import math
 import sys
 from pathlib import Path
 
-from suite import file_records
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from suite import file_records  # benchmarks/suite.py reads a run's records
 
 TIMING_FIELDS = frozenset({"wall_time_s", "memory_query_ms", "run_id"})
 """Fields that measure the machine (or name the run), not the episode."""

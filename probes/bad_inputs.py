@@ -8,8 +8,8 @@ variable NAME belongs must not appear in the output.
 Then the same for 25 mistakes a newcomer makes (:data:`NEWCOMER_MISTAKES`) across embodmem-run,
 embodmem-report and embodmem-replay.
 
-    python benchmarks/bad_inputs.py                 # markdown tables, then each value's message
-    python benchmarks/bad_inputs.py --out benchmarks/results/bad_inputs.md
+    python probes/bad_inputs.py                 # markdown tables, then each value's message
+    python probes/bad_inputs.py --out probes/results/bad_inputs.md
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ The farthest distance with at least 90% on both bearings is a kind's detection r
 with at least 10% on either bearing ("found up to"; "6+" when still found at 6 cells) is the table
 ``FOUND_UP_TO_CELLS`` that ``recall_within_found_range`` reads.
 
-    python benchmarks/detection_range.py
-    python benchmarks/detection_range.py --out benchmarks/results/detection_range.md
+    python tools/detection_range.py
+    python tools/detection_range.py --out tools/results/detection_range.md
 """
 
 from __future__ import annotations
