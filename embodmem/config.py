@@ -40,6 +40,13 @@ from embodmem.eqa.config import EQA_ANSWERERS, EQAConfig
 from embodmem.eqa.files import QuestionFileError, load_questions, question_file
 from embodmem.memory.config import MemoryConfig
 from embodmem.splits import SPLIT_NAMES, check_worlds
+from embodmem.tracking.settings import (
+    MLflowSettings,
+    TensorBoardSettings,
+    TrackingConfigError,
+    WandbSettings,
+    check_backends,
+)
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -213,6 +220,14 @@ class LoggerConfig:
     """Progress bars."""
     plots: bool = True
     """PNG plots at the end of the run."""
+    backends: list[str] = field(default_factory=lambda: ["jsonl"])
+    """Where the run is logged: jsonl (metrics.jsonl, always) plus any of tensorboard, wandb, mlflow,
+    or a plug-in (``module:Class`` or an ``embodmem.loggers`` entry point); docs/tracking.md."""
+    tensorboard: TensorBoardSettings = field(default_factory=TensorBoardSettings)
+    wandb: WandbSettings = field(default_factory=WandbSettings)
+    mlflow: MLflowSettings = field(default_factory=MLflowSettings)
+    options: dict[str, Any] = field(default_factory=dict)
+    """A plug-in tracker's keyword arguments, by its name in ``backends``."""
 
 
 @dataclass
@@ -470,6 +485,10 @@ def validate(cfg: DictConfig) -> None:
     _check_stop_range(cfg)
     _check_instance_goals(cfg)
     _check_lanes(cfg)
+    try:  # trackers: known names, installed packages, plug-in options (before any work)
+        check_backends(cfg.logger.backends, cfg.logger.options, str(cfg.logger.wandb.mode))
+    except TrackingConfigError as err:
+        raise ConfigError(str(err)) from None
     for key, schema in PART_CONFIGS:
         part_config(key, schema, cfg)
     load = cfg.experiment.load_memory

@@ -1,0 +1,37 @@
+"""Who a run is, for the trackers: name, group, job number and overrides from the Hydra job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from embodmem.tracking.protocol import TrackedRun
+from embodmem.tracking.scalars import flat_hparams
+
+
+def tracked_run(cfg: DictConfig, out_dir: Path) -> TrackedRun:
+    """The run as a dashboard names it. Inside a Hydra multirun: group = the sweep directory, name =
+    its leaf and the job number; a single run (or a call without Hydra) is named by its directory."""
+    from hydra.core.hydra_config import HydraConfig
+
+    group: str | None = None
+    job_num: int | None = None
+    overrides = ""
+    root = out_dir
+    name = out_dir.name
+    if HydraConfig.initialized():
+        hydra = HydraConfig.get()
+        overrides = str(hydra.job.override_dirname or "")
+        if str(hydra.mode) == "RunMode.MULTIRUN":
+            sweep = Path(hydra.sweep.dir)
+            group, job_num, root = str(sweep), int(hydra.job.num), sweep
+            name = f"{sweep.name}-{job_num}"
+    config = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(config, dict)
+    hparams = flat_hparams({str(k): v for k, v in config.items()})
+    hparams["job.num"] = -1 if job_num is None else job_num
+    hparams["job.overrides"] = overrides
+    return TrackedRun(
+        out_dir=out_dir, root_dir=root, name=name, group=group, job_num=job_num, overrides=overrides, hparams=hparams
+    )
