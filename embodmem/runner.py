@@ -533,6 +533,9 @@ class RunWriter:
         """Aborted records in the file, by episode key: replaced when their episode is written again."""
         self.records: list[EpisodeRecord] = [r for r in saved if not r.aborted]
         self.done = {r.key for r in self.records}
+        self.on_record: list[Callable[[int, EpisodeRecord], None]] = []
+        """Called with (episode index in the run, record) after each finished episode is appended
+        (the experiment trackers, :mod:`embodmem.tracking`)."""
 
     def write(self, result: EpisodeResult) -> None:
         record = result.final_record()
@@ -568,6 +571,8 @@ class RunWriter:
             else:
                 self.records.append(record)
                 self.done.add(record.key)
+                for listener in self.on_record:
+                    listener(len(self.records) - 1, record)
 
 
 @dataclass
