@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import (
@@ -29,16 +29,18 @@ from omegaconf import (
 )
 
 from embodmem.agents.config import MemoryAgentConfig
-from embodmem.agents.registry import baseline_names
+from embodmem.agents.registry import baseline_names, get_agent_spec
 from embodmem.agents.variants import VARIANTS
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
 from embodmem.condition import REQUESTABLE
+from embodmem.envs.changes import ChangeError, WorldChanges, check_changes
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.tasks import INSTANCE_GOALS, SEQUENCES, TASKS, get_task
-from embodmem.eqa.config import EQA_ANSWERERS, EQAConfig
+from embodmem.eqa.config import EQA_ANSWERERS, EQAConfig, resolve_answerer
 from embodmem.eqa.files import QuestionFileError, load_questions, question_file
 from embodmem.memory.config import MemoryConfig
+from embodmem.plugins import KINDS, PluginError, installed, is_import_path
 from embodmem.splits import SPLIT_NAMES, check_worlds
 from embodmem.tracking.settings import (
     MLflowSettings,
@@ -66,6 +68,7 @@ __all__ = [
     "Range",
     "VLMConfig",
     "VideoConfig",
+    "WorldConfig",
     "register_configs",
     "validate",
 ]
@@ -158,6 +161,13 @@ class AgentConfig(MemoryAgentConfig):
     (e.g. ``recall=False``) take precedence over the fields above."""
     vlm: VLMConfig = field(default_factory=VLMConfig)
     """The VLM policy (embodmem.agents.vlm.config.VLMConfig) when name=vlm."""
+    memory: Optional[str] = None
+    """A plug-in memory for the main memory agent (and the VLM's navigator) in place of the stock
+    frame memory: ``module:Class`` or a name installed under ``embodmem.memories`` (docs/plugins.md).
+    The run's rows carry its name (``<variant>+<name>`` for a variant other than memory)."""
+    plugin: Optional[str] = None
+    """A plug-in agent run as the main agent instead of ``name``: ``module:factory`` or a name installed
+    under ``embodmem.agents`` (``agent=<it>`` on the command line sets this key)."""
 
 
 @dataclass
@@ -247,10 +257,20 @@ class VideoConfig:
 
 
 @dataclass
+class WorldConfig:
+    """How the world of a sequence behaves beyond what ``env`` builds."""
+
+    changes: WorldChanges = field(default_factory=WorldChanges)
+    """The ``world/changes`` group (embodmem.envs.changes.WorldChanges): objects moved, removed,
+    added, re-dressed or drifting between (or during) the tasks; ``none`` keeps the world static."""
+
+
+@dataclass
 class Config:
     """The whole run."""
 
     env: EnvConfig = field(default_factory=EnvConfig)
+    world: WorldConfig = field(default_factory=WorldConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
@@ -268,6 +288,7 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
     cs.store(group="env", name="base_env", node=EnvConfig)
+    cs.store(group="world/changes", name="base_world_changes", node=WorldChanges)
     cs.store(group="agent", name="base_agent", node=AgentConfig)
     cs.store(group="memory", name="base_memory", node=MemoryConfig)
     cs.store(group="embedder", name="base_embedder", node=EmbedderConfig)
@@ -349,6 +370,15 @@ CHOICES: dict[str, Callable[[], Iterable[str]]] = {
     "experiment.eqa.answerers": lambda: EQA_ANSWERERS,
 }
 """String keys (or lists of strings) and the names they may take; Enums are checked by OmegaConf."""
+PLUGIN_KEYS: dict[str, Literal["agent", "memory", "any", "answerer"]] = {
+    "experiment.variants": "any",
+    "experiment.baselines": "agent",
+    "experiment.eqa.answerers": "answerer",
+    "agent.memory": "memory",
+    "agent.plugin": "agent",
+}
+"""Keys that also take plug-ins (embodmem.plugins: ``module:Class`` or an installed name) beyond
+their :data:`CHOICES`, and which kind: each is imported and checked against its protocol."""
 ALSO_ALLOWED: dict[str, tuple[Callable[[], Iterable[str]], str]] = {
     "experiment.tasks": (
         lambda: INSTANCE_GOALS,
@@ -398,6 +428,30 @@ def part_config(key: str, schema: type[T], cfg: DictConfig) -> T:
     except ValueError as err:
         message = str(err).replace(f"{schema.__name__}.", f"{key}.").split(": Error in ")[0]  # drop FAISS's C++ trace
         raise ConfigError(hide_secrets(message)) from None
+
+
+def check_plugin(key: str, name: str, stock: Iterable[str] = ()) -> None:
+    """A plug-in named at ``key`` imports and has its protocol's methods (ConfigError, one line); a
+    name that is neither ``stock`` nor installed nor a path lists every allowed one."""
+    kind = PLUGIN_KEYS[key]
+    groups = {
+        "agent": ("agent",),
+        "memory": ("memory",),
+        "any": ("agent", "memory"),
+        "answerer": ("answerer", "memory"),
+    }
+    found = {g: sorted(installed(g)) for g in groups[kind]}
+    if not is_import_path(name) and "+" not in name and not any(name in names for names in found.values()):
+        plugins = ", ".join(f"{KINDS[g].group}: {', '.join(n) or 'none'}" for g, n in found.items())
+        allowed = (", ".join(stock) + "; " if stock else "") + f"installed plug-ins: {plugins}"
+        raise ConfigError.bad_value(key, name, f"{allowed}; or a 'module:Class' path (embodmem-run --list-plugins)")
+    try:
+        if kind == "answerer":
+            resolve_answerer(name)
+        else:
+            get_agent_spec(name, key, kind)
+    except PluginError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _check_key_env(cfg: DictConfig) -> None:
@@ -458,6 +512,45 @@ def _check_instance_goals(cfg: DictConfig) -> None:
             )
 
 
+def world_changes(cfg: DictConfig) -> WorldChanges:
+    """The ``world.changes`` group as its dataclass (the env applies it)."""
+    node = OmegaConf.select(cfg, "world.changes")
+    if node is None:
+        return WorldChanges()
+    changes = OmegaConf.to_object(node)
+    assert isinstance(changes, WorldChanges)
+    return changes
+
+
+def _check_world_changes(cfg: DictConfig) -> None:
+    """Every change fits every sequence and world of the run (one line naming the change), before any work."""
+    changes = world_changes(cfg)
+    if not changes.active:
+        return
+    exp = cfg.experiment
+    if exp.sequences:
+        sequences = [SEQUENCES[s] for s in exp.sequences]
+    elif exp.tasks:
+        sequences = [tuple(exp.tasks)]
+    else:
+        sequences = [SEQUENCES[exp.sequence]]
+    env = part_config("env", EnvConfig, cfg)
+    variants = env.instance_goals or any(get_task(t).instance_goal for tasks in sequences for t in tasks)
+    try:
+        for tasks in sequences:
+            check_changes(
+                changes,
+                tasks,
+                [int(w) for w in exp.world_seeds],
+                env.size,
+                env.obstacle_density,
+                variants,
+                env.step_budget,
+            )
+    except ChangeError as err:
+        raise ConfigError(str(err)) from None
+
+
 def validate(cfg: DictConfig) -> None:
     """Every check types cannot express; raises :class:`ConfigError` (one line) at the first bad value."""
     check_known_keys(cfg, Config)
@@ -469,6 +562,9 @@ def validate(cfg: DictConfig) -> None:
         names = tuple(allowed())
         extra, extra_text = ALSO_ALLOWED.get(key, (tuple, ""))
         for item in items(OmegaConf.select(cfg, key)):
+            if key in PLUGIN_KEYS and item is not None and item not in names:
+                check_plugin(key, item, names)
+                continue
             if item is not None and item not in names and item not in tuple(extra()):
                 if key == "experiment.tasks" and isinstance(item, str) and item.count(".") == 2:
                     try:  # an instance goal: say which part is wrong (modality, task or variant)
@@ -480,6 +576,16 @@ def validate(cfg: DictConfig) -> None:
         for item in items(OmegaConf.select(cfg, key)):
             if item is not None and not rng.allows(item):
                 raise ConfigError.bad_value(key, item, rng.describe())
+    for key in ("agent.memory", "agent.plugin"):
+        value = OmegaConf.select(cfg, key)
+        if value is not None:
+            check_plugin(key, str(value))
+    if cfg.agent.memory is not None and VARIANTS[cfg.agent.variant].textlog:
+        raise ConfigError.bad_value(
+            "agent.memory",
+            cfg.agent.memory,
+            f"null with agent.variant={cfg.agent.variant} (a text log keeps no frames)",
+        )
     _check_key_env(cfg)
     _check_memory_dim(cfg)
     _check_stop_range(cfg)
@@ -489,6 +595,7 @@ def validate(cfg: DictConfig) -> None:
         check_backends(cfg.logger.backends, cfg.logger.options, str(cfg.logger.wandb.mode))
     except TrackingConfigError as err:
         raise ConfigError(str(err)) from None
+    _check_world_changes(cfg)
     for key, schema in PART_CONFIGS:
         part_config(key, schema, cfg)
     load = cfg.experiment.load_memory

@@ -85,6 +85,13 @@ class EpisodeTrace:
     retrievals: list[RetrievalEvent]
     reports: list[Report]
     success: bool
+    world_changes: list[dict[str, JsonValue]] | None = None
+    """A changing world's changes in this visit by the episode's end (``ChangeEvent.as_log``: which
+    object, from which cells to which, at which task and step); None in a static world."""
+
+
+_OPTIONAL_TRACE = ("world_changes",)
+"""Trace fields a log holds only when set (a static world's log stays as it always was)."""
 
 
 class EpisodeLog(_Strict):
@@ -107,6 +114,8 @@ class EpisodeLog(_Strict):
     reports: list[Report]
     """Steps at which the agent reported the target (replay re-measures each)."""
     success: bool
+    world_changes: list[dict[str, JsonValue]] | None = None
+    """Every change of a changing world by the episode's end (absent in a static world)."""
     task_index: int | None = Field(default=None, ge=1)
     condition: Annotated[Condition, Field(strict=False)] | None = None
     env: EnvConfig
@@ -125,7 +134,11 @@ class EpisodeLog(_Strict):
         try:
             log = cls(
                 format=LOG_FORMAT,
-                **{f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)},
+                **{
+                    f.name: getattr(trace, f.name)
+                    for f in dataclasses.fields(trace)
+                    if not (f.name in _OPTIONAL_TRACE and getattr(trace, f.name) is None)
+                },
                 action_names=[ACTION_NAMES[a] for a in trace.actions],
                 task_index=record.task_index,
                 condition=record.condition,

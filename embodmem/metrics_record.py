@@ -74,6 +74,18 @@ class SequenceContext:
     memory_bytes: int = 0
 
 
+@dataclasses.dataclass(frozen=True)
+class Staleness:
+    """A changing-world episode's staleness measures (:class:`embodmem.staleness.StalenessTracker`;
+    see the fields of :class:`EpisodeRecord` of the same names)."""
+
+    world_changes: str
+    changes_so_far: int
+    goal_changed: bool
+    stale_target_visits: int
+    steps_to_correct: int | None
+
+
 class EpisodeKey(NamedTuple):
     """The fields that identify an episode within a run directory (what ``resume`` matches on)."""
 
@@ -167,6 +179,17 @@ class EpisodeRecord(BaseModel):
     """Frames kept in memory at the end of the episode."""
     memory_bytes: int | None = Field(default=None, ge=0)
     """Bytes of long-term vector code at the end of the episode."""
+    # -- a changing world only (embodmem.staleness; absent from a static world's records) ---------
+    world_changes: str | None = None
+    """The world's change set (``world.changes.name``; ``<name>_fresh``: the fresh-memory control)."""
+    changes_so_far: int | None = Field(default=None, ge=0)
+    """Changes of the world applied in this visit by the end of the episode."""
+    goal_changed: bool | None = None
+    """An instance of the goal's kind was moved, removed, re-dressed or drifted after the sequence began."""
+    stale_target_visits: int | None = Field(default=None, ge=0)
+    """Times the robot entered a place where a goal instance stood before a change and none stands now."""
+    steps_to_correct: int | None = Field(default=None, ge=1)
+    """Steps from the first step in a stale place to the last (None: never in one)."""
     # -- files (embodmem.runner.RunWriter, embodmem.video) ----------------------------------------
     episode_log: str | None = None
     """The episode log, relative to the run directory."""
@@ -191,9 +214,11 @@ class EpisodeRecord(BaseModel):
         stats: AgentStats,
         identity: EpisodeIdentity,
         context: SequenceContext,
+        staleness: Staleness | None = None,
     ) -> EpisodeRecord:
         """The record of an episode that ran to its end: the one place its fields are put together
-        (validated here, once)."""
+        (validated here, once). ``staleness``: a changing world's measures (a static world's record
+        has none of those fields)."""
         return cls.model_validate(
             {
                 **dataclasses.asdict(measures),
@@ -202,6 +227,7 @@ class EpisodeRecord(BaseModel):
                 **dataclasses.asdict(identity),
                 **dataclasses.asdict(context),
                 "start_pose": list(context.start_pose),
+                **(dataclasses.asdict(staleness) if staleness is not None else {}),
             }
         )
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from embodmem.envs.changes import WorldChanges
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.wrappers import DropMission, MissionToIndex
@@ -46,10 +47,13 @@ def make_underwater(mission_encoding: str = "text", **kwargs: Any) -> gym.Env:
     return env
 
 
-def make_env(config: EnvConfig, tasks: Sequence[str], world_seed: int) -> UnderwaterEnv:
+def make_env(
+    config: EnvConfig, tasks: Sequence[str], world_seed: int, changes: WorldChanges | None = None
+) -> UnderwaterEnv:
     """The harness's one way to build its environment (the app, the GEM rows, replay and rerun):
-    ``config`` is the run's settings, as the episode log keeps them."""
-    return UnderwaterEnv(tasks=tuple(tasks), world_seed=world_seed, config=config)
+    ``config`` is the run's settings, as the episode log keeps them; ``changes``: the world's
+    changes over the sequence (``world.changes``; None: a static world)."""
+    return UnderwaterEnv(tasks=tuple(tasks), world_seed=world_seed, config=config, changes=changes)
 
 
 make_underwater.metadata = UnderwaterEnv.metadata  # type: ignore[attr-defined]  # gymnasium.make reads the render modes here

@@ -16,6 +16,7 @@ from typing import Any, Protocol, SupportsFloat, TypedDict
 
 import numpy as np
 
+from embodmem.envs.changes import ChangeEvent
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import Observation, SensorSpec
 from embodmem.envs.tasks import Task
@@ -121,6 +122,13 @@ class GroundTruth:
     success_distance_m: float
     fish: np.ndarray = field(repr=False, compare=False)
     """(k, 2) fish positions in cells (they drift; the video draws them)."""
+    world_changes: tuple[ChangeEvent, ...] = ()
+    """Every change of the world in this visit so far, in order (:mod:`embodmem.envs.changes`;
+    empty in a static world): which object, from which cells to which, at which task and step."""
+    visit_position: int = 0
+    """Position (from 0) of the current task in the visit (which changes have happened)."""
+    changes: str | None = None
+    """Name of the world's change set (None: a static world, every default sequence's)."""
 
     def path_via_cells_m(self, start: tuple[int, int], cells: set[tuple[int, int]]) -> float:
         """Metres walked by an oracle told only ``cells`` of the current target (see

@@ -235,8 +235,30 @@ SEQUENCES: dict[str, tuple[str, ...]] = {
         "image.deep_barrel.red",
         "description.wind_station.broken",
     ),
+    # Changing worlds (world.changes, envs/changes.py): every goal is asked for twice, so a change
+    # between the two visits makes what was seen the first time stale. Without changes they are
+    # the static controls of the same tasks.
+    "revisit_shallow8": (
+        "wreck",
+        "barrel",
+        "mining_robot",
+        "electrical_box",
+        "wreck",
+        "barrel",
+        "mining_robot",
+        "electrical_box",
+    ),
+    "revisit_goat6": (
+        "description.barrel.yellow_band",
+        "image.wreck.capsized",
+        "mining_robot",
+        "description.barrel.yellow_band",
+        "image.wreck.capsized",
+        "mining_robot",
+    ),
 }
-"""Named task sequences, run in one persistent world (``goat_*``: in the world with variants)."""
+"""Named task sequences, run in one persistent world (``goat_*``: in the world with variants;
+``revisit_*``: every goal twice, for the changing world of ``world.changes``)."""
 GOAT_SEQUENCES: tuple[str, ...] = tuple(name for name in SEQUENCES if name.startswith("goat_"))
 
 

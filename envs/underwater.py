@@ -25,6 +25,7 @@ from minigrid.core.mission import MissionSpace
 from minigrid.minigrid_env import MiniGridEnv
 
 from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
+from embodmem.envs.changes import ChangeEvent, Due, WorldChanges, apply_changes
 from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
 from embodmem.envs.fauna import drift
 from embodmem.envs.geodesic import bfs_distance
@@ -224,9 +225,11 @@ class UnderwaterEnv(MiniGridEnv):
         config: EnvConfig | None = None,
         render_size: int = 256,
         render_mode: str | None = None,
+        changes: WorldChanges | None = None,
         **settings: Any,
     ):
-        """``settings`` are :class:`~embodmem.envs.config.EnvConfig` fields (over ``config``, if given)."""
+        """``settings`` are :class:`~embodmem.envs.config.EnvConfig` fields (over ``config``, if given);
+        ``changes``: how the world changes over the tasks of a visit (:mod:`embodmem.envs.changes`)."""
         c = dataclasses.replace(config or EnvConfig(), **settings)  # an unknown setting is a TypeError naming it
         self.config = c
         """The world's settings (checked by EnvConfig)."""
@@ -304,6 +307,12 @@ class UnderwaterEnv(MiniGridEnv):
         self._task_cache: dict[str, dict[str, np.ndarray]] = {}
         self._goal_images: dict[str, np.ndarray] = {}
         self._last_end_pose: tuple[int, int, int] | None = None
+        self.changes = changes if changes is not None and changes.active else None
+        """The world's changes over a visit (None: a static world, as every default sequence has)."""
+        self.change_events: list[ChangeEvent] = []
+        """Changes applied in this visit so far, in order (privileged: ground truth, logs, video)."""
+        self.visit_position = 0
+        """Position (from 0) of the current task in the visit: which changes have happened."""
         self._build_world(self.world_seed)
 
     # ------------------------------------------------------------------ world and task
@@ -311,12 +320,68 @@ class UnderwaterEnv(MiniGridEnv):
     def _build_world(self, world_seed: int) -> None:
         self.world_seed = int(world_seed)
         self.world = generate_world(self.world_seed, self.width, self.obstacle_density, variants=self.instance_goals)
+        self._base_world = self.world
+        self.change_events = []
+        self.visit_position = 0
+        self._applied = 0
+        self._adopt_world(self.world)
+        self._check_goals_exist()
+        self._last_end_pose = None
+
+    def _adopt_world(self, world: World) -> None:
+        """Make ``world`` the one the sensors see and the measures read (a new world, or a change)."""
+        self.world = world
         self._padded = pad_kinds(self.world.look_map, self._pad)
         self._task_cache.clear()
         self._goal_images.clear()
-        self._check_goals_exist()
-        self._last_end_pose = None
         self._gen_grid(self.width, self.height)
+
+    def _schedule(self) -> list[Due]:
+        assert self.changes is not None
+        return self.changes.schedule(max(len(self.tasks), self.visit_position + 1))
+
+    def _catch_up(self, due: int) -> None:
+        """Apply the schedule's first ``due`` applications (from the base world if fewer are applied now)."""
+        if due < self._applied:
+            world, self.change_events, self._applied = self._base_world, [], 0
+        else:
+            world = self.world
+        if due > self._applied:
+            world, events = apply_changes(world, self.changes, self._schedule()[self._applied : due])
+            self.change_events = [*self.change_events, *events]
+            self._applied = due
+        if world is not self.world:
+            self._adopt_world(world)
+
+    def _go_to_position(self, position: int) -> None:
+        """The world as it is before task ``position`` (from 0) of the visit starts: the base world
+        with every change of earlier tasks and this task's step-0 changes (:mod:`embodmem.envs.changes`)."""
+        self.visit_position = position
+        if self.changes is not None:
+            self._catch_up(
+                sum(d.task - 1 < position or (d.task - 1 == position and d.step == 0) for d in self._schedule())
+            )
+
+    def _apply_changes_now(self) -> None:
+        """Changes due during the current task by this step (``WorldChange.step``)."""
+        p, k = self.visit_position, self.step_count
+        due = sum(d.task - 1 < p or (d.task - 1 == p and d.step <= k) for d in self._schedule())
+        if due > self._applied:
+            self._catch_up(due)
+            self._maps = self._task_maps(self.task)
+
+    def _nearest_free(self, x: int, y: int) -> tuple[int, int]:
+        """``(x, y)`` if it is open water, else the nearest open-water cell reachable from the fixed
+        start (an object a change put on the robot's cell pushes it aside, like a current)."""
+        free = self.world.free()
+        if free[y, x]:
+            return x, y
+        sx, sy, _ = self.world.fixed_starts[0]
+        source = np.zeros_like(free)
+        source[sy, sx] = True
+        ys, xs = np.nonzero(np.isfinite(bfs_distance(free, source)))
+        i = int(np.argmin(np.abs(xs - x) + np.abs(ys - y) + 1e-3 * (ys * self.width + xs)))
+        return int(xs[i]), int(ys[i])
 
     def _gen_grid(self, width: int, height: int) -> None:
         """Copy the world into MiniGrid's grid (used by MiniGrid's top-down views)."""
@@ -327,21 +392,35 @@ class UnderwaterEnv(MiniGridEnv):
             kind = KINDS[int(self.world.kinds[y, x])].name
             self.grid.set(x, y, SeabedObject(kind, int(self.world.instances[y, x])))
 
-    def _task_maps(self, task: Task) -> dict[str, np.ndarray]:
-        """Distance maps for a target kind: per-instance Euclidean, and geodesic to success cells."""
+    def _task_maps(self, task: Task, world: World | None = None) -> dict[str, np.ndarray]:
+        """Distance maps for a target kind: per-instance Euclidean, and geodesic to success cells
+        (in the current world, or in ``world``, uncached)."""
         key = task.target if not task.instance_goal else f"{task.target}.{task.variant}"
-        cached = self._task_cache.get(key)
+        cached = self._task_cache.get(key) if world is None else None
         if cached is None:
-            assert self.world is not None
-            inst = instance_distance_maps(self.world, task.target, self.cell_size_m)
+            where = self.world if world is None else world
+            assert where is not None
+            inst = instance_distance_maps(where, task.target, self.cell_size_m)
             if task.instance_goal:  # only THAT instance counts
-                inst = inst[[goal_instance(self.world, task)]]
-            free = self.world.free()
+                inst = inst[[goal_instance(where, task)]]
+            free = where.free()
             success = free & (inst.min(axis=0) <= self.success_distance_m + 1e-6)
             geodesic = bfs_distance(free, success) * self.cell_size_m
             cached = {"instances": inst, "nearest": inst.min(axis=0), "geodesic": geodesic, "success": success}
-            self._task_cache[key] = cached
+            if world is None:
+                self._task_cache[key] = cached
         return cached
+
+    def _start_field(self, task: Task) -> np.ndarray:
+        """The geodesic field random starts are drawn from: the current world's; in a changing
+        world the unchanged (base) world's, so that a changing world and its controls (the same
+        changes hoisted to the first task, or none) start each task from the same pose."""
+        if self.changes is None or self.world is self._base_world:
+            return self._task_maps(task)["geodesic"]
+        try:
+            return self._task_maps(task, self._base_world)["geodesic"]
+        except ValueError:  # the goal (an added or re-dressed instance) is not in the base world
+            return self._task_maps(task)["geodesic"]
 
     def _random_start(self, geodesic_m: np.ndarray) -> tuple[int, int, int]:
         """A free cell from which the nearest success cell is at least ``start_min_distance_m`` away
@@ -389,6 +468,13 @@ class UnderwaterEnv(MiniGridEnv):
         if "world_seed" in options and int(options["world_seed"]) != self.world_seed:
             self._build_world(int(options["world_seed"]))
             new_visit = True
+        position = self.visit_position
+        if "task_index" in options:
+            position = int(options["task_index"])
+        elif new_visit:
+            position = 0
+        elif "task" in options or options.get("next_task"):
+            position += 1
         if "task" in options:
             self.task = get_task(options["task"])
             if options["task"] in self.tasks:
@@ -399,6 +485,7 @@ class UnderwaterEnv(MiniGridEnv):
             self.task_index = idx
             self.task = get_task(self.tasks[idx])
         self.mission = self.task.mission
+        self._go_to_position(position)
         assert self.world is not None
         self._check_goal_world(self.task)
 
@@ -416,9 +503,11 @@ class UnderwaterEnv(MiniGridEnv):
         elif start == "continue" and self._last_end_pose is not None:
             x, y, d = self._last_end_pose
         elif start == "random":
-            x, y, d = self._random_start(self._task_maps(self.task)["geodesic"])
+            x, y, d = self._random_start(self._start_field(self.task))
         else:
             x, y, d = self.world.fixed_starts[1 if start == "fixed1" else 0]
+        if self.changes is not None:
+            x, y = self._nearest_free(x, y)
         self.agent_pos = (x, y)
         self.agent_dir = d
         self.start_pose = (x, y, d)
@@ -482,6 +571,9 @@ class UnderwaterEnv(MiniGridEnv):
                 self.dead_reckoning.move(self.np_random)
             else:
                 self.collisions += 1
+        if self.changes is not None:  # changes due after this action (WorldChange.step)
+            self._apply_changes_now()
+            self.agent_pos = self._nearest_free(int(self.agent_pos[0]), int(self.agent_pos[1]))
         truncated = not terminated and self.step_count >= self.max_steps
         if terminated or truncated:
             self._last_end_pose = (self.agent_pos[0], self.agent_pos[1], self.agent_dir)
@@ -667,6 +759,9 @@ class UnderwaterEnv(MiniGridEnv):
             cell_size_m=self.cell_size_m,
             success_distance_m=self.success_distance_m,
             fish=self.fish,
+            world_changes=tuple(self.change_events),
+            visit_position=self.visit_position,
+            changes=None if self.changes is None else self.changes.name,
         )
 
     # ------------------------------------------------------------------ instance goals

@@ -1,0 +1,246 @@
+"""Staleness: what a memory of a world that has since changed costs an agent.
+
+In a changing world (:mod:`embodmem.envs.changes`) a memory can be wrong, not only incomplete. Per
+episode, :class:`StalenessTracker` reads the ground truth step by step (like the other episode
+measures) and gives a :class:`Staleness` for the record:
+
+- ``goal_changed``: an instance of the task's goal kind was moved, removed, re-dressed or drifted
+  after the sequence began (so what was seen of it before may be stale);
+- ``stale_target_visits``: times the robot entered a *stale place*, where a goal instance stood
+  before a change (within the success distance of its former cells) and no goal instance stands now:
+  the agent went to where a memory said the goal was, and it was no longer there;
+- ``steps_to_correct``: from the first step in a stale place (the first contradicting observation:
+  the place is in plain view and empty) to the last one (after which the robot never returns to a
+  stale place): how long the agent took to stop acting on the stale memory. Behavioural, from the
+  ground truth alone, so every agent (memory, text log, VLM) is measured the same way.
+
+Across runs, :func:`staleness_table` pairs each changing-world record with the same episode of a
+control: the fresh-memory control (the same changes hoisted before the first task,
+``WorldChanges.hoisted``: the same last world, but nothing seen of it is stale) and the
+ground-truth-map control (the ``mapped`` agent, which reads the live world), and reports the steps
+lost to a stale memory, and warm SPL on changed vs unchanged goals, with world-clustered CIs
+(:mod:`embodmem.stats`).
+
+Example:
+    >>> from embodmem.metrics_record import EpisodeRecord, Staleness
+    >>> recs = [EpisodeRecord.model_validate({"agent": "memory", "condition": "warm", "world_seed": w,
+    ...     "seed": 0, "sequence": "s", "task_index": 2, "steps": 30 + 10 * w, "spl": 0.5, "success": 1,
+    ...     "goal_changed": w % 2 == 0, "stale_target_visits": 1, "world_changes": "m"}) for w in range(4)]
+    >>> rows = spl_by_goal(recs, "memory")
+    >>> [(r.goals, r.episodes) for r in rows]
+    [('changed', 2), ('unchanged', 2)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from embodmem.envs.changes import ChangeEvent
+from embodmem.envs.ground_truth import GroundTruth
+from embodmem.metrics_record import EpisodeRecord, Staleness
+from embodmem.stats import difference_of_means, mean_ci, paired_ci
+
+STALE_ACTIONS = ("move", "remove", "replace", "drift")
+"""Changes after which what was seen of an object may no longer hold."""
+
+
+def _after_start(event: ChangeEvent) -> bool:
+    """A change made once the sequence had begun (a change before the first task is no news)."""
+    return event.task > 1 or event.step > 0
+
+
+def stale_zone(truth: GroundTruth) -> np.ndarray:
+    """(n, n) bool: cells within the success distance of where a goal instance stood before a change
+    and not within it of any goal instance now (never the success cells)."""
+    n = truth.world.size
+    zone = np.zeros((n, n), dtype=bool)
+    former = [
+        c
+        for e in truth.world_changes
+        if e.kind == truth.task.target and e.action in STALE_ACTIONS
+        for c in e.from_cells
+    ]
+    if not former:
+        return zone
+    yy, xx = np.mgrid[0:n, 0:n]
+    cells = np.asarray(former, dtype=np.float64)
+    near = np.min(np.hypot(xx[None] - cells[:, 0, None, None], yy[None] - cells[:, 1, None, None]), axis=0)
+    reach = truth.success_distance_m / truth.cell_size_m + 1e-6
+    return (near <= reach) & truth.world.free() & ~truth.success_cells
+
+
+class StalenessTracker:
+    """Measures one changing-world episode (reset with the first truth, update after every step)."""
+
+    def __init__(self, first: GroundTruth) -> None:
+        self.name = first.changes or "changes"
+        self.steps: list[int] = []
+        """Steps at which the robot stood in a stale place."""
+        self.visits = 0
+        self._inside = False
+        self._zone_of: tuple[int, int] = (-1, -1)
+        self._zone = np.zeros((1, 1), dtype=bool)
+        self._last = first
+        self._observe(first)
+
+    def _zone_now(self, truth: GroundTruth) -> np.ndarray:
+        key = (len(truth.world_changes), id(truth.success_cells))
+        if key != self._zone_of:
+            self._zone, self._zone_of = stale_zone(truth), key
+        return self._zone
+
+    def _observe(self, truth: GroundTruth) -> None:
+        x, y = truth.agent_pos
+        inside = bool(self._zone_now(truth)[y, x])
+        if inside:
+            self.steps.append(truth.step)
+            self.visits += not self._inside
+        self._inside = inside
+        self._last = truth
+
+    def update(self, truth: GroundTruth) -> None:
+        self._observe(truth)
+
+    def get(self) -> Staleness:
+        last = self._last
+        changed = any(e.kind == last.task.target and _after_start(e) for e in last.world_changes)
+        correct = self.steps[-1] - self.steps[0] + 1 if self.steps else None
+        return Staleness(self.name, len(last.world_changes), changed, self.visits, correct)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class GoalRow:
+    """Warm SPL of one agent on changed or unchanged goals, with a world-clustered 95% CI."""
+
+    agent: str
+    goals: str
+    """changed or unchanged."""
+    episodes: int
+    worlds: int
+    spl: float
+    ci: tuple[float, float]
+    stale_target_visits: float
+    """Mean stale-target visits an episode."""
+
+
+def _mean_ci(values: Sequence[float], worlds: Sequence[int]) -> tuple[float, float]:
+    if len(set(worlds)) < 2:
+        return (float("nan"), float("nan"))
+    lo, hi = mean_ci(np.asarray(values, dtype=np.float64), clusters=list(worlds))
+    return float(lo), float(hi)
+
+
+def spl_by_goal(records: Sequence[EpisodeRecord], agent: str, condition: str = "warm") -> list[GoalRow]:
+    """SPL of ``agent``'s ``condition`` episodes of changing-world runs after the first task, split by
+    whether the goal changed; CIs resample whole worlds."""
+    rows = []
+    for goals, want in (("changed", True), ("unchanged", False)):
+        sel = [
+            r
+            for r in records
+            if r.agent == agent
+            and (r.condition is not None and r.condition.value == condition)
+            and r.stat("goal_changed") is want
+            and (r.task_index or 0) > 1
+            and r.spl is not None
+        ]
+        if not sel:
+            continue
+        spls = [float(r.spl or 0.0) for r in sel]
+        worlds = [int(r.world_seed or 0) for r in sel]
+        visits = [float(r.stat("stale_target_visits") or 0) for r in sel]
+        rows.append(
+            GoalRow(
+                agent,
+                goals,
+                len(sel),
+                len(set(worlds)),
+                float(np.mean(spls)),
+                _mean_ci(spls, worlds),
+                float(np.mean(visits)),
+            )
+        )
+    return rows
+
+
+def _key(r: EpisodeRecord) -> tuple[object, ...]:
+    return (r.sequence, r.world_seed, r.seed, r.task_index)
+
+
+@dataclass(frozen=True)
+class LossRow:
+    """Steps an agent lost to stale memory against a control, on changed goals (paired by episode)."""
+
+    agent: str
+    control: str
+    episodes: int
+    worlds: int
+    steps_lost: float
+    """Mean (steps with stale memory - steps of the control) over the paired episodes."""
+    ci: tuple[float, float]
+
+
+def steps_lost(
+    stale: Sequence[EpisodeRecord],
+    control: Sequence[EpisodeRecord],
+    agent: str,
+    control_agent: str,
+    control_name: str,
+    condition: str = "warm",
+    control_condition: str | None = None,
+    goals_changed: bool = True,
+) -> LossRow | None:
+    """Steps ``agent`` took on changed (or unchanged) goals minus the steps the control took in the
+    same episode (sequence, world, seed, task); the CI is the paired, world-clustered bootstrap."""
+    want_control = control_condition or condition
+    controls = {
+        _key(r): r
+        for r in control
+        if r.agent == control_agent
+        and r.condition is not None
+        and r.condition.value == want_control
+        and r.steps is not None
+    }
+    pairs = [
+        (float(r.steps or 0), float(controls[_key(r)].steps or 0), int(r.world_seed or 0))
+        for r in stale
+        if r.agent == agent
+        and r.condition is not None
+        and r.condition.value == condition
+        and r.stat("goal_changed") is goals_changed
+        and (r.task_index or 0) > 1
+        and r.steps is not None
+        and _key(r) in controls
+    ]
+    if not pairs:
+        return None
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    worlds = [p[2] for p in pairs]
+    if len(set(worlds)) >= 2:
+        lo, hi = paired_ci(a, b, difference_of_means, clusters=worlds)
+        ci = (float(lo), float(hi))
+    else:
+        ci = (float("nan"), float("nan"))
+    return LossRow(agent, control_name, len(pairs), len(set(worlds)), float(np.mean(a - b)), ci)
+
+
+def correction_summary(
+    records: Sequence[EpisodeRecord], agent: str, condition: str = "warm"
+) -> tuple[int, float | None]:
+    """(episodes with a stale-place visit, median steps to correct) of ``agent``'s changing-world episodes."""
+    steps = [
+        int(r.stat("steps_to_correct"))
+        for r in records
+        if r.agent == agent
+        and r.condition is not None
+        and r.condition.value == condition
+        and r.stat("steps_to_correct") is not None
+    ]
+    return len(steps), (float(np.median(steps)) if steps else None)
