@@ -57,6 +57,7 @@ from embodmem.metrics_record import METRICS_FILE, EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
 from embodmem.profiling import Profiler, RunProfile
 from embodmem.runner import ExperimentPlan, RunWriter, run_experiment, sequential_order
+from embodmem.tracking.run import open_run_trackers
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -217,6 +218,8 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
         embeds = frozenset(name for name, _ in plan.runs if get_agent_spec(name).needs_embedder)
         lockstep = Lockstep(plan.lanes, embedder, embeds)
     total = len(plan.world_seeds) * len(plan.runs) * sum(len(tasks) for _, tasks in plan.sequences)
+    trackers = open_run_trackers(cfg, out_dir)  # logger.backends: each episode after its metrics.jsonl line
+    writer.on_record.append(trackers.log_episode)
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
     started = time.perf_counter()
     run_experiment(
@@ -237,9 +240,10 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     profile = profiler.table(steps)
     atomic_write_json(out_dir / "profile.json", RunProfile(steps=steps, loop_s=round(loop_s, 3), sections=profile))
     from embodmem.report import print_report, print_table, write_summary
-    from embodmem.report.tables import READING_GUIDE
+    from embodmem.report.tables import READING_GUIDE, TRANSFER_METRICS
 
     result = write_summary(records, out_dir, plots=cfg.logger.plots)
+    trackers.finish(records, result.transfer, TRANSFER_METRICS, result.files)
     print_report(result)
     print()
     print_table(profile, title=f"Where the time went ({steps} agent steps)")

@@ -1,13 +1,17 @@
-"""Who a run is, for the trackers: name, group, job number and overrides from the Hydra job."""
+"""A job's trackers from its config, and who the run is for them: name, group, job number and
+overrides from the Hydra job."""
 
 from __future__ import annotations
 
+import atexit
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from embodmem.tracking.fanout import Trackers, open_trackers
 from embodmem.tracking.protocol import TrackedRun
 from embodmem.tracking.scalars import flat_hparams
+from embodmem.tracking.settings import JSONL, MLflowSettings, TensorBoardSettings, WandbSettings
 
 
 def tracked_run(cfg: DictConfig, out_dir: Path) -> TrackedRun:
@@ -35,3 +39,24 @@ def tracked_run(cfg: DictConfig, out_dir: Path) -> TrackedRun:
     return TrackedRun(
         out_dir=out_dir, root_dir=root, name=name, group=group, job_num=job_num, overrides=overrides, hparams=hparams
     )
+
+
+def open_run_trackers(cfg: DictConfig, out_dir: Path) -> Trackers:
+    """The trackers ``cfg.logger.backends`` asks for, started for this job (checked at start-up by
+    :func:`embodmem.tracking.settings.check_backends`). Closed by :meth:`Trackers.finish`; if the
+    run stops on an error first, at exit, marked failed."""
+    logger = cfg.logger
+    settings = (
+        TensorBoardSettings(**OmegaConf.to_container(logger.tensorboard, resolve=True)),  # type: ignore[arg-type]
+        WandbSettings(**OmegaConf.to_container(logger.wandb, resolve=True)),  # type: ignore[arg-type]
+        MLflowSettings(**OmegaConf.to_container(logger.mlflow, resolve=True)),  # type: ignore[arg-type]
+    )
+    options = OmegaConf.to_container(logger.options, resolve=True)
+    assert isinstance(options, dict)
+    names = [str(name) for name in logger.backends]
+    run = tracked_run(cfg, out_dir) if names != [JSONL] else None
+    if run is None:
+        return Trackers(out_dir)
+    trackers = open_trackers(names, {str(k): v for k, v in options.items()}, settings, run)
+    atexit.register(trackers.close, True)
+    return trackers
