@@ -54,13 +54,14 @@ def _after_start(event: ChangeEvent) -> bool:
 
 def stale_zone(truth: GroundTruth) -> np.ndarray:
     """(n, n) bool: cells within the success distance of where a goal instance stood before a change
-    and not within it of any goal instance now (never the success cells)."""
+    made once the sequence had begun, and not within it of any goal instance now (never the success
+    cells). A change before the first task (the fresh-memory control's) leaves nothing stale."""
     n = truth.world.size
     zone = np.zeros((n, n), dtype=bool)
     former = [
         c
         for e in truth.world_changes
-        if e.kind == truth.task.target and e.action in STALE_ACTIONS
+        if e.kind == truth.task.target and e.action in STALE_ACTIONS and _after_start(e)
         for c in e.from_cells
     ]
     if not former:
