@@ -18,8 +18,11 @@ lane count batch the same frames together, so they write the same records.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, SupportsFloat
 
 import numpy as np
@@ -29,6 +32,11 @@ from embodmem.envs.ground_truth import GroundTruthEnv
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.vector import SubEnvError, batch_key, step_together
 from embodmem.profiling import Profiler
+
+ACTIONS_DIR_VARIABLE = "EMBODMEM_LANE_ACTIONS"
+"""Environment variable naming a directory: when set, :func:`run_lanes` writes every lane's actions
+there (:class:`LaneActions`), so that ``benchmarks/floor.py`` can step the same worlds through the
+same steps in the same batches without the agents."""
 
 StepOutput = tuple[Observation, SupportsFloat, bool, bool, object]
 """What ``env.step`` returns (Gymnasium): observation, reward, terminated, truncated, info."""
@@ -75,6 +83,38 @@ class Lane:
     """Its agent embeds each observation's frame (then the round's batch holds it)."""
 
 
+@dataclass
+class LaneActions:
+    """The actions of each lane of one :func:`run_lanes` call, in the order the lanes started: what a
+    replay of the run's env steps needs (each lane's world and tasks come from the run's plan)."""
+
+    lanes: int
+    """``Lockstep.lanes`` of the run."""
+    world_seeds: list[int] = field(default_factory=list)
+    """Each lane's world (its env's ``world_seed``, 0 for another env), to check a replay's order."""
+    embeds: list[bool] = field(default_factory=list)
+    """Each lane's :attr:`Lane.embeds`."""
+    actions: list[list[int]] = field(default_factory=list)
+    """Each lane's actions, every episode's one after another."""
+
+    def write(self, directory: Path) -> Path:
+        """Into ``directory``, under a name no other job of a multirun takes; the path."""
+        first = self.world_seeds[0] if self.world_seeds else 0
+        path = directory / f"lanes-{first}-{os.getpid()}.json"
+        path.write_text(
+            json.dumps(
+                {"lanes": self.lanes, "world_seeds": self.world_seeds, "embeds": self.embeds, "actions": self.actions}
+            )
+        )
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> LaneActions:
+        """What :meth:`write` wrote."""
+        data = json.loads(path.read_text())
+        return cls(int(data["lanes"]), list(data["world_seeds"]), list(data["embeds"]), list(data["actions"]))
+
+
 def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | None = None) -> None:
     """Run every lane to its end, ``lockstep.lanes`` at a time, one step per lane per round.
 
@@ -89,6 +129,9 @@ def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | No
     queue = iter(lanes)
     waiting: list[tuple[Lane, Pause]] = []  # each started lane and where it waits
     exhausted = False
+    record_dir = os.environ.get(ACTIONS_DIR_VARIABLE)
+    record = LaneActions(lockstep.lanes) if record_dir else None
+    started: dict[int, int] = {}  # id(lane) -> its place in record
     while True:
         while not exhausted and len(waiting) < lockstep.lanes:
             lane = next(queue, None)
@@ -96,7 +139,14 @@ def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | No
                 exhausted = True
             else:
                 _advance(lane, None, waiting)
+                if record is not None:
+                    started[id(lane)] = len(record.actions)
+                    record.embeds.append(lane.embeds)
+                    record.actions.append([])
+                    record.world_seeds.append(-1)
         if not waiting:
+            if record is not None and record_dir:
+                record.write(Path(record_dir))
             return
         frames = [pause["image"] for lane, pause in waiting if lane.embeds and not isinstance(pause, EnvStep)]
         if lockstep.embedder is not None and frames:
@@ -110,6 +160,11 @@ def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | No
                 _advance(lane, None, acted)  # its agent acts; it pauses at its env step
         stepping = [(lane, pause) for lane, pause in acted if isinstance(pause, EnvStep)]
         waiting = [(lane, pause) for lane, pause in acted if not isinstance(pause, EnvStep)]
+        if record is not None:
+            for lane, pause in stepping:
+                place = started[id(lane)]
+                record.actions[place].append(pause.action)
+                record.world_seeds[place] = int(getattr(pause.env, "world_seed", 0))
         with profiler.section("env"):
             outputs = step_envs([pause for _, pause in stepping], [lane for lane, _ in stepping])
         for (lane, _), output in zip(stepping, outputs):

@@ -1,0 +1,349 @@
+"""How far the core suite is from its floor: its worlds' steps and its frames' embeddings alone.
+
+Two costs no agent, planner or runner change removes: stepping the envs (the worlds as built) and
+pushing the frames through the CLIP (the model as trained). This script measures, in one sitting,
+
+(a) the wall of the core suite (``benchmarks/suite.py --agents core``: the same Hydra multirun, jobs
+    and lanes), whose lockstep driver writes each lane's actions (``EMBODMEM_LANE_ACTIONS``,
+    :class:`embodmem.lockstep.LaneActions`);
+(b) the floor: a replay of every job that builds the same envs, resets them with the same seeds and
+    options, steps them with the recorded actions through the same lockstep driver (so the same
+    batches of worlds step together) and passes the same lanes' frames to the same embedder's
+    ``cache_frames`` (so the same frames, after the same cache, go through the network in the same
+    batch sizes); nothing else: no agent, map, memory, measures or records. The jobs' floor seconds
+    are spread over ``--jobs`` cores, as if the replay kept every core busy;
+
+then prints suite/floor and where the rest went: the suite jobs' profile sections (planning,
+mapping, memory query and write, the agents' own embedding calls), the suite's env and embedding
+beyond the replay's, the loops' unprofiled part (runner, measures, record writing; the writing
+re-timed alone), and what is outside the jobs' loops (process start, imports, model loading,
+summaries, uneven jobs).
+
+    python benchmarks/floor.py --split dev --worlds 8                 # development
+    python benchmarks/floor.py --split test --worlds 100              # the reported figure
+
+Writes ``benchmarks/results/floor_<split>.md`` (or ``--results``). The machine's load (1-minute
+load average before and after each phase) goes into the table: other work on the cores slows both
+phases, and the ratio is measured in one sitting for that reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from multirun import multirun_command, run_multirun
+
+from embodmem.lockstep import ACTIONS_DIR_VARIABLE, LaneActions
+from embodmem.profiling import RunProfile
+from embodmem.provenance import Provenance, write_results_markdown
+from embodmem.splits import SPLIT_NAMES, choose_worlds
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ["experiment=suite", "experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"]
+"""What ``benchmarks/suite.py --agents core`` adds to the multirun command."""
+
+FLOOR_SECTIONS = ("env build", "env reset", "env", "lockstep embedding")
+"""The replay's sections: the envs built, reset, stepped in batches; the frames embedded."""
+
+
+@dataclass
+class JobFloor:
+    """One job's replay: seconds per section, what it did, and its setup outside the loop."""
+
+    job: str
+    seconds: dict[str, float]
+    steps: int
+    frames_embedded: int
+    embedding_calls: int
+    setup_s: float
+    """Imports, config and the embedder's build in the replay's worker (not part of the floor)."""
+
+    @property
+    def floor_s(self) -> float:
+        return sum(self.seconds.get(name, 0.0) for name in FLOOR_SECTIONS)
+
+
+@dataclass
+class SuiteJobs:
+    """The suite jobs' profile.json files added up."""
+
+    steps: int = 0
+    loop_s: float = 0.0
+    sections: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, directory: Path) -> SuiteJobs:
+        jobs = cls()
+        for path in sorted(directory.rglob("profile.json")):
+            profile: RunProfile = json.loads(path.read_text())
+            jobs.steps += profile["steps"]
+            jobs.loop_s += profile["loop_s"]
+            for row in profile["sections"]:
+                jobs.sections[row["section"]] = jobs.sections.get(row["section"], 0.0) + row["seconds"]
+        return jobs
+
+
+def replay_job(job_dir: str, actions_path: str) -> JobFloor:
+    """Step one suite job's envs through its recorded actions and embed its lanes' frames, in the
+    same lockstep batches; nothing else. Runs in a fresh process (as the suite's jobs do)."""
+    started = time.perf_counter()
+    os.environ.pop(ACTIONS_DIR_VARIABLE, None)
+    from omegaconf import OmegaConf
+
+    from embodmem.app import build_embedder, env_config
+    from embodmem.condition import Condition
+    from embodmem.envs.entry import make_env
+    from embodmem.envs.tasks import get_sequence
+    from embodmem.lockstep import EnvStep, Lane, Lockstep, run_lanes
+    from embodmem.profiling import Profiler
+    from embodmem.runner import SequenceSpec, Steps, episode_seed, reset_options
+
+    directory = Path(job_dir)
+    cfg = OmegaConf.load(directory / "config.yaml")
+    exp = cfg.experiment
+    if exp.gem_eval or exp.poison_k or not exp.sequences:
+        raise SystemExit("the floor replays suite runs: named sequences, no GEM rows, no false memories")
+    sequences = [(str(name), get_sequence(str(name))) for name in exp.sequences]
+    world_seeds = [int(w) for w in exp.world_seeds]
+    settings = env_config(cfg)  # type: ignore[arg-type]
+    embedder = build_embedder(cfg)  # type: ignore[arg-type]
+    recorded = LaneActions.read(Path(actions_path))
+    runs_per_world, leftover = divmod(len(recorded.actions), len(sequences) * len(world_seeds))
+    if leftover:
+        raise RuntimeError(
+            f"{len(recorded.actions)} recorded lanes do not divide into {len(sequences)} x {len(world_seeds)}"
+        )
+    profiler = Profiler()
+    setup_s = time.perf_counter() - started
+
+    def replay(spec: SequenceSpec, actions: list[int]) -> Steps[None]:
+        with profiler.section("env build"):
+            env = make_env(settings, spec.tasks, spec.world_seed)
+        pending = iter(actions)
+        for i in range(len(spec.tasks)):
+            with profiler.section("env reset"):
+                obs, _ = env.reset(seed=episode_seed(spec.world_seed, spec.seed, i), options=reset_options(spec, i))
+            done = False
+            while not done:
+                yield obs
+                stepped = yield EnvStep(env, next(pending))
+                assert stepped is not None
+                obs, _, terminated, truncated, _ = stepped
+                done = bool(terminated or truncated)
+        if next(pending, None) is not None:
+            raise RuntimeError(f"world {spec.world_seed}: the replay ended before the recorded actions")
+
+    def lanes() -> Iterator[Lane]:
+        """In the runner's order (embodmem.runner.run_experiment): sequences, worlds, runs."""
+        place = 0
+        for sequence, tasks in sequences:
+            for world_seed in world_seeds:
+                for _ in range(runs_per_world):
+                    if recorded.world_seeds[place] not in (world_seed, -1):
+                        raise RuntimeError(
+                            f"lane {place}: recorded world {recorded.world_seeds[place]}, plan {world_seed}"
+                        )
+                    spec = SequenceSpec(sequence, tasks, world_seed, int(cfg.seed), Condition.single, str(exp.start))
+                    yield Lane(replay(spec, recorded.actions[place]), recorded.embeds[place])
+                    place += 1
+
+    calls = profiler.calls
+    run_lanes(lanes(), Lockstep(recorded.lanes, embedder), profiler)
+    steps = sum(len(a) for a in recorded.actions)
+    return JobFloor(
+        directory.name,
+        dict(profiler.seconds),
+        steps,
+        embedder.frames_embedded,
+        calls["lockstep embedding"],
+        setup_s,
+    )
+
+
+def replay_all(directory: Path, actions_dir: Path, jobs: int) -> tuple[list[JobFloor], float]:
+    """Every job of the suite's multirun replayed, ``jobs`` fresh processes at a time; their floors
+    and the replay's wall."""
+    pairs = []
+    for profile in sorted(directory.glob("*/profile.json")):
+        job_dir = profile.parent
+        seeds = _world_seeds(job_dir)
+        match = [p for p in actions_dir.glob("lanes-*.json") if set(LaneActions.read(p).world_seeds) <= set(seeds)]
+        if len(match) != 1:
+            raise RuntimeError(f"{job_dir}: {len(match)} recorded action files for worlds {seeds}")
+        pairs.append((str(job_dir), str(match[0])))
+    started = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        floors = pool.starmap(replay_job, pairs, chunksize=1)
+    return floors, time.perf_counter() - started
+
+
+def _world_seeds(job_dir: Path) -> list[int]:
+    from omegaconf import OmegaConf
+
+    return [int(w) for w in OmegaConf.load(job_dir / "config.yaml").experiment.world_seeds]
+
+
+def record_writing_s(directory: Path) -> float:
+    """The suite's records written again, one validated record per append (fsync'd) as the run's
+    writer does, into a scratch file beside them: what the runs spent writing records."""
+    from embodmem.atomic import append_jsonl
+    from embodmem.metrics_record import EpisodeRecord
+
+    total = 0.0
+    scratch = Path(tempfile.mkdtemp(dir=directory))
+    try:
+        for path in sorted(directory.rglob("metrics.jsonl")):
+            lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            started = time.perf_counter()
+            for line in lines:
+                append_jsonl(scratch / "metrics.jsonl", [EpisodeRecord.model_validate(line).plain()])
+            total += time.perf_counter() - started
+    finally:
+        shutil.rmtree(scratch)
+    return total
+
+
+def import_s() -> float:
+    """Seconds of a fresh ``python -c 'import embodmem.app'`` (the import every job pays)."""
+    import subprocess
+
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import embodmem.app"], check=True)
+    return time.perf_counter() - started
+
+
+def breakdown(
+    wall: float, floor: list[JobFloor], suite: SuiteJobs, jobs: int, writing_s: float
+) -> list[tuple[str, float]]:
+    """The rest (suite wall minus floor), by where it went, seconds spread over ``jobs`` cores; the
+    rows add up to the wall."""
+    replay = {name: sum(f.seconds.get(name, 0.0) for f in floor) for name in FLOOR_SECTIONS}
+    s = suite.sections
+    agent_parts = sorted((k for k in s if k.startswith("agent/")), key=lambda k: -s[k])
+    top = sum(v for k, v in s.items() if "/" not in k)
+    unprofiled = suite.loop_s - top
+    rows = [(f"floor: {name}", replay[name] / jobs) for name in FLOOR_SECTIONS]
+    rows += [(f"agent: {k.removeprefix('agent/')}", s[k] / jobs) for k in agent_parts]
+    rows.append(("agent: the rest of act()", (s.get("agent", 0.0) - sum(s[k] for k in agent_parts)) / jobs))
+    rows.append(("env beyond the floor (ground truth for the measures)", (s.get("env", 0.0) - replay["env"]) / jobs))
+    rows.append(
+        ("batched embedding beyond the floor", (s.get("lockstep embedding", 0.0) - replay["lockstep embedding"]) / jobs)
+    )
+    rows.append(("record writing (re-timed alone)", writing_s / jobs))
+    rows.append(
+        (
+            "runner and measures (the loops' unprofiled rest)",
+            (unprofiled - replay["env build"] - replay["env reset"] - writing_s) / jobs,
+        )
+    )
+    rows.append(
+        ("outside the loops: process start, imports, model, summaries, uneven jobs", wall - suite.loop_s / jobs)
+    )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="dev", choices=SPLIT_NAMES)
+    parser.add_argument("--worlds", type=int, default=8)
+    parser.add_argument("--first", type=int, default=None)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--lanes", type=int, default=32)
+    parser.add_argument("--out", type=Path, default=None, help="the suite's multirun directory (replaced)")
+    parser.add_argument(
+        "--results", type=Path, default=None, help="results file (default benchmarks/results/floor_<split>.md)"
+    )
+    parser.add_argument(
+        "--replay-only",
+        action="store_true",
+        help="replay a suite run this script made before into --out (its wall as then measured); development only",
+    )
+    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for the suite")
+    args = parser.parse_args()
+    worlds = choose_worlds(args.split, args.worlds, args.first)
+    out = args.out or ROOT / "multirun" / f"floor-{args.split}-{args.worlds}"
+    actions_dir = out / "lane-actions"
+    load: dict[str, float] = {"before suite": os.getloadavg()[0]}
+    os.environ["OMP_NUM_THREADS"] = "1"
+    if args.replay_only:
+        wall = float((actions_dir / "wall_s").read_text())
+    else:
+        if out.exists():
+            shutil.rmtree(out)
+        actions_dir.mkdir(parents=True)
+        cmd = multirun_command(CORE, args.split, worlds, args.jobs, out, lanes=args.lanes) + args.overrides
+        print(" ".join(cmd), flush=True)
+        os.environ[ACTIONS_DIR_VARIABLE] = str(actions_dir)
+        wall = run_multirun(cmd)
+        del os.environ[ACTIONS_DIR_VARIABLE]
+        (actions_dir / "wall_s").write_text(f"{wall:.3f}")
+        load["after suite"] = os.getloadavg()[0]
+        print(f"suite: {wall:.1f} s wall", flush=True)
+    floors, replay_wall = replay_all(out, actions_dir, args.jobs)
+    load["after floor"] = os.getloadavg()[0]
+    suite = SuiteJobs.read(out)
+    writing = record_writing_s(out)
+    start_s = import_s()
+    floor_s = sum(f.floor_s for f in floors) / args.jobs
+    steps = sum(f.steps for f in floors)
+    if steps != suite.steps:
+        print(f"note: the replay stepped {steps:,} times, the records count {suite.steps:,} agent steps")
+    rows = breakdown(wall, floors, suite, args.jobs, writing)
+    rest = [(name, s) for name, s in rows if not name.startswith("floor")]
+    biggest = max(rest, key=lambda r: r[1])
+    frames = sum(f.frames_embedded for f in floors)
+    calls = sum(f.embedding_calls for f in floors)
+    lines = [
+        f"Core suite (memory warm and cold, explorer, oracle) on {args.split} worlds {worlds[0]}-{worlds[-1]} "
+        f"({len(worlds)} worlds), {args.jobs} jobs, {args.lanes} lanes; suite and floor measured one after the other "
+        "in this one run. The machine is shared with other engineers' work: 1-minute load average "
+        + ", ".join(f"{k} {v:.1f}" for k, v in load.items())
+        + f" on {os.cpu_count()} cores.",
+        "",
+        f"- suite wall: **{wall:.1f} s**",
+        f"- floor (env build, reset and batched steps + batched CLIP passes of the replay, spread over {args.jobs} "
+        f"cores): **{floor_s:.1f} s** ({steps:,} env steps, {frames:,} frames embedded in {calls:,} batched calls); "
+        f"the replay's own wall, with its process starts and model loading: {replay_wall:.1f} s",
+        f"- **suite / floor = {wall / floor_s:.2f}** (goal: at most 1.25)",
+        f"- the largest share of the rest: **{biggest[0]}** ({biggest[1]:.1f} s of {wall - floor_s:.1f} s)",
+        f"- a fresh `python -c 'import embodmem.app'`: {start_s:.2f} s (every job pays it once)",
+        "",
+        f"| where the suite's wall went | seconds spread over {args.jobs} cores | share of the wall |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {name} | {s:.1f} | {s / wall:.1%} |" for name, s in rows]
+    lines.append(f"| **total** | {sum(s for _, s in rows):.1f} | |")
+    lines += [
+        "",
+        "Per job of the replay (seconds):",
+        "",
+        "| job | steps | frames embedded | env build | env reset | env steps | embedding | setup (not floor) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for f in floors:
+        sec = f.seconds
+        lines.append(
+            f"| {f.job} | {f.steps:,} | {f.frames_embedded:,} | {sec.get('env build', 0):.1f} | {sec.get('env reset', 0):.1f} "
+            f"| {sec.get('env', 0):.1f} | {sec.get('lockstep embedding', 0):.1f} | {f.setup_s:.1f} |"
+        )
+    body = "\n".join(lines)
+    print(body)
+    results = args.results or ROOT / "benchmarks" / "results" / f"floor_{args.split}.md"
+    write_results_markdown(
+        results, "The core suite against its floor (env steps + CLIP passes)", body, Provenance.collect()
+    )
+    print(f"\nwritten: {results}")
+
+
+if __name__ == "__main__":
+    main()
