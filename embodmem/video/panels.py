@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import cv2
 import numpy as np
 
 from embodmem.agents.base import Retrieval
-from embodmem.envs.objects import KIND_COLORS
+from embodmem.envs.changes import ChangeEvent
+from embodmem.envs.objects import KIND_COLORS, KIND_INDEX
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC
 from embodmem.envs.underwater import robot_triangle
 from embodmem.video.snapshots import MapSnapshot, Scene, StepRecord
@@ -63,6 +64,8 @@ _NODE = (255, 210, 0)
 _EDGE = (230, 230, 230)
 _RETRIEVED = (255, 0, 255)
 _GOAL = (255, 140, 0)
+_CHANGE = (255, 60, 200)
+_WATER = tuple(int(v) for v in KIND_COLORS[0])
 _PANEL_BG = (18, 22, 30)
 _FONT = cv2.FONT_HERSHEY_SIMPLEX
 
@@ -189,6 +192,8 @@ class MapPainter:
         if len(trajectory) > 1:
             pts = ((trajectory + 0.5) * px).astype(np.int32)
             cv2.polylines(img, [pts], False, _WHITE, max(1, px // 4), cv2.LINE_AA)
+        for event in rec.changes:
+            _draw_change(img, event, px, self.cell_center)
         if rec.fish is not None:
             for fx, fy in rec.fish:
                 cv2.circle(img, (int(fx * px), int(fy * px)), max(1, px // 4), _FISH, -1)
@@ -238,6 +243,24 @@ def _draw_graph(img: np.ndarray, graph: MapSnapshot, px: int, current: int | Non
         cv2.circle(img, (int(p[0]), int(p[1])), r, _NODE, -1, cv2.LINE_AA)
     if current is not None and 0 <= current < len(pix):
         cv2.circle(img, (int(pix[current, 0]), int(pix[current, 1])), r + max(1, r // 2), _AGENT, -1, cv2.LINE_AA)
+
+
+def _draw_change(
+    img: np.ndarray, event: ChangeEvent, px: int, center: Callable[[float, float], tuple[int, int]]
+) -> None:
+    """A change of the world (embodmem.envs.changes) on the map drawn at the episode's start: where
+    the object was, crossed out in water's colour; where it is, in its kind's colour; an arrow between."""
+    width = max(1, px // 5)
+    for x, y in event.from_cells:
+        cv2.rectangle(img, (x * px, y * px), ((x + 1) * px - 1, (y + 1) * px - 1), _WATER, -1)
+        cv2.line(img, (x * px, y * px), ((x + 1) * px - 1, (y + 1) * px - 1), _CHANGE, width)
+        cv2.line(img, ((x + 1) * px - 1, y * px), (x * px, (y + 1) * px - 1), _CHANGE, width)
+    color = tuple(int(v) for v in KIND_COLORS[KIND_INDEX[event.kind]])
+    for x, y in event.to_cells:
+        cv2.rectangle(img, (x * px, y * px), ((x + 1) * px - 1, (y + 1) * px - 1), color, -1)
+        cv2.rectangle(img, (x * px, y * px), ((x + 1) * px - 1, (y + 1) * px - 1), _CHANGE, width)
+    if event.from_center is not None and event.to_center is not None and event.from_cells != event.to_cells:
+        cv2.arrowedLine(img, center(*event.from_center), center(*event.to_center), _CHANGE, width, cv2.LINE_AA, 0, 0.15)
 
 
 def _draw_robot(img: np.ndarray, c: tuple[int, int], heading: int, px: int) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from embodmem.agents.base import AgentTrace, Retrieval
+from embodmem.envs.changes import ChangeEvent
 from embodmem.envs.ground_truth import GroundTruth, GroundTruthEnv
 from embodmem.envs.tasks import SEQUENCES
 from embodmem.retrieval import RetrievalEvent
@@ -62,6 +63,8 @@ class StepRecord:
     """Memory hits the agent looked at *at this step* (None: no query this step)."""
     graph: MapSnapshot | None = None
     current_node: int | None = None
+    changes: tuple[ChangeEvent, ...] = ()
+    """A changing world's changes by this step (``GroundTruth.world_changes``; the map draws them)."""
 
     @classmethod
     def capture(
@@ -93,6 +96,7 @@ class StepRecord:
             p_target=None if p is None else float(p),
             graph=graph,
             current_node=current_node,
+            changes=truth.world_changes,
         )
 
 

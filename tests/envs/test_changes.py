@@ -161,3 +161,22 @@ def test_a_bad_change_in_the_config_stops_the_run_before_any_work() -> None:
         match=r"^world.changes.changes\[2\] \(move kraken#0 at task 5 step 0\): object 'kraken' does not exist",
     ):
         validate(bad)
+
+
+def test_the_video_map_draws_where_a_moved_object_went() -> None:
+    from embodmem.video.panels import MapPainter
+    from embodmem.video.snapshots import Scene, StepRecord
+
+    changes = WorldChanges("m", [WorldChange("move", "barrel", task=2, to="far")])
+    env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=1000, changes=changes)
+    obs, _ = env.reset(seed=0, options={"task": "wreck", "new_visit": True})
+    painter = MapPainter(Scene.from_env(env), 256)
+    before = StepRecord.capture(env.ground_truth(), obs, None)
+    obs, _ = env.reset(seed=1, options={"task": "barrel"})
+    after = StepRecord.capture(env.ground_truth(), obs, None)
+    assert after.changes and not before.changes
+    trajectory = np.array([env.ground_truth().agent_pos], dtype=np.float64)
+    x, y = after.changes[0].to_cells[0]
+    px = painter.px
+    drawn = painter.draw(trajectory, after, None)[y * px + px // 2, x * px + px // 2]
+    assert not np.array_equal(painter.draw(trajectory, before, None)[y * px + px // 2, x * px + px // 2], drawn)
