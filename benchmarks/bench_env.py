@@ -30,8 +30,8 @@ import numpy as np  # noqa: E402
 from minigrid.wrappers import RGBImgPartialObsWrapper  # noqa: E402
 
 import embodmem  # noqa: E402, F401  (registers EmbodMem/*)
-from embodmem.atomic import atomic_write_text  # noqa: E402
 from embodmem.envs.vector import UnderwaterVectorEnv  # noqa: E402
+from embodmem.provenance import Provenance, write_results_markdown  # noqa: E402
 
 MINIGRID = "MiniGrid-Empty-16x16 RGBImgPartialObs (tile 8)"
 BATCH_SIZES = (1, 16, 64, 256)
@@ -137,7 +137,7 @@ def main() -> None:
     table = "\n".join(lines) + "\n"
     print(table, end="")
     if args.out:
-        atomic_write_text(args.out, table)
+        write_results_markdown(args.out, "Environment speed against MiniGrid", table, Provenance.collect())
 
 
 if __name__ == "__main__":

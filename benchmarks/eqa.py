@@ -28,12 +28,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from hydra import compose, initialize_config_module
 
 from embodmem.app import build_embedder
-from embodmem.atomic import atomic_write_text
 from embodmem.envs.config import EnvConfig
 from embodmem.eqa.answerers import AnswererContext, build_answerer
 from embodmem.eqa.files import QUESTION_TYPES, QuestionSet, QuestionType, load_questions, question_file
 from embodmem.eqa.run import answer_question_set, generate_question_set
 from embodmem.eqa.scoring import EQARecord, TypeScore, format_table, paired_difference, type_scores
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import check_worlds, get_split
 
 ANSWERERS = ("blind", "textlog", "frame_memory", "keep_everything", "oracle")
@@ -144,24 +144,13 @@ def main() -> None:
     start = time.perf_counter()
     result = answer_question_set(qs, [build_answerer(n, context) for n in ANSWERERS])
     seconds = time.perf_counter() - start
-    command = (
-        "nice -n 10 python benchmarks/eqa.py"
-        + (" --attribute" if args.attribute else "")
-        + (f" --first {args.first} --tours {args.tours}" if args.first else "")
-    )
-    text = "\n".join(
-        [
-            f"# Question answering from memory (EQA), test split{': attribute questions' if args.attribute else ''}",
-            "",
-            f"Command: `{command}`",
-            "",
-            section(title, qs, result.records, result.stats, seconds),
-        ]
-    )
     name = f"eqa_{prefix}test" + ("" if args.first is None else f"_{args.first}")
     out = args.out or RESULTS / f"{name}.md"
-    atomic_write_text(out, text)
-    print(text)
+    heading = f"Question answering from memory (EQA), test split{': attribute questions' if args.attribute else ''}"
+    write_results_markdown(
+        out, heading, section(title, qs, result.records, result.stats, seconds), Provenance.collect()
+    )
+    print(out.read_text())
     print(f"written: {out}")
 
 

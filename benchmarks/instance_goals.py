@@ -13,7 +13,7 @@ row's warm SPL with a paired bootstrap 95% CI over (world, seed) pairs; and keep
 frame memory (SPL and bytes per frame side by side).
 
     python benchmarks/instance_goals.py --split dev --worlds 3              # a try on 3 dev worlds
-    python benchmarks/instance_goals.py --split test --worlds 100 --jobs 2  # the table
+    python benchmarks/instance_goals.py --split test --worlds 100 --jobs 2 --results benchmarks/results/instance_goals_test.md
     python benchmarks/instance_goals.py --from-dir multirun/instance-goals-test
 
 Only this script reads the test split, to report; choose nothing from it.
@@ -31,6 +31,7 @@ import numpy as np
 from multirun import add_lanes_argument, multirun_command, run_multirun
 
 from embodmem.envs.tasks import get_task
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import get_split
 from embodmem.stats import difference_of_means, paired_ci
 
@@ -188,6 +189,12 @@ def main() -> None:
         "--out", type=Path, default=None, help="multirun directory (default multirun/instance-goals-<split>)"
     )
     parser.add_argument("--from-dir", type=Path, default=None, help="only print the tables of a finished run")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="also write the tables here with the command, commit and machine (e.g. benchmarks/results/instance_goals_test.md)",
+    )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. experiment.variants=[memory,textlog]")
     args = parser.parse_args()
     if args.from_dir is None:
@@ -201,7 +208,11 @@ def main() -> None:
         directory = out
     else:
         directory = args.from_dir
-    print(tables(load_episodes(directory)))
+    text = tables(load_episodes(directory))
+    print(text)
+    if args.results is not None:
+        title = f"Instance goals, {args.split} worlds" if args.from_dir is None else f"Instance goals, {directory}"
+        write_results_markdown(args.results, title, text, Provenance.collect())
 
 
 if __name__ == "__main__":
