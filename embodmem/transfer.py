@@ -199,12 +199,33 @@ def _select(records: Iterable[Record], agent: str | None, sequence: str | None) 
 
 
 def _n_tasks(records: Sequence[Record], n_tasks: int | None) -> int:
-    if n_tasks is not None:
-        return int(n_tasks)
-    indices = [int(r["task_index"]) for r in records if r.get("task_index") is not None]
-    if not indices:
-        raise ValueError("no eval or cold records with a task_index: cannot size the GEM matrix")
-    return max(indices)
+    """The sequence length, after refusing any record whose indices cannot exist in it."""
+    if n_tasks is None:
+        indices = [int(r["task_index"]) for r in records if r.get("task_index") is not None]
+        if not indices:
+            raise ValueError("no eval or cold records with a task_index: cannot size the GEM matrix")
+        n_tasks = max(indices)
+    n = int(n_tasks)
+    for r in records:
+        _check_indices(r, n)
+    return n
+
+
+def _check_indices(record: Record, n: int) -> None:
+    """Refuse an eval or cold record that no cell of a sequence of ``n`` tasks can hold."""
+    condition = record.get("condition")
+    j = record.get("task_index")
+    if condition == Condition.eval:
+        i = record.get("eval_after")
+        if i is None or j is None:
+            raise ValueError(f"eval record without eval_after or task_index: {dict(record)}")
+        if not (0 <= int(i) <= n and 1 <= int(j) <= n):
+            raise ValueError(
+                f"eval record out of range for {n} tasks (eval_after={i}, task_index={j}); "
+                f"allowed: eval_after 0..{n}, task_index 1..{n}"
+            )
+    elif j is not None and not 1 <= int(j) <= n:
+        raise ValueError(f"{condition} record out of range for {n} tasks (task_index={j}); allowed: 1..{n}")
 
 
 def gem_matrix(
@@ -233,7 +254,8 @@ def gem_matrix(
         n_tasks: sequence length; defaults to the largest task_index among eval and cold records.
 
     Raises:
-        ValueError: on ambiguous agent/sequence, or an ``eval_after`` / ``task_index`` out of range.
+        ValueError: on ambiguous agent/sequence, or an eval or cold record whose ``eval_after`` /
+            ``task_index`` is missing or out of range (such a record is refused, never dropped).
 
     Example:
         >>> recs = [{"condition": "eval", "eval_after": i, "task_index": j, "success": float(i >= j)}
@@ -245,14 +267,8 @@ def gem_matrix(
     n = _n_tasks(rel, n_tasks)
     cells: dict[tuple[int, int], list[Record]] = defaultdict(list)
     for r in rel:
-        if r.get("condition") != Condition.eval:
-            continue
-        if r.get("eval_after") is None:
-            raise ValueError(f"eval record without eval_after: {dict(r)}")
-        i, j = int(r["eval_after"]), int(r["task_index"])
-        if not (0 <= i <= n and 1 <= j <= n):
-            raise ValueError(f"eval record out of range for {n} tasks (eval_after={i}, task_index={j})")
-        cells[(i, j)].append(r)
+        if r.get("condition") == Condition.eval:
+            cells[(int(r["eval_after"]), int(r["task_index"]))].append(r)
     R = np.full((n + 1, n), np.nan)
     for (i, j), recs in cells.items():
         R[i, j - 1] = mean(seed_means(recs, metric).values())
@@ -270,6 +286,9 @@ def cold_baseline(
     """The cold performance of each task (mean over seeds), shape ``(n,)``, NaN if unmeasured.
 
     Used only for "FWT vs cold", a variant of GEM's FWT (GEM's own baseline is row 0 of R).
+
+    Raises:
+        ValueError: as :func:`gem_matrix`, for a record whose indices are out of range.
     """
     rel = _select(records, agent, sequence)
     n = _n_tasks(rel, n_tasks)
@@ -279,8 +298,7 @@ def cold_baseline(
             by_task[int(r["task_index"])].append(r)
     b = np.full(n, np.nan)
     for j, recs in by_task.items():
-        if 1 <= j <= n:
-            b[j - 1] = mean(seed_means(recs, metric).values())
+        b[j - 1] = mean(seed_means(recs, metric).values())
     return b
 
 
@@ -564,6 +582,10 @@ def chain_table(records: Iterable[Record]) -> list[TableRow]:
         [('x', 0.5, 0.5, 2), ('y', 1.0, 1.0, 1)]
     """
     relevant = [r for r in records if r.get("condition") in (Condition.warm, Condition.cold, Condition.single)]
+    for r in relevant:
+        k = r.get("task_index")
+        if k is None or int(k) < 1:
+            raise ValueError(f"{r.get('condition')} record with task_index={k}; allowed: 1, 2, ... (the task's place)")
     chains: dict[tuple[Any, ...], dict[int, float]] = defaultdict(dict)
     for (agent, condition, sequence, task_index), recs in group_records(relevant, CHAIN_KEYS[:-1]).items():
         for s, value in seed_means(recs, "success").items():
