@@ -9,8 +9,26 @@ Importing ``embodmem`` registers one id per task (``EmbodMem/Wreck-v0`` ...) and
 
 from __future__ import annotations
 
-from embodmem.envs.spec import Action, SensorSpec
-from embodmem.envs.tasks import SEQUENCES, TASKS, Task, get_sequence, get_task
-from embodmem.envs.underwater import UnderwaterEnv
+import importlib
+from typing import Any
 
-__all__ = ["Action", "SensorSpec", "SEQUENCES", "TASKS", "Task", "UnderwaterEnv", "get_sequence", "get_task"]
+_HOMES = {
+    "Action": "embodmem.envs.spec",
+    "SensorSpec": "embodmem.envs.spec",
+    "SEQUENCES": "embodmem.envs.tasks",
+    "TASKS": "embodmem.envs.tasks",
+    "Task": "embodmem.envs.tasks",
+    "get_sequence": "embodmem.envs.tasks",
+    "get_task": "embodmem.envs.tasks",
+    "UnderwaterEnv": "embodmem.envs.underwater",
+}
+"""Where each name lives: imported when first asked for, so that ``import embodmem`` (which
+registers the ids) and a command line refused before any work do not import the renderer (numba)."""
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'embodmem.envs' has no attribute {name!r}")

@@ -7,8 +7,9 @@ import it (over the map it built) without touching the world generator (:mod:`em
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from embodmem.envs.jit import njit_on_first_call
 
 
 def bfs_distance(
@@ -35,7 +36,7 @@ def bfs_distance(
     return _bfs(free, sources, np.ascontiguousarray(stop, dtype=np.bool_), True, beside)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_on_first_call(cache=True, nogil=True)
 def _bfs(free: np.ndarray, sources: np.ndarray, stop: np.ndarray, has_stop: bool, beside: bool) -> np.ndarray:
     """:func:`bfs_distance` with a queue: each level is the cells first reached from the last."""
     height, width = free.shape

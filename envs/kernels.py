@@ -3,16 +3,18 @@
 Only integer work happens here (table lookups, comparisons, copies): every float the frame depends
 on was computed once with numpy in the column atlas (:class:`~embodmem.envs.camera.ColumnAtlas`), so
 the compiled loop gives exactly the pixels of the numpy model, for one frame or a batch. Compiled on
-first use and cached on disk (Numba's cache; ``NUMBA_CACHE_DIR`` moves it).
+first call (:mod:`embodmem.envs.jit`: importing this module imports no Numba) and cached on disk
+(Numba's cache; ``NUMBA_CACHE_DIR`` moves it).
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from embodmem.envs.jit import njit_on_first_call
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+
+@njit_on_first_call(cache=True, nogil=True, boundscheck=False)
 def paint_frames(
     padded: np.ndarray,
     base: np.ndarray,
@@ -116,7 +118,7 @@ def paint_frames(
             depth[out, c] = distance[at_first] * col_cos[c] if k1 > 0 else np.inf
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@njit_on_first_call(cache=True, nogil=True, boundscheck=False)
 def sonar_ranges(
     padded: np.ndarray,
     base: np.ndarray,
@@ -140,7 +142,7 @@ def sonar_ranges(
             out[b, k] = value
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@njit_on_first_call(cache=True, nogil=True, boundscheck=False)
 def fish_in_view(
     fish: np.ndarray,
     x: np.ndarray,
