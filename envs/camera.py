@@ -19,6 +19,7 @@ import numpy as np
 
 from embodmem.envs.kernels import fish_in_view, paint_frames, sonar_ranges
 from embodmem.envs.objects import LOOK_HEIGHTS, LOOK_KIND, TEX, texture_atlas
+from embodmem.envs.torch_kernels import paint_frames_torch, ray_device, sonar_ranges_torch
 
 CAMERA_Z = 0.5
 """Camera height above the seabed, in wall heights."""
@@ -484,7 +485,9 @@ class Camera:
         frames = np.arange(len(x)) if group is None else group
         height, width = padded.shape[1], padded.shape[2]
         base = frames * (height * width) + (y + pad) * width + x + pad
-        paint_frames(
+        device = ray_device()
+        paint = paint_frames if device is None else functools.partial(paint_frames_torch, device=device)
+        paint(
             padded.reshape(-1),
             base,
             x,
@@ -629,7 +632,9 @@ class Sonar:
         _check_poses(padded, pad, x, y, heading, self.reach)
         base = np.arange(n) * (height * width) + (y + pad) * width + x + pad
         out = np.empty((n, beams), np.float32)
-        sonar_ranges(
+        device = ray_device()
+        cast = sonar_ranges if device is None else functools.partial(sonar_ranges_torch, device=device)
+        cast(
             padded.reshape(-1),
             base,
             heading,
