@@ -6,7 +6,7 @@ one for a run; ``experiment.variants=[...]`` runs several beside each other (``e
 
 Example:
     >>> sorted(VARIANTS)[:4]
-    ['memory', 'memory_fifo_only', 'memory_keep_all', 'memory_naive']
+    ['memory', 'memory_consolidate', 'memory_decay', 'memory_fifo_only']
     >>> VARIANTS["memory_no_recall"].agent
     {'recall': False}
 """
@@ -36,6 +36,9 @@ class Variant:
     """Replace frame memory by the reference benchmark's text log."""
     naive: bool = False
     """Recall by top-k similarity only (agents/naive_agent.py): no evidence weighting, no map ranking."""
+    memory_class: str | None = None
+    """A plug-in memory (``module:Class`` or ``module:factory``, :class:`embodmem.api.Memory`) in
+    place of the stock :class:`~embodmem.memory.AgentMemory`; None: the stock one."""
 
 
 VARIANTS: dict[str, Variant] = {
@@ -69,6 +72,14 @@ VARIANTS: dict[str, Variant] = {
             "naive retrieval: top-k frames by similarity to the goal, go where the best looked; no weighting",
             memory={"consolidate_to": None, "dedup_threshold": 1.0},
             naive=True,
+        ),
+        *(
+            Variant(
+                f"memory_{policy}",
+                f"full, with the memory update policy {policy!r} (embodmem.memory.updates)",
+                memory={"update_policy": policy},
+            )
+            for policy in ("overwrite", "recency", "decay", "consolidate")
         ),
         Variant(
             "textlog",

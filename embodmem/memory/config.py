@@ -19,6 +19,9 @@ from embodmem.memory.eviction import EVICTIONS
 from embodmem.memory.rawfile import RAW_DTYPES, RAW_MODES
 from embodmem.memory.topomap import NODE_RULES
 
+UPDATE_POLICIES: tuple[str, ...] = ("keep_first", "overwrite", "recency", "decay", "consolidate")
+"""The stock memory's update policies (embodmem.memory.updates)."""
+
 
 @dataclass
 class MemoryConfig:
@@ -101,6 +104,21 @@ class MemoryConfig:
     rerank: int = 0
     """Candidates fetched from the index per query and re-scored exactly from the raw vectors on
     disk (0: off; needs raw_vectors="disk"). Lifts a lossy code's recall to its coarse recall."""
+    update_policy: str = "keep_first"
+    """How memory updates when the world changes (embodmem.memory.updates): "keep_first" (never),
+    "overwrite" (remove an older view a new one from the same place contradicts, online),
+    "recency" (rank by similarity x recency), "decay" (a record's weight halves every
+    recency_half_life tasks; below decay_floor it is no longer returned) or "consolidate" (the
+    overwrite check offline, over the whole store, at the end of every task)."""
+    recency_half_life: float = 2.0
+    """Tasks after which a record's weight halves ("recency" and "decay")."""
+    decay_floor: float = 0.25
+    """Weight below which "decay" no longer returns a record (0.25: two half-lives)."""
+    contradiction_similarity: float = 0.9
+    """Cosine below which a later view from the same place contradicts an older one ("overwrite",
+    "consolidate")."""
+    update_view_cells: float = 1.0
+    """Cells within which two views with the same heading count as the same view."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -169,6 +187,15 @@ class MemoryConfig:
             "None or an existing directory",
         )
         need(is_int(self.rerank) and 0 <= self.rerank <= 1 << 16, "rerank", "an int in [0, 65536]")
+        need(self.update_policy in UPDATE_POLICIES, "update_policy", " or ".join(repr(p) for p in UPDATE_POLICIES))
+        need(is_num(self.recency_half_life) and self.recency_half_life > 0, "recency_half_life", "a number > 0")
+        need(is_num(self.decay_floor) and 0 < self.decay_floor <= 1, "decay_floor", "a number in (0, 1]")
+        need(
+            is_num(self.contradiction_similarity) and -1 <= self.contradiction_similarity <= 1,
+            "contradiction_similarity",
+            "in [-1, 1]",
+        )
+        need(is_num(self.update_view_cells) and self.update_view_cells >= 0, "update_view_cells", "a number >= 0")
         need(
             self.rerank == 0 or self.raw_vectors == "disk",
             "rerank",

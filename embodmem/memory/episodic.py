@@ -26,6 +26,7 @@ from embodmem.memory.parts import MemoryParts
 from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter, fit_thumbnail
 from embodmem.memory.sleep import SleepReport
 from embodmem.memory.sleep import sleep as sleep_pass
+from embodmem.memory.updates import RECENCY_OVERFETCH, UpdateStats, remove_contradicted, weigh_by_age
 
 __all__ = ["AgentMemory", "MemoryConfig", "MemorySleepReport", "MemoryStats", "WriteContext"]
 
@@ -104,6 +105,8 @@ class AgentMemory:
 
     def _adopt(self, parts: MemoryParts) -> None:
         self.store, self.fifo, self.map, self.counters = parts.store, parts.fifo, parts.map, parts.counters
+        self.updates = UpdateStats()
+        """What the update policy did and cost (``MemoryConfig.update_policy``; not saved)."""
 
     def parts(self) -> MemoryParts:
         """The memory's parts (shared, not copied): what a snapshot saves."""
@@ -166,6 +169,9 @@ class AgentMemory:
         if len(out.ids):
             self.store.add(out.vectors, out.metas, out.ids)
             self.counters.consolidations += 1
+            if self.config.update_policy == "overwrite":
+                c = self.config
+                remove_contradicted(self.store, self.updates, out.ids, c.update_view_cells, c.contradiction_similarity)
 
     def flush(self) -> int:
         """Consolidate the short-term frames (at the full-buffer ratio) into long-term memory.
@@ -175,6 +181,9 @@ class AgentMemory:
         """
         out = self.fifo.consolidate()
         self._store(out)
+        if self.config.update_policy == "consolidate":  # the offline pass: once a task, the whole store
+            c = self.config
+            remove_contradicted(self.store, self.updates, None, c.update_view_cells, c.contradiction_similarity)
         return len(out.ids)
 
     def sleep(self, retrain: bool | None = None) -> MemorySleepReport:
@@ -222,11 +231,18 @@ class AgentMemory:
         if q.shape[1] != self.config.dim or not np.all(norms > 0):
             raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
         q = np.ascontiguousarray(q / norms)
-        lt = self.store.search(q, k, where)
-        st = self.fifo.search(q, k, where) if include_short_term else [[] for _ in q]
+        c = self.config
+        by_age = c.update_policy in ("recency", "decay")
+        fetch = k * RECENCY_OVERFETCH if by_age else k
+        lt = self.store.search(q, fetch, where)
+        st = self.fifo.search(q, fetch, where) if include_short_term else [[] for _ in q]
         results = []
         for a, b in zip(lt, st):
-            hits = sorted(a + b, key=lambda h: -h.score)[:k]
+            hits = sorted(a + b, key=lambda h: -h.score)[:fetch]
+            if by_age:
+                latest = self.counters.segment[2] if self.counters.segment is not None else 0
+                floor = c.decay_floor if c.update_policy == "decay" else None
+                hits = weigh_by_age(hits, k, latest, c.recency_half_life, floor)
             results.append(hits)
             if count_hits:
                 lt_ids = [h.id for h in hits if h.source == "long_term"]
