@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--groups", default="category", help="comma-separated episode groups (default: category)")
     e.add_argument("--spec", default="1")
     e.add_argument("--out", required=True, type=Path)
+
+    p = sub.add_parser("probe", help="decode the object map and the walls from each memory design on a dataset")
+    p.add_argument("dataset", type=Path)
+    p.add_argument("--designs", default="frame_memory,keep_everything,textlog")
+    p.add_argument("--out", type=Path, default=None, help="a markdown results file (with provenance)")
     return parser
 
 
@@ -155,7 +160,35 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         print(f"exported {info.total_frames} frames of {info.total_episodes} episodes to {args.out}")
         return 0
+    if args.command == "probe":
+        return _probe(args)
     raise AssertionError(args.command)
+
+
+def _probe(args: argparse.Namespace) -> int:
+    import embodmem
+    from embodmem.app import build_embedder
+    from embodmem.bench.dataset import OfflineDataset
+    from embodmem.bench.probe import build_answerers, probe_dataset, probe_markdown
+    from embodmem.provenance import Provenance, write_results_markdown
+
+    facts = Provenance.collect(["embodmem-bench", *sys.argv[1:]])
+    designs = [d for d in args.designs.split(",") if d]
+    info = OfflineDataset(args.dataset).info  # a directory that is no dataset: one line before the model loads
+    embedder = build_embedder(embodmem.compose([]))
+    build_answerers(designs, embedder)
+    table = probe_markdown(probe_dataset(args.dataset, designs, embedder))
+    print(table)
+    if args.out is not None:
+        generator = info["generator"]
+        body = (
+            f"Dataset `{args.dataset}`: {info['total_episodes']} episodes, {info['total_frames']:,} frames of the "
+            f"{generator['agent']} agent on {generator['split']} worlds {generator['worlds']} "
+            f"(groups {', '.join(generator['groups'])}; generator: `{generator['command']}`). One tour is every "
+            "episode of one sequence in one world, in order. 95% intervals resample whole worlds.\n\n" + table
+        )
+        write_results_markdown(args.out, "Memory probing: what each design holds", body, facts)
+    return 0
 
 
 if __name__ == "__main__":

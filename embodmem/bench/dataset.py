@@ -38,6 +38,8 @@ class Episode:
     """(T, H, W, 3) uint8 RGB."""
     poses: np.ndarray
     """(T, 3) float32: the believed pose [x, y, heading]."""
+    sonar: np.ndarray
+    """(T, beams) float32: metres per beam."""
     true_poses: np.ndarray
     """(T, 3) int16."""
     actions: np.ndarray
@@ -122,6 +124,7 @@ class OfflineDataset:
             meta={k: v for k, v in meta.items() if k not in ("world_kinds", "agent_map")},
             images=np.stack([decode_png(image["bytes"]) for image in frames["observation.image"]]),
             poses=np.asarray(frames["observation.pose"], np.float32),
+            sonar=np.asarray(frames["observation.sonar"], np.float32),
             true_poses=np.asarray(frames["state.true_pose"], np.int16),
             actions=np.asarray(frames["action"], np.int8),
             seabed=np.asarray(meta["world_kinds"], np.uint8).reshape(size, size),

@@ -46,3 +46,19 @@ def test_reader_refuses_what_is_not_a_dataset(tmp_path: Path) -> None:
     (tmp_path / "meta" / "info.json").write_text('{"format": "lerobot", "format_version": 3}')
     with pytest.raises(DatasetError, match="this reader reads embodmem-dataset version 1"):
         OfflineDataset(tmp_path)
+
+
+@pytest.mark.slow
+def test_probe_decodes_objects_and_walls_per_design(tmp_path: Path) -> None:
+    import embodmem
+    from embodmem.app import build_embedder
+    from embodmem.bench.probe import PROBE_DESIGNS, probe_dataset
+
+    out = tmp_path / "ds"
+    export_dataset(ExportRequest(split="dev", out=out, worlds=1, agent="memory", groups=("category",)))
+    rows = {r.design: r for r in probe_dataset(out, list(PROBE_DESIGNS), build_embedder(embodmem.compose([])))}
+    assert list(rows) == [*PROBE_DESIGNS, "agent_map", "fully_observed"]
+    assert rows["fully_observed"].walls_iou.mean == 1.0 and rows["fully_observed"].where.mean == 1.0
+    assert rows["textlog"].walls_iou.mean is None  # a text log holds no walls
+    for design in ("frame_memory", "keep_everything", "agent_map"):
+        assert 0.0 < rows[design].walls_iou.mean < 1.0
