@@ -457,3 +457,157 @@ def test_transfer_ci_resamples_seeds_as_pairs() -> None:
     assert row["ft_spl"] == pytest.approx(0.1)
     assert row["ft_spl_lo"] == pytest.approx(0.1) and row["ft_spl_hi"] == pytest.approx(0.1)
     assert row["steps_ratio_lo"] == pytest.approx(2.0) and row["steps_ratio_hi"] == pytest.approx(2.0)
+
+
+# --- selection, ordering and seen groups: each rule stated on a case that tells it apart -----------
+
+
+def test_selection_by_agent_and_sequence_and_its_messages() -> None:
+    mine = gem_records(agent="memory")
+    other = [{**r, "agent": "other", "success": 1.0 - r["success"]} for r in gem_records(agent="other")]
+    np.testing.assert_allclose(gem_matrix(mine + other, agent="memory"), R_TRUE)
+    np.testing.assert_allclose(gem_matrix(mine + other, agent="other"), 1.0 - R_TRUE)
+    np.testing.assert_allclose(cold_baseline(mine + other, agent="other"), 1.0 - B_TRUE)
+    assert gem_report(mine + other, agent="other").fwt == pytest.approx(-forward_transfer(R_TRUE))
+    unnamed = [{**r, "agent": None} for r in gem_records()]
+    with pytest.raises(ValueError, match=r"^records mix several agents \['memory', 'other', None\]; pass agent="):
+        gem_matrix(mine + other + unnamed)
+    seq2 = [{**r, "sequence": "s2", "success": 0.5} for r in gem_records()]
+    with pytest.raises(ValueError, match=r"^records mix several sequences \['s2', 'seq'\]; pass sequence=\.\.\. to"):
+        gem_matrix(mine + seq2)
+    with pytest.raises(ValueError, match="several sequences"):
+        cold_baseline(mine + seq2)
+    with pytest.raises(ValueError, match="several sequences"):
+        gem_report(mine + seq2)
+    np.testing.assert_allclose(gem_matrix(mine + seq2, sequence="s2"), np.full((4, 3), 0.5))
+    np.testing.assert_allclose(cold_baseline(mine + seq2, sequence="s2"), [0.5, 0.5, 0.5])
+    np.testing.assert_allclose(gem_report(mine + seq2, sequence="s2").R, np.full((4, 3), 0.5))
+    with pytest.raises(ValueError, match="^no eval or cold records with a task_index: cannot size the GEM matrix$"):
+        gem_matrix([rec(condition="warm", task_index=1, seed=0, success=1)])
+
+
+def test_sizes_follow_n_tasks_when_given() -> None:
+    recs = gem_records()
+    assert gem_matrix(recs, n_tasks=4).shape == (5, 4)
+    b = cold_baseline(recs, n_tasks=4)
+    assert b.shape == (4,) and math.isnan(b[3])
+    with pytest.raises(ValueError, match="eval record without eval_after or task_index"):
+        gem_matrix(recs + [rec(condition="eval", task_index=1, seed=0, success=1.0)])
+    with pytest.raises(ValueError, match="eval record without eval_after or task_index"):
+        gem_matrix(recs + [rec(condition="eval", eval_after=1, seed=0, success=1.0)])
+
+
+def test_gem_report_fields_metric_and_note() -> None:
+    recs = [
+        {**r, "spl": r["success"] / 2}
+        for r in gem_records(skip={(2, 3)})
+        if r.get("task_index") != 2 or r["condition"] != "cold"
+    ]
+    rep = gem_report(recs, "spl")
+    expected = R_TRUE / 2
+    expected[2, 2] = np.nan
+    np.testing.assert_allclose(rep.R, expected)
+    np.testing.assert_allclose(rep.b, expected[0])
+    np.testing.assert_allclose(rep.b_cold, [B_TRUE[0] / 2, np.nan, B_TRUE[2] / 2])
+    assert rep.missing == [(2, 3)]
+    assert rep.note == (
+        "R has no eval records for (eval_after, task) (2, 3); no cold records for tasks [2] (FWT vs cold); "
+        "FWT/BWT average only the terms that are available"
+    )
+    assert gem_report(gem_records()).note == ""
+    two_missing = gem_report(gem_records(skip={(0, 1), (1, 2)}))
+    assert two_missing.note.startswith("R has no eval records for (eval_after, task) (0, 1), (1, 2); FWT/BWT")
+
+
+def test_matrices_of_booleans_and_nulls_read_as_numbers() -> None:
+    # Success read back from JSON: booleans, and null for a cell never measured.
+    R = [[False, False], [True, True], [True, True]]
+    assert forward_transfer(R) == 1.0 and backward_transfer(R) == 0.0
+    with_nulls = [[0.0, 0.5], [1.0, 1.0], [None, 1.0]]
+    assert missing_cells(with_nulls) == [(2, 1)]
+    assert forward_transfer(with_nulls) == 0.5 and math.isnan(backward_transfer(with_nulls))
+    assert forward_transfer([[0.0, 0.0], [1.0, 0.5]], [0.2, None]) != forward_transfer([[0.0, 0.0], [1.0, 0.5]])
+    assert math.isnan(forward_transfer([[0.0, 0.0], [1.0, 0.5]], [0.2, None]))
+
+
+def test_order_key_numbers_then_strings_then_none() -> None:
+    from embodmem.transfer import group_records, order_key, sort_value
+
+    values = [None, "b", 2, True, "a", 1.5, "B"]
+    assert sorted(values, key=order_key) == [1.5, 2, "B", True, "a", "b", None]
+    assert [k[0] for k in group_records([{"k": v} for v in values], ("k",))] == [1.5, 2, "B", True, "a", "b", None]
+    conditions = ["eval", None, "zzz", "cold", "single", "warm"]
+    assert sorted(conditions, key=lambda v: sort_value("condition", v)) == [
+        "warm",
+        "cold",
+        "single",
+        "eval",
+        "zzz",
+        None,
+    ]
+    # other keys sort their values as plain strings, even the names of conditions
+    assert sorted(["warm", "cold"], key=lambda v: sort_value("task", v)) == ["cold", "warm"]
+    grouped = group_records([{"condition": c, "task": c} for c in conditions], ("condition", "task"))
+    assert [k[0] for k in grouped] == ["warm", "cold", "single", "eval", "zzz", None]
+
+
+def test_paired_seeds_follow_one_order_numbers_before_missing() -> None:
+    from embodmem.transfer import paired_seed_means
+
+    # Seeds listed out of order, one without a world seed: the pairs line up in sorted order.
+    warm = [rec(seed=s, world_seed=ws, spl=v) for s, ws, v in [(3, 1, 0.3), (1, None, 0.9), (2, 0, 0.2), (0, 1, 0.1)]]
+    cold = [
+        rec(seed=s, world_seed=ws, spl=v / 2) for s, ws, v in [(2, 0, 0.2), (0, 1, 0.1), (1, None, 0.9), (3, 1, 0.3)]
+    ]
+    w, c = paired_seed_means(warm, cold, "spl")
+    assert w.tolist() == [0.2, 0.1, 0.3, 0.9] and c.tolist() == [0.1, 0.05, 0.15, 0.45]
+    row = transfer_table(
+        [{**r, "condition": "warm", "task_index": 1} for r in warm]
+        + [{**r, "condition": "cold", "task_index": 1} for r in cold],
+        metrics=("spl",),
+    )[0]
+    assert (row["ft_spl_lo"], row["ft_spl_hi"]) == paired_ci(w, c, difference_of_means)
+
+
+def test_per_seed_ratio_of_a_one_step_warm_run_is_kept() -> None:
+    ratios = per_seed_steps_ratios(
+        [rec(seed=0, steps=1), rec(seed=1, steps=0)], [rec(seed=0, steps=7), rec(seed=1, steps=3)]
+    )
+    assert ratios == {(0, 0): 7.0}
+
+
+def test_transfer_row_step_means() -> None:
+    recs = [
+        rec(condition=c, seed=s, task_index=1, success=1, spl=0.5, steps=steps)
+        for c, s, steps in [("warm", 0, 10), ("warm", 0, 30), ("warm", 1, 40), ("cold", 0, 50), ("cold", 1, 90)]
+    ]
+    row = transfer_table(recs)[0]
+    assert row["steps_warm"] == 30.0 and row["steps_cold"] == 70.0  # (20 + 40) / 2 and (50 + 90) / 2
+    assert row["steps_ratio"] == pytest.approx(70 / 30) and row["steps_ratio_median"] == pytest.approx((2.5 + 2.25) / 2)
+
+
+def _seen(records: list[dict[str, Any]]) -> dict[int, str]:
+    from embodmem.transfer import seen_groups
+
+    return {s[1]: g for s, g in seen_groups(records).items()}
+
+
+def test_seen_groups_prefer_the_warm_run_and_pool_its_episodes() -> None:
+    def r(cond: str, seed: int, flag: bool | None) -> dict[str, Any]:
+        return rec(condition=cond, seed=seed, task_index=2, target_seen_before=flag)
+
+    groups = _seen(
+        [
+            r("cold", 0, True),  # a cold record listed first, then the warm one that decides
+            r("warm", 0, False),
+            r("warm", 1, True),  # any warm episode that saw it makes the seed "seen"
+            r("warm", 1, False),
+            r("warm", 2, False),
+            r("warm", 2, True),
+            r("cold", 3, True),  # no warm record: the cold one decides
+            r("cold", 4, None),  # nothing known: not seen
+            r("warm", 5, None),
+            r("cold", 5, True),  # the warm record knows nothing: the cold one decides
+        ]
+    )
+    assert groups == {0: "not seen", 1: "seen", 2: "seen", 3: "seen", 4: "not seen", 5: "seen"}
