@@ -68,8 +68,8 @@ class ExplorerConfig:
     clean_background_stop: bool = True
     """Judge a candidate only from viewing cells whose view beyond it (the middle of the view, up to
     the visibility) holds no other obstacle the map knows, when such a cell exists: a target seen
-    above or behind a low object in front is then not taken for that object (issue 30, "an occluder
-    taken for the target": dev worlds 1224 and 1370)."""
+    above or behind a low object in front is then not taken for that object (an occluder taken
+    for the target on dev worlds 1224 and 1370)."""
     centre_at_scale_for_instances: bool = True
     """For a mission naming one instance (a description or image goal), the middle of the view
     judged from next to a candidate (``confirm_centre_adjacent``; ``clean_background_stop`` in
@@ -85,21 +85,21 @@ class ExplorerConfig:
     """Carry camera coverage between missions per target kind: a cell counts as searched for a kind
     only if it was looked at from within that kind's detection range in the light of the time
     (:data:`~embodmem.agents.recognizer.DETECTION_RANGE_CELLS`), not within one range for every
-    kind (issue 30, "coverage without detection": dev world 1347, and under ``env=noisy`` dev worlds
+    kind (coverage without detection: dev world 1347, and under ``env=noisy`` dev worlds
     1456, 1488 and 1504, where oil drums looked at from four cells in task 1 were never searched
     for again)."""
     confirm_centre_adjacent: bool = True
     """From next to a candidate too, the middle of the view (the centre half of the columns) must
     show the target before the robot stops, not just the whole frame: a target at the edge of the
-    view, beyond a low object straight ahead, is then not taken for that object (issue 30, "an
-    occluder taken for the target": dev world 1234, a stop facing a cable with the wind station five
+    view, beyond a low object straight ahead, is then not taken for that object (an
+    occluder taken for the target on dev world 1234: a stop facing a cable with the wind station five
     cells off to the side). One more embedding per stop decision."""
     fog_limited_look: bool = False
     """Within a mission, a cell counts as looked at only from within the distance at which a small
     target still shows in this light (``clear_sight_share`` of the visibility, as for carried
     coverage), not from ``look_range_cells`` whatever the light: in deep water the fog hides oil
     drums beyond about 2.5 cells, so a look from four cells found nothing and still ruled the place
-    out (issue 30, "not seen, deep water": dev worlds 1426, 1448, 1522 and 1574 under ``env=noisy``,
+    out (targets not seen in deep water: dev worlds 1426, 1448, 1522 and 1574 under ``env=noisy``,
     warm timeouts with the drums never in view; all four succeed with it). Clear water is unchanged
     (4 cells either way). Off by default: on 100 dev worlds (1400-1598 even) it made the deep search
     too slow for its 400 steps, deep_pair's later-task success falling from 1.00 to 0.91 warm and
@@ -111,7 +111,7 @@ class ExplorerConfig:
     of the object as looked at, until the object has been faced from that close this mission: the
     search then leads the robot up to objects it sees head-on. Open water elsewhere is looked at
     from ``look_range_cells`` as before (unlike ``fog_limited_look``), and the survey area's edge is
-    no object. Issue 30, "not seen, deep water": oil drums faced from three cells or more score
+    no object. Targets not seen in deep water: oil drums faced from three cells or more score
     about 0.0001 in deep water, so a look from there ruled them out (dev worlds 1416 and 1425). On
     dev worlds 1400-1599, deep_pair: warm failed where cold succeeded in 2 worlds instead of 3
     (clean; 1444 is new) and 5 instead of 6 (``env=noisy``), warm SPL 0.506 instead of 0.481
@@ -133,7 +133,7 @@ class ExplorerConfig:
     range counts as looked at only from within that range, not from ``look_range_cells``. In deep
     water oil drums show only from about three cells, so a look from four at the water beside them
     missed them, and under drift the carried record of where the robot looked is displaced too
-    (issue 30, "not seen, deep water": dev 1096 under ``env=noisy``, warm never went near the drums
+    (targets not seen in deep water: dev 1096 under ``env=noisy``, warm never went near the drums
     that cold found in 37 steps). Dev deep_pair, later tasks, ``env=noisy``: warm failed where cold
     succeeded in 6 of 400 worlds instead of 11 (1000-1399) and 7 instead of 10 (1400-1799), warm
     success 0.968 -> 0.985 and 0.973 -> 0.983, warm SPL 0.496 -> 0.492 and 0.510 -> 0.506; under
@@ -146,8 +146,8 @@ class ExplorerConfig:
     ``small_object_cells`` joined occupied cells) within ``passing_object_cells`` of the robot, none
     of whose cells a ray of the view has ended at from within the mission's kind's detection range
     this mission, becomes a candidate: the robot judges it from a viewing cell, facing it, as after
-    a detection, and rules the whole object out if it is not the target. Issue 30, "not seen, deep
-    water": in all 15 warm timeouts of deep_pair on dev worlds 1000-1999 the robot passed the oil
+    a detection, and rules the whole object out if it is not the target. Targets not seen in deep
+    water: in all 15 warm timeouts of deep_pair on dev worlds 1000-1999 the robot passed the oil
     drums 2-3 cells off, beside its path, and never faced them (they show only from about two
     cells in deep water). Dev 1000-1999, deep_pair task 2, clean: warm failed 15 -> 5 times, cold
     52 -> 29, warm failed where cold succeeded 8 -> 3 worlds, not-seen SPL warm 0.30 -> 0.31 and
@@ -161,7 +161,7 @@ class ExplorerConfig:
     (the targets recognised only from close by are one to five cells)."""
     restart_when_stuck: bool = True
     """When no cell left to look at can be reached on the map and no unknown cell either, start the
-    search over (forget what was looked at) instead of stopping where the robot is (issue 30, under
+    search over (forget what was looked at) instead of stopping where the robot is (under
     ``env=noisy``: dev worlds 1448 and 1452, a warm robot stopped 70-100 m from the target after
     340-389 steps, its map fencing off the last unseen cells; with the restart both search on,
     1452 then succeeds with ``coverage_by_kind`` and 1448 runs out of steps)."""
@@ -169,7 +169,7 @@ class ExplorerConfig:
     """Within a mission, when every reachable place has been looked at and the target was not
     found, look again first at what was looked at only from beyond the mission's kind's detection
     range in this light (the recogniser misses it there), from within that range, before the search
-    starts over (issue 30, "not seen, deep water": drums faced from 3-4 cells at a score of 0.01
+    starts over (targets not seen in deep water: drums faced from 3-4 cells at a score of 0.01
     and never revisited). Off by default: on dev worlds 1400-1599 it fixed none of the deep-water
     timeouts that ``fog_limited_look`` fixes, and it costs steps."""
 
