@@ -1,4 +1,4 @@
-"""Issue 30's failure modes, each reproduced on a hand-built map or a dev world's frame and designed
+"""The failure modes behind the safeguards, each reproduced on a hand-built map or a dev world's frame and designed
 out behind its switch (agents/config.py: clean_background_stop, confirm_centre_adjacent,
 centre_at_scale_for_instances, coverage_by_kind, face_objects_in_fog, face_objects_across_view,
 face_passing_objects_in_fog, fog_limited_look, restart_when_stuck, seen_within_detection_range), and the same situation with the
@@ -47,7 +47,7 @@ SAFEGUARDS_OFF: dict[str, bool] = {
     "contradict_by_map": False,
     "recall_within_found_range": False,
 }
-"""The agent before issue 30's safeguards (all but fog_limited_look and
+"""The agent without the safeguards (all but fog_limited_look and
 seen_within_detection_range are on by default): each test turns on
 the one it is about, so the old behaviour and the switch's effect show side by side."""
 
