@@ -1,6 +1,6 @@
 """Same seeds give the same worlds and observations, bit for bit, across code changes.
 
-The digests were recorded before MiniGrid's global tables were left alone (issue 12): the camera,
+The digests were recorded with an earlier implementation of the env: the camera,
 the extra view, the ``topdown`` view (drawn through MiniGrid's tile cache), sonar, pose and the
 ``rgb_array`` render must not change when the code around them does.
 """
@@ -60,8 +60,8 @@ def test_observations_match_the_recorded_digests(case: tuple[int, int, str, int]
 
 
 LONG_STREAMS = {
-    # digests recorded with the per-pixel numpy camera (before the column atlas and compiled loops,
-    # issue 27): 300 steps with resets, every observation and info
+    # digests recorded with the per-pixel numpy camera (the column atlas and compiled loops must
+    # reproduce it): 300 steps with resets, every observation and info
     "shallow": (dict(task="wreck", world_seed=0), 0, "18fbdb01e748"),
     "deep": (dict(task="deep_wreck", world_seed=5), 1, "026ee70c0124"),
     "drift and noisy sonar": (
