@@ -265,7 +265,7 @@ def test_transfer_table_rows() -> None:
 
 # --- GEM against its references -------------------------------------------------------------------
 
-# issue 16's hand matrix: row 0 is the evaluation before any experience (GEM's baseline b).
+# The hand matrix of docs/metrics.md: row 0 is the evaluation before any experience (GEM's baseline b).
 R_ISSUE = np.array([[0.0, 0.1, 0.2], [0.9, 0.5, 0.3], [0.8, 0.9, 0.6], [0.7, 0.8, 0.9]])
 COLD_ISSUE = np.array([0.1, 0.2, 0.3])
 
