@@ -143,7 +143,7 @@ def test_position_score_three_instances_any_order() -> None:
 
 
 def test_position_score_beyond_three_instances_uses_the_nearest_three() -> None:
-    # issue 16's bar: 10, 40, 70, 200 m -> 0.6*100 + 0.2*100*60/70 + 0.2*100*30/70 = 85.714
+    # the reference case: 10, 40, 70, 200 m -> 0.6*100 + 0.2*100*60/70 + 0.2*100*30/70 = 85.714
     for perm in itertools.permutations([10.0, 40.0, 70.0, 200.0]):
         assert round(position_score(perm), 2) == 85.71
     assert position_score([5.0] * 5 + [500.0]) == pytest.approx(100.0)
@@ -163,7 +163,7 @@ def test_position_score_rejects_bad_distances() -> None:
 
 
 def test_passed_then_left_scores_the_report() -> None:
-    # issue 16: passed within 5 m of the target, reported it, ended 120 m away -> 100 (final: 0)
+    # the reference case: passed within 5 m of the target, reported it, ended 120 m away -> 100 (final: 0)
     assert position_score([120.0]) == 0.0
     assert distance_score([120.0], [[40.0], [5.0], [25.0]]) == 100.0
     # the report nearest the FIRST instance is scored against all instances, not the best report
