@@ -67,7 +67,7 @@ BAD_VALUES: list[tuple[str, list[str]]] = [
 """(what is wrong, the arguments): each one must be refused before any work."""
 
 NEWCOMER_MISTAKES: list[tuple[str, str, list[str]]] = [
-    # met by a new user following the README (issue 25)
+    # met by a new user following the getting-started page
     ("an option instead of an override", "embodmem-run", ["--seed", "1"]),
     ("a number where a list goes", "embodmem-run", ["experiment.world_seeds=1001"]),
     ("a schema entry as an agent", "embodmem-run", ["agent=base_agent"]),
