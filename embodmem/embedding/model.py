@@ -21,7 +21,7 @@ DEFAULT_MODEL = "embodmem-tiny-clip"
 DEFAULT_CHECKPOINT = ASSETS / "embodmem-tiny-clip.pt"
 VARIANTS_CHECKPOINT = ASSETS / "embodmem-tiny-clip-variants.pt"
 """The same architecture trained on worlds with appearance variants and captions that name them
-(``python -m embodmem.embedding.train --variants only``; issue 28): it tells a capsized ship from an
+(``python -m embodmem.embedding.train --variants only``): it tells a capsized ship from an
 upright one. ``embedder.pretrained=variants`` selects it; the default checkpoint is unchanged, so
 every category figure stays as it was."""
 NAMED_CHECKPOINTS = {"default": DEFAULT_CHECKPOINT, "variants": VARIANTS_CHECKPOINT}
