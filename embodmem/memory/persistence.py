@@ -44,7 +44,7 @@ FORMAT = "embodmem.memory"
 MAP_FORMAT = "embodmem.map"
 """The format of an agent's map snapshot (occupancy grid and rejected places, beside its memory)."""
 VERSION = 4
-"""4: frames embedded by the CLIP that tells instance variants apart (issue 28); 3 and older are refused."""
+"""4: frames embedded by the CLIP that tells instance variants apart; 3 and older are refused."""
 PRE_VARIANT_VERSIONS = (3,)
 """Versions saved before instance variants: their vectors come from the embedder that cannot tell a
 capsized ship from an upright one, and a query with today's embedder would compare across models."""
