@@ -1,4 +1,4 @@
-"""The fully observed twin (a memory-need control, issue 28): the memory agent's skeleton handed the
+"""The fully observed twin (a memory-need control): the memory agent's skeleton handed the
 object map.
 
 Like the oracle, it is given the environment, and reads one privileged thing from it: where the
