@@ -2,7 +2,7 @@
 
 Quality: mission-text retrieval precision@5 per target kind in shallow and deep water, and
 zero-shot classification accuracy per kind (embodmem/embedding/quality.py), over frames rendered
-in the held-out test worlds (9000+). Per appearance variant (issue 28), over frames of the same test
+in the held-out test worlds (9000+). Per appearance variant (instance goals), over frames of the same test
 worlds built with variants: p@5 of the description goal's mission ("find the capsized sunken
 ship") and zero-shot accuracy among the kind's three variants, each in shallow and deep water. Speed: frames/s at batch 64 (PyTorch) and at batch 1 (the
 agent's case: ONNX Runtime, and PyTorch for comparison), the content cache turned off so every
