@@ -36,9 +36,9 @@ from embodmem.provenance import Provenance, write_results_markdown  # noqa: E402
 MINIGRID = "MiniGrid-Empty-16x16 RGBImgPartialObs (tile 8)"
 BATCH_SIZES = (1, 16, 64, 256)
 BATCH_BAR = (64, 8000.0)
-"""Issue 27: B=64 batched, one process, >= 8,000 env steps/s."""
+"""The bar for B=64 batched worlds: one process, >= 8,000 env steps/s."""
 SINGLE_BAR = 2.0
-"""Issue 27: the single env (32x32 world, 64x64 camera) >= 2.0x MiniGrid's RGB wrapper."""
+"""The bar for the single env (32x32 world, 64x64 camera): >= 2.0x MiniGrid's RGB wrapper."""
 SINGLE = "underwater 32x32, camera 64x64"
 
 
