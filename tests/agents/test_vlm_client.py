@@ -356,7 +356,7 @@ def test_http_request_logs_are_quiet(server: ChatServer, caplog) -> None:
     assert [r.name for r in caplog.records if r.name.split(".")[0] in ("httpx", "httpx2", "httpcore", "openai")] == []
 
 
-# -- hostile servers: slow, huge, not UTF-8, redirecting (issue 24) ------------------------------
+# -- hostile servers: slow, huge, not UTF-8, redirecting --------------------------------------
 
 
 def test_a_server_dripping_one_byte_a_second_is_cut_at_the_deadline(server: ChatServer) -> None:
