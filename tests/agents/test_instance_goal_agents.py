@@ -1,4 +1,4 @@
-"""The agent side of instance goals (issue 28): description and image goals, the new memory rows."""
+"""The agent side of instance goals: description and image goals, the new memory rows."""
 
 from __future__ import annotations
 
