@@ -1,4 +1,4 @@
-"""Instance variants and goals (issue 28): looks, worlds, goal modalities, success and bad input."""
+"""Instance variants and goals: looks, worlds, goal modalities, success and bad input."""
 
 from __future__ import annotations
 
