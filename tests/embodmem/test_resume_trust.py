@@ -1,4 +1,4 @@
-"""Resume that can be trusted (issue 24): a changed config is refused in one line naming the keys,
+"""Resume that can be trusted: a changed config is refused in one line naming the keys,
 aborted records are replaced when their episode runs again, and every record resume reads goes
 through the record schema."""
 
