@@ -145,7 +145,7 @@ def test_quality_bars_on_unseen_worlds(embedder: ClipEmbedder) -> None:
 
 
 def test_variant_quality_bars_on_unseen_worlds() -> None:
-    """Per appearance variant (issue 28), on worlds with variants the variants CLIP never saw: the
+    """Per appearance variant, on worlds with variants the variants CLIP never saw: the
     description mission's precision@5 >= 0.9 in shallow and deep water, and zero-shot accuracy among
     the kind's three variants >= 0.9 over each variant's frames. A CI-sized bench_embedder.py."""
     embedder = ClipEmbedder(pretrained=VARIANTS_CHECKPOINT, threads=1)
