@@ -1,4 +1,4 @@
-"""Failures inside a run (issue 24): each kind its one line and exit code; the up-front checks that
+"""Failures inside a run: each kind its one line and exit code; the up-front checks that
 refuse values the run cannot carry out, before any work and within seconds."""
 
 from __future__ import annotations
