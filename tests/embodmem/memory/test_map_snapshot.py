@@ -1,4 +1,4 @@
-"""The agent's map files inside a checked snapshot (issue 24): grid.npz and rejected_places.json
+"""The agent's map files inside a checked snapshot: grid.npz and rejected_places.json
 listed with checksums, pinned to the memory saved beside them, their contents cross-checked, symbolic
 links refused, and one writer per directory."""
 
