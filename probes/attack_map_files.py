@@ -1,4 +1,4 @@
-"""200 mutations of a saved agent's map files, and two processes saving into one directory (issue 24).
+"""200 mutations of a saved agent's map files, and two processes saving into one directory.
 
 Two real snapshots are made first (``embodmem-run experiment.save_memory=true`` on two worlds, memory
 agent, warm). Each mutation edits a copy of the first one's ``grid.npz`` / ``rejected_places.json``
@@ -365,7 +365,7 @@ def main() -> None:
         print(writers, final, flush=True)
 
     table = [
-        "# 200 mutations of the map files, and two writers (issue 24)",
+        "# 200 mutations of the map files, and two writers",
         "",
         f"`python probes/attack_map_files.py` (seed {SEED}; two snapshots saved by `embodmem-run` on worlds 1000 and 1001).",
         "",
