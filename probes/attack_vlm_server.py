@@ -1,4 +1,4 @@
-"""A hostile or failing VLM server against ``embodmem-run agent=vlm`` (issue 24): the figures of its VLM bars.
+"""A hostile or failing VLM server against ``embodmem-run agent=vlm``: the figures of its VLM bars.
 
 Each case runs the CLI as a user would (a subprocess, its stderr captured) against the project's
 loopback chat server (tests/agents/chat_server.py):
@@ -277,7 +277,7 @@ def main() -> None:
         steps_line = last_line(o)
 
     lines = [
-        "# A hostile or failing VLM server (issue 24)",
+        "# A hostile or failing VLM server",
         "",
         "`python probes/attack_vlm_server.py` (3 tasks, warm, high mode, `env.max_steps=30`, loopback chat server).",
         "",
