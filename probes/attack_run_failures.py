@@ -1,4 +1,4 @@
-"""Failures inside a run, and values that cannot be carried out, against ``embodmem-run`` (issue 24).
+"""Failures inside a run, and values that cannot be carried out, against ``embodmem-run``.
 
 Each case runs the CLI as a user would (a subprocess; a memory agent, warm, tasks wreck then barrel,
 world 1000, ``env.max_steps=40``, ``experiment.save_memory=true``) with one thing broken:
@@ -142,7 +142,7 @@ def main() -> None:
         r[1] for r in rows if not r[0].startswith(("experiment.", "no snapshot")) and r[1] >= 0 and "DEBUG" not in r[0]
     ]
     table = [
-        "# Failures inside a run (issue 24)",
+        "# Failures inside a run",
         "",
         "`python probes/attack_run_failures.py` (memory agent, warm, tasks wreck then barrel, world 1000, "
         "`env.max_steps=40`, `experiment.save_memory=true` where a memory directory is involved).",
