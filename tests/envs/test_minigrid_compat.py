@@ -76,7 +76,7 @@ def test_importing_every_embodmem_module_and_stepping_changes_no_minigrid_table(
 
 
 def test_stock_minigrid_env_is_untouched_by_ours() -> None:
-    """The issue's symptom: a stock env under OneHotPartialObsWrapper kept its (7, 7, 20) encoding,
+    """A stock env under OneHotPartialObsWrapper kept its (7, 7, 20) encoding,
     and its rendered tiles (MiniGrid caches them process-wide by ``encode()``) are its own."""
     stock = minigrid.wrappers.OneHotPartialObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"))
     stock_rgb = minigrid.wrappers.RGBImgObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"), tile_size=8)
@@ -111,7 +111,7 @@ def _rollout(env: gym.Env, steps: int = 12) -> list[Any]:
 
 def test_every_minigrid_wrapper_is_classified() -> None:
     assert set(UNSUPPORTED) <= set(ALL_MINIGRID_WRAPPERS)
-    assert len(ALL_MINIGRID_WRAPPERS) >= 15  # the list in the issue
+    assert len(ALL_MINIGRID_WRAPPERS) >= 15  # MiniGrid's wrappers
     for name, why in UNSUPPORTED.items():
         assert "use" in why or "info[" in why, f"{name}: no alternative named"
 
