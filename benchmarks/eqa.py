@@ -3,7 +3,7 @@
 Replays the shipped test question file's tours (embodmem/eqa/data/eqa_test.jsonl: 100 test worlds) to
 every answerer, asks the questions, and reports accuracy per type with 95% intervals that resample
 tours, the chance level, paired differences (frame memory minus the text log, frame memory minus
-keep-everything, the blind answerer minus chance) and the issue's bars. ``--first`` adds a run on
+keep-everything, the blind answerer minus chance) and whether each bar is met. ``--first`` adds a run on
 freshly generated tours of another test range (not shipped with the repo).
 
     nice -n 10 python benchmarks/eqa.py                              # the shipped 100 test tours
