@@ -6,7 +6,7 @@ captured) against the project's loopback chat server (tests/agents/chat_server.p
 - ``no server``: nothing listens at the URL;
 - ``unknown model``: the server lists another model;
 - ``hanging``: the server lists the model, then accepts every chat request and never answers
-  (``timeout_s=2 max_retries=1``, the issue's bar: stop within 60 s with one line);
+  (``timeout_s=2 max_retries=1``, the bar: stop within 60 s with one line);
 - ``every 5th not JSON``: every 5th reply is ``I think I should go forward maybe {not json``; the
   run completes and ``vlm_format_errors`` must equal the number of such replies the server sent.
 
