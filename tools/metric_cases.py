@@ -1,4 +1,4 @@
-"""The hand cases of the metric definitions, computed by the library (issue bars; docs/metrics.md).
+"""The hand cases of the metric definitions, computed by the library (docs/metrics.md).
 
 python tools/metric_cases.py
 """
