@@ -76,7 +76,7 @@ def test_importing_every_embodmem_module_and_stepping_changes_no_minigrid_table(
 
 
 def test_stock_minigrid_env_is_untouched_by_ours() -> None:
-    """A stock env under OneHotPartialObsWrapper kept its (7, 7, 20) encoding,
+    """A stock env under OneHotPartialObsWrapper keeps its (7, 7, 20) encoding,
     and its rendered tiles (MiniGrid caches them process-wide by ``encode()``) are its own."""
     stock = minigrid.wrappers.OneHotPartialObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"))
     stock_rgb = minigrid.wrappers.RGBImgObsWrapper(gym.make("MiniGrid-Empty-8x8-v0"), tile_size=8)
