@@ -53,7 +53,7 @@ RESUME_MAY_CHANGE: tuple[str, ...] = (
 )
 """Config keys (or key prefixes) a resume may change: none of them changes what an episode records
 (they say how progress is shown, and where and how patiently the VLM server is asked). Every other key
-must be equal (README, "Resume")."""
+must be equal (docs/runs.md, "Resume")."""
 
 
 class Fingerprint(BaseModel):
@@ -119,7 +119,7 @@ def check_resume(out_dir: Path, cfg: DictConfig) -> None:
     raise ConfigError(
         f"experiment.resume=true: {out_dir} was started with another config: {shown}{more}; resume with the same "
         "settings or start a new run directory (only logger.progress, logger.plots and how the VLM server is "
-        "reached may change: README, Resume)"
+        "reached may change: docs/runs.md, Resume)"
     )
 
 
