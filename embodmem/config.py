@@ -215,7 +215,7 @@ class ExperimentConfig:
     """0: the runs (sequence x world x agent x condition) one after another. N >= 1: up to N runs
     advance together, one step each per round, the frames their agents embed going through the
     embedder in one batched call (embodmem.lockstep): faster, and the same records for the same N,
-    but a batched forward pass may round an embedding's last bits differently (README, "Lockstep")."""
+    but a batched forward pass may round an embedding's last bits differently (docs/experiments/speed.md, "Lockstep runs")."""
     eqa: EQAConfig = field(default_factory=EQAConfig)
     """Question answering from memory (``experiment=eqa``; embodmem.eqa)."""
 
