@@ -13,7 +13,7 @@ come from: ``none`` (the category worlds, kind captions: the default checkpoint)
 worlds with appearance variants; half the target captions name the variant, "the capsized sunken
 ship", and such a caption matches only frames of that variant, while a kind's caption matches every
 variant of it: the ``variants`` checkpoint), or ``both`` (each world twice, half the frames each;
-tried, and worse on this machine: see README). Checkpoints are judged on
+tried, and worse: ``benchmarks/results/embedder_variants_both_not_shipped.md``). Checkpoints are judged on
 validation worlds every ``--eval-every`` steps and the best is kept (docs/design.md, "Known traps": quality
 swings between checkpoints). Same arguments, same machine: same checkpoint.
 """
