@@ -11,8 +11,8 @@ the cache) and pauses at its env step; then steps every lane's world in one batc
 every sonar) and sends each lane its result. Envs, agents, memories and maps stay per lane.
 
 Why not bit-identical to the sequential runner: a batch of frames goes through the network in one
-pass, whose matrix products may round the last bits differently from a one-frame pass (README,
-"Lockstep"). The batched env step is bit-identical to each world's own step. Two runs with the same
+pass, whose matrix products may round the last bits differently from a one-frame pass (docs/experiments/speed.md,
+"Lockstep runs"). The batched env step is bit-identical to each world's own step. Two runs with the same
 lane count batch the same frames together, so they write the same records.
 """
 
