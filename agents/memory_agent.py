@@ -10,7 +10,7 @@ confident ones exist (its own frames, recognised as the target with high probabi
 contradicted by another frame of the same view) it works out where they were looking (their poses
 and headings, cast over the occupancy grid it remembers), ranks the places they agree on by
 confidence per step of travel, heads for the nearest part of the best one, and approaches exactly as
-the explorer would after seeing the target itself. Otherwise it explores. README, "How the memory
+the explorer would after seeing the target itself. Otherwise it explores. docs/concepts/agents.md, "How the memory
 agent uses what it remembers", explains each step.
 """
 
