@@ -248,7 +248,7 @@ class OccupancyGrid:
         dropout). A cell the map knows to be occupied cannot be where the robot is (-inf).
 
         Scan matching on the occupancy grid: where the scan fits best is where the robot is, whatever
-        its dead reckoning says (README, "Living with drift"). Compiled
+        its dead reckoning says (docs/concepts/agents.md, "Living with drift"). Compiled
         (:func:`~embodmem.agents.map_kernels.fit_scan`): each beam is read only as far as it can score.
         """
         cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
