@@ -8,8 +8,8 @@ later tasks are not independent), and the count of paired episodes where warm fa
 succeeded.
 
     python benchmarks/suite.py --split test --worlds 100          # everything on 100 test worlds
-    python benchmarks/suite.py --split test --worlds 100 --agents core      # the README's main tables
-    python benchmarks/suite.py --split test --worlds 20 --agents ablations  # the README's ablation table
+    python benchmarks/suite.py --split test --worlds 100 --agents core      # benchmarks/results/suite_test_core.md
+    python benchmarks/suite.py --split test --worlds 20 --agents ablations  # the ablation table
     python benchmarks/suite.py --split dev --worlds 30 --agents quick    # iteration: memory + explorer only
     python benchmarks/suite.py --from-dir multirun/suite-test-core      # re-print tables (and where the time went)
     python benchmarks/suite.py --split test --worlds 100 --agents core --lanes 0 --out multirun/suite-sequential
@@ -19,7 +19,7 @@ succeeded.
 Each run writes to its own directory (default ``multirun/suite-<split>-<agents>``); a new run into a
 directory that holds records is refused (they would mix), unless it resumes that run. Each job runs
 32 lanes in lockstep (``--lanes``; embodmem/lockstep.py): on the test split they write the sequential
-runner's records (README, "Lockstep runs").
+runner's records (benchmarks/results/lockstep_test_core.md).
 
 Only this script reads the test split, to report; choose nothing from it.
 """
