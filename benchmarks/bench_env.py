@@ -8,7 +8,7 @@ across the batch per second (``UnderwaterVectorEnv``: B worlds, 64x64 RGB camera
 autoreset), so B=64 at 8,000 steps/s is 125 batch steps per second. Random turn/forward actions
 (STOP would end episodes at once; MiniGrid's 'done' is a no-op there).
 
-    python benchmarks/bench_env.py --out benchmarks/results/env.md   # the README's table (machine alone)
+    python benchmarks/bench_env.py --out benchmarks/results/env.md   # the README's speed figures (machine alone)
     python benchmarks/bench_env.py --quick                            # a smoke run
 """
 
