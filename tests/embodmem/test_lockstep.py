@@ -66,7 +66,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_lockstep_writes_the_sequential_records_on_these_worlds(runs: dict[str, Path]) -> None:
-    """Batched frames may differ from one-frame ones in the last bits (README, "Lockstep"); on these
+    """Batched frames may differ from one-frame ones in the last bits (embodmem/lockstep.py); on these
     worlds no decision turns on them, so every record is the sequential runner's."""
     sequential = _records(runs["sequential"])
     assert len(sequential) == 2 * 4 * 3
