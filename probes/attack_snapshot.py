@@ -15,7 +15,7 @@ the saved memory), ``different`` (loaded with other content: a silent wrong load
 sweep), ``broken`` (loaded, but the next observe/query/save raised), ``traceback`` (any other
 exception).
 
-    python probes/attack_snapshot.py            # prints the table used in the README
+    python probes/attack_snapshot.py            # prints the table of docs/runs.md
 """
 
 from __future__ import annotations
