@@ -158,7 +158,7 @@ def table(rows: list[tuple[str, Outcome]]) -> str:
 
 
 def newcomer_table(rows: list[tuple[str, str, Outcome]]) -> str:
-    """The newcomer mistakes as the README shows them: the mistake, the command line, the outcome."""
+    """The newcomer mistakes as docs/runs.md shows them: the mistake, the command line, the outcome."""
     lines = [
         "| # | mistake | command line | exit | stderr lines | output left | ok |",
         "|---:|---|---|---:|---:|---|---|",
