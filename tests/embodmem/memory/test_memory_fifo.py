@@ -144,3 +144,76 @@ def test_consolidation_keeps_the_most_salient_label() -> None:
     assert tie.label == "b"
     plain = merge_metas([FrameMeta("r", "t", 0, i, 0.0, 0.0) for i in range(3)])
     assert (plain.label, plain.salience) == ("", 0.0)
+
+
+def test_merge_messages_dtypes_and_inputs_left_alone() -> None:
+    v = np.eye(3, dtype=np.float64)
+    before = v.copy()
+    out, counts, _ = merge_adjacent(v, [1, 1, 1], 1)
+    np.testing.assert_array_equal(v, before)  # the caller's array is not merged into
+    assert out.dtype == np.float32 and counts.dtype == np.int64
+    # the arithmetic runs in float64 whatever the input's precision
+    v16 = (np.array([[3, 4], [4, 3], [1, 0], [0.6, 0.8]]) / np.array([[5], [5], [1], [1]])).astype(np.float16)
+    np.testing.assert_array_equal(
+        merge_adjacent(v16, [1, 2, 3, 1], 2)[0], merge_adjacent(v16.astype(np.float32), [1, 2, 3, 1], 2)[0]
+    )
+    for kw, message in [
+        (dict(vectors=np.ones(4, np.float32)), r"^vectors must be 2-D \(n, d\), got shape \(4,\)$"),
+        (dict(counts=[1, 0, 1, 1]), r"^counts must be 4 positive integers, got \[1, 0, 1, 1\]$"),
+        (dict(target=0), r"^target must be >= 1, got 0$"),
+        (dict(barriers=[True]), r"^barriers must have 3 entries, got \(1,\)$"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            merge_adjacent(**(dict(vectors=np.eye(4, dtype=np.float32), counts=[1, 1, 1, 1], target=2) | kw))
+    # one frame: no neighbour, no barrier
+    out, counts, groups = merge_adjacent(np.ones((1, 2), np.float32), [2], 1, barriers=[])
+    assert groups == [[0]] and counts.tolist() == [2]
+
+
+def test_merge_rescores_the_left_neighbour_of_a_merged_pair() -> None:
+    # Angles 0, 1.0, 1.1, 2.07 rad: (1, 2) merge first, into a mean at 1.05 rad. Frame 0's score
+    # against that mean, cos(1.05) = 0.498, is below cos(1.0) = 0.540, its score against frame 1
+    # alone, and below the mean's score with frame 3, cos(1.02) = 0.523: so (1, 2, 3) merge next.
+    v = np.array([[np.cos(t), np.sin(t)] for t in (0.0, 1.0, 1.1, 2.07)], dtype=np.float32)
+    _, _, groups = merge_adjacent(v, [1, 1, 1, 1], 2)
+    assert groups == [[0], [1, 2, 3]]
+
+
+def test_fifo_buffer_and_empty_consolidation() -> None:
+    with pytest.raises(ValueError, match=r"^need 1 <= consolidate_to \(5\) <= capacity \(4\)$"):
+        ShortTermFIFO(3, 4, 5)
+    fifo = ShortTermFIFO(3, 4, 4)  # consolidating a full buffer to itself is allowed
+    assert fifo.vectors.dtype == np.float32 and fifo.vectors.shape == (0, 3)
+    empty = fifo.consolidate()
+    assert empty.vectors.shape == (0, 3) and empty.vectors.dtype == np.float32
+    assert empty.metas == [] and empty.ids.shape == (0,) and empty.ids.dtype == np.int64
+    fifo.push(np.array([1.0, 0.0, 0.0], np.float32), FrameMeta("r", "t", 0, 0, 0.0, 0.0), 7)
+    one = fifo.consolidate()
+    assert one.ids.tolist() == [7] and one.metas[0].step == 0 and len(fifo) == 0
+    np.testing.assert_array_equal(one.vectors, [[1.0, 0.0, 0.0]])
+
+
+def test_default_consolidation_target_rounds_up_and_keeps_at_least_one() -> None:
+    e = np.eye(2, dtype=np.float32)
+    fifo = ShortTermFIFO(2, capacity=10, consolidate_to=2)
+    for i in range(3):  # 3 * 2 / 10 = 0.6 -> 1 record
+        fifo.push(e[i % 2], FrameMeta("r", "t", 0, i, 0.0, 0.0), i)
+    out = fifo.consolidate()
+    assert out.ids.tolist() == [2] and out.metas[0].count == 3
+    for i in range(6):  # 6 * 2 / 10 = 1.2 -> 2 records
+        fifo.push(e[i % 2], FrameMeta("r", "t", 0, i, 0.0, 0.0), i)
+    assert len(fifo.consolidate().ids) == 2
+
+
+def test_fifo_search_without_a_filter_scores_every_frame_ties_in_order() -> None:
+    fifo = ShortTermFIFO(2, capacity=64, consolidate_to=8)
+    v = np.array([1.0, 0.0], np.float32)
+    for i in range(40):  # equal scores everywhere: the earliest frames first
+        fifo.push(v if i % 3 else np.array([0.0, 1.0], np.float32), FrameMeta("r", "t", 0, i, 0.0, 0.0), 100 + i)
+    hits = fifo.search(np.array([[0.6, 0.8]], np.float32), 30)[0]
+    assert [h.id for h in hits] == [100 + i for i in range(40) if i % 3 == 0] + [100 + i for i in range(40) if i % 3][
+        : 30 - 14
+    ]
+    assert hits[0].score == pytest.approx(0.8) and hits[-1].score == pytest.approx(0.6)
+    assert hits[0].meta == FrameMeta("r", "t", 0, 0, 0.0, 0.0) and hits[0].meta is not fifo.metas[0]
+    assert ShortTermFIFO(2, 4, 2).search(np.zeros((2, 2), np.float32), 3) == [[], []]
