@@ -383,3 +383,86 @@ def test_runner_logs_reports_where_the_agent_judged_the_frame() -> None:
     expected = distance_score(final, [r.instance_distances_m for r in reports])
     assert result.measures.distance_score == pytest.approx(expected)
     assert result.measures.distance_score_final == pytest.approx(position_score(final))
+
+
+# --- each rule on a case that tells it apart ------------------------------------------------------
+
+
+def test_fresh_measures_report_nothing_measured() -> None:
+    from embodmem.metrics import (
+        Collisions,
+        FinalDistances,
+        GeodesicDistance,
+        PathLength,
+        Reports,
+        Steps,
+        Success,
+        TargetSeen,
+        WrongInstance,
+    )
+
+    assert (Steps().get(), PathLength().get(), Collisions().get()) == (0, 0.0, 0)
+    assert Success(1.5, 6).get() is False and TargetSeen().get() is False and WrongInstance().get() is False
+    assert Reports().steps == [] and Reports().distances() == []
+    nearest, instances = FinalDistances().get()
+    assert math.isnan(nearest) and instances == []
+    assert all(math.isnan(d) for d in GeodesicDistance().get())
+
+
+def test_success_fallback_needs_the_distance_and_the_stop_action() -> None:
+    from embodmem.metrics import Success
+
+    info = _info(distance_m=1.0, success=None)
+    for success in (Success(None, 6), Success(1.5, None), Success(1.5, 6)):
+        success.reset(info)
+        assert success.get() is False  # no action yet, or no rule to apply
+        success.update(6, info)
+    assert [s.get() for s in (Success(None, 6), Success(1.5, None))] == [False, False]
+    judged = Success(None, 6)
+    judged.reset(info)
+    judged.update(6, info)
+    assert judged.get() is False
+
+
+def test_wrong_instance_is_the_last_steps_and_cleared_by_reset() -> None:
+    m = EpisodeMeasures()
+    m.reset(_info(wrong_instance=True))  # a reading at reset says nothing about a stop
+    assert m.get().wrong_instance == 0
+    m.update(6, _info(wrong_instance=True))
+    assert m.get().wrong_instance == 1
+    m.reset(_info())
+    assert m.get().wrong_instance == 0
+
+
+def test_measure_errors_name_the_call() -> None:
+    m = EpisodeMeasures()
+    for call, name in [(lambda: m.update(0, _info()), "update"), (m.get, "get"), (lambda: m.report(_info()), "report")]:
+        with pytest.raises(RuntimeError, match=rf"^EpisodeMeasures\.{name} called before reset\(first_info\)$"):
+            call()
+
+
+def test_custom_score_thresholds_reach_every_score() -> None:
+    # zero score from 60 m: an instance at 50 m scores 100 * (60 - 50) / (60 - 30) = 33.3
+    assert position_score([50.0], zero_score_m=60.0) == pytest.approx(100 / 3)
+    assert distance_score([50.0], zero_score_m=60.0) == pytest.approx(100 / 3)
+    assert distance_score([500.0], [[50.0]], zero_score_m=60.0) == pytest.approx(100 / 3)
+    m = EpisodeMeasures(zero_score_m=60.0)
+    m.reset(_info(instance_distances_m=[50.0]))
+    m.update(0, _info(instance_distances_m=[50.0]))
+    m.report(_info(instance_distances_m=[40.0]))
+    r = m.get()
+    assert r.distance_score_final == pytest.approx(100 / 3) and r.distance_score == pytest.approx(200 / 3)
+
+
+def test_report_ties_go_to_the_earliest() -> None:
+    assert best_reported_distances([[20.0, 90.0], [20.0, 10.0]]) == [20.0, 90.0]
+    assert distance_score([500.0, 500.0], [[20.0, 90.0], [20.0, 10.0]]) == pytest.approx(position_score([20.0, 90.0]))
+
+
+def test_score_messages_name_the_value() -> None:
+    with pytest.raises(ValueError, match=r"^instance distance must be a non-negative number, got -1\.0$"):
+        instance_score(-1.0)
+    with pytest.raises(ValueError, match=r"^need full_score_m < zero_score_m, got 60\.0 and 50\.0$"):
+        instance_score(10.0, 60.0, 50.0)
+    with pytest.raises(ValueError, match=r"^distances must be non-negative, got d_start=-1\.0, d_final=2\.0$"):
+        soft_success(-1.0, 2.0)
