@@ -135,8 +135,8 @@ class EmbedderConfig:
     pretrained: Optional[str] = "default"
     """"default" (the project's own checkpoint), "variants" (the same CLIP trained to tell appearance
     variants apart, for instance goals), a local checkpoint path, or null (random weights)."""
-    device: str = "cpu"
-    """torch device."""
+    device: str = "auto"
+    """torch device; auto: CUDA when torch sees a GPU (frame batches then in float16), else the CPU."""
     batch_size: int = 64
     """Frames per forward pass."""
     cache_size: int = 50_000

@@ -8,10 +8,16 @@ per agent step, go through the same graph exported to ONNX Runtime (:mod:`embodm
 which at batch 1 is several times faster than PyTorch's eager dispatch. The lockstep runner fills the
 cache with many worlds' frames at once (:meth:`ClipEmbedder.cache_frames`) through a second graph
 that takes batches.
+
+On a GPU (``device="auto"`` finds one, or ``"cuda"``) batches run through torch in float16
+(``precision="auto"``): every frame's vector stays within the cosine tolerance
+:data:`HALF_COSINE_TOLERANCE` of the float32 one and the retrieval answers agree as
+``benchmarks/throughput.py`` measures (its results file).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +33,21 @@ from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEnc
 #: How single frames (the agent's hot path) are embedded: "auto" uses ONNX Runtime when a graph
 #: exported from this checkpoint exists, "onnx" insists on it, "torch" never uses it.
 RUNTIMES = ("auto", "onnx", "torch")
+#: Frame batches' arithmetic: "auto" is float16 on CUDA and float32 elsewhere.
+PRECISIONS = ("auto", "fp32", "fp16")
+HALF_COSINE_TOLERANCE = 1e-3
+"""float16 frame vectors lie within this cosine distance of the float32 ones (1 - cosine)."""
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"``: ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other device as given.
+
+    >>> resolve_device("cpu")
+    'cpu'
+    """
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 class ClipEmbedder:
@@ -49,6 +70,7 @@ class ClipEmbedder:
         cache_size: int = 50_000,
         threads: int | None = None,
         runtime: str = "auto",
+        precision: str = "auto",
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} must be >= 1")
@@ -56,6 +78,9 @@ class ClipEmbedder:
             raise ValueError(f"cache_size={cache_size} must be >= 0")
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime={runtime!r} is not one of {', '.join(RUNTIMES)}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}")
+        device = resolve_device(device)
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device={device!r} requested but CUDA is not available")
         if threads:
@@ -63,6 +88,8 @@ class ClipEmbedder:
         self.model_name = model_name
         self.pretrained = str(pretrained) if pretrained else None
         self.device = torch.device(device)
+        self.half = precision == "fp16" or (precision == "auto" and self.device.type == "cuda")
+        """Frame batches through torch in float16 (autocast); texts stay float32."""
         self.model = create(model_name, pretrained, device=self.device)
         self.encoder = FrameEncoder(self.model.visual).to(self.device).eval()
         self.image_size = self.encoder.image_size
@@ -118,8 +145,15 @@ class ClipEmbedder:
         out = []
         for i in range(0, len(images), self.batch_size):
             batch = torch.from_numpy(np.ascontiguousarray(images[i : i + self.batch_size])).to(self.device)
-            out.append(self.encoder(batch).float().cpu().numpy())
+            with self._precision():
+                out.append(self.encoder(batch).float().cpu().numpy())
         return np.concatenate(out).astype(np.float32)
+
+    def _precision(self) -> contextlib.AbstractContextManager[object]:
+        """float16 autocast when :attr:`half`, else nothing."""
+        if self.half:
+            return torch.autocast(self.device.type, dtype=torch.float16)
+        return contextlib.nullcontext()
 
     def _encode_batch(self, images: np.ndarray) -> np.ndarray:
         """:meth:`_encode_images` through the batch graph when there is one (for :meth:`cache_frames`)."""
