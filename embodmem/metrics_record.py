@@ -84,6 +84,10 @@ class Staleness:
     goal_changed: bool
     stale_target_visits: int
     steps_to_correct: int | None
+    memory_update_removed: int | None = None
+    memory_update_compared: int | None = None
+    memory_update_bytes_freed: int | None = None
+    memory_update_s: float | None = None
 
 
 class EpisodeKey(NamedTuple):
@@ -190,6 +194,15 @@ class EpisodeRecord(BaseModel):
     """Times the robot entered a place where a goal instance stood before a change and none stands now."""
     steps_to_correct: int | None = Field(default=None, ge=1)
     """Steps from the first step in a stale place to the last (None: never in one)."""
+    memory_update_removed: int | None = Field(default=None, ge=0)
+    """Records the memory's update policy has removed as contradicted so far (embodmem.memory.updates;
+    None: an agent without the stock memory)."""
+    memory_update_compared: int | None = Field(default=None, ge=0)
+    """Pairs of records its checks have compared so far (no embedding is recomputed)."""
+    memory_update_bytes_freed: int | None = Field(default=None, ge=0)
+    """Vector-code bytes the removed records held."""
+    memory_update_s: float | None = Field(default=None, ge=0)
+    """Seconds its checks have taken so far (a timing)."""
     # -- files (embodmem.runner.RunWriter, embodmem.video) ----------------------------------------
     episode_log: str | None = None
     """The episode log, relative to the run directory."""
@@ -279,7 +292,7 @@ METRICS_FILE = "metrics.jsonl"
 """A run directory's records, one JSON line per episode: what the runner appends, resume reads and
 a new run must not land among."""
 
-TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms")
+TIMING_FIELDS: tuple[str, ...] = ("wall_time_s", "memory_query_ms", "memory_update_s")
 """Record fields that are measured times: they differ from run to run (everything else repeats
 bit for bit for the same seeds), so resume, replay and tests leave them out of comparisons."""
 

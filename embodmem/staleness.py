@@ -14,7 +14,7 @@ measures) and gives a :class:`Staleness` for the record:
   stale place): how long the agent took to stop acting on the stale memory. Behavioural, from the
   ground truth alone, so every agent (memory, text log, VLM) is measured the same way.
 
-Across runs, :func:`staleness_table` pairs each changing-world record with the same episode of a
+Across runs, :func:`steps_lost` pairs each changing-world record with the same episode of a
 control: the fresh-memory control (the same changes hoisted before the first task,
 ``WorldChanges.hoisted``: the same last world, but nothing seen of it is stale) and the
 ground-truth-map control (the ``mapped`` agent, which reads the live world), and reports the steps
@@ -22,7 +22,7 @@ lost to a stale memory, and warm SPL on changed vs unchanged goals, with world-c
 (:mod:`embodmem.stats`).
 
 Example:
-    >>> from embodmem.metrics_record import EpisodeRecord, Staleness
+    >>> from embodmem.metrics_record import EpisodeRecord
     >>> recs = [EpisodeRecord.model_validate({"agent": "memory", "condition": "warm", "world_seed": w,
     ...     "seed": 0, "sequence": "s", "task_index": 2, "steps": 30 + 10 * w, "spl": 0.5, "success": 1,
     ...     "goal_changed": w % 2 == 0, "stale_target_visits": 1, "world_changes": "m"}) for w in range(4)]
@@ -33,7 +33,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,9 +137,16 @@ def _mean_ci(values: Sequence[float], worlds: Sequence[int]) -> tuple[float, flo
     return float(lo), float(hi)
 
 
-def spl_by_goal(records: Sequence[EpisodeRecord], agent: str, condition: str = "warm") -> list[GoalRow]:
+def spl_by_goal(
+    records: Sequence[EpisodeRecord],
+    agent: str,
+    condition: str = "warm",
+    changed: Callable[[EpisodeRecord], bool] | None = None,
+) -> list[GoalRow]:
     """SPL of ``agent``'s ``condition`` episodes of changing-world runs after the first task, split by
-    whether the goal changed; CIs resample whole worlds."""
+    whether the goal changed (the record's ``goal_changed``, or ``changed``: e.g. a control's
+    episodes labelled by the changing run's); CIs resample whole worlds."""
+    is_changed = changed or (lambda r: bool(r.stat("goal_changed")))
     rows = []
     for goals, want in (("changed", True), ("unchanged", False)):
         sel = [
@@ -147,7 +154,8 @@ def spl_by_goal(records: Sequence[EpisodeRecord], agent: str, condition: str = "
             for r in records
             if r.agent == agent
             and (r.condition is not None and r.condition.value == condition)
-            and r.stat("goal_changed") is want
+            and r.stat("goal_changed") is not None
+            and is_changed(r) is want
             and (r.task_index or 0) > 1
             and r.spl is not None
         ]
