@@ -51,15 +51,17 @@ class _Tables:
     def __init__(self) -> None:
         self.kept: dict[tuple[int, str], tuple[np.ndarray, Any]] = {}
 
-    def get(self, array: np.ndarray, device: Any) -> Any:
+    def get(self, array: np.ndarray, device: Any, widen: bool = False) -> Any:
+        """``array`` as a tensor on ``device`` (``widen``: as int64, for tables used as indices)."""
         import torch
 
-        key = (id(array), str(device))
+        key = (id(array), str(device), widen)
         hit = self.kept.get(key)
         if hit is None or hit[0] is not array:
             if len(self.kept) > 256:
                 self.kept.clear()
-            hit = (array, torch.from_numpy(np.ascontiguousarray(array)).to(device))
+            tensor = torch.from_numpy(np.ascontiguousarray(array)).to(device)
+            hit = (array, tensor.long() if widen else tensor)
             self.kept[key] = hit
         return hit[1]
 
@@ -135,22 +137,22 @@ def paint_frames_torch(
     at_first = column * crossings + first
     at_second = column * crossings + second
     look_class_t = _tables.get(look_class, dev)
-    start_t = _tables.get(start, dev).long()
+    start_t = _tables.get(start, dev, widen=True)
     near = at_first * n_heights + look_class_t[k1]
     near_strip = (at_first * n_looks + k1) * 2 * strip
     top = torch.where(k2 > 0, start_t[near], 0)
     far = at_second * n_heights + look_class_t[k2]
     far_strip = ((at_second * n_looks + k2) * 2 + 1) * strip
-    texels = _tables.get(texel_rows, dev)
+    texels = _tables.get(texel_rows, dev, widen=True)
     upper = torch.arange(n_rows, device=dev)[None, None, :] < top[..., None]  # (B, C, R)
-    texel = torch.where(upper, texels[far], texels[near]).long()
+    texel = torch.where(upper, texels[far], texels[near])
     index = torch.where(upper, far_strip[..., None], near_strip[..., None]) + texel
     colour = torch.where(
         (texel < 0)[..., None],
         _tables.get(background, dev)[None, None, :, :],
         _tables.get(strips, dev)[index.clamp(min=0)],
     )  # (B, C, R, 3)
-    end_t = _tables.get(end, dev).long()
+    end_t = _tables.get(end, dev, widen=True)
     shown = torch.where(k2 > 0, (torch.minimum(end_t[far], top) - start_t[far]).clamp(min=0), 0)
     dx, dy = _tables.get(cell_dx, dev), _tables.get(cell_dy, dev)
     px, py = torch.from_numpy(x).to(dev)[:, None], torch.from_numpy(y).to(dev)[:, None]
