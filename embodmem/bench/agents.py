@@ -1,9 +1,12 @@
 """``--agent NAME``: a stock agent of the registry or a plug-in, as config overrides for the app.
 
 Stock names are the app's agents (embodmem.agents.registry) and the memory agent's variants; any
-other name goes through :func:`embodmem.plugins.load_object` (an installed entry point of the
-``embodmem.agents`` group or a ``module:Class`` path), so a plug-in that does not load is refused in
-one line before any episode runs, and its distribution's version goes into the result.
+other name is resolved by the registry's plug-in rules (:func:`~embodmem.agents.registry.get_agent_spec`:
+an installed entry point of ``embodmem.agents`` or ``embodmem.memories``, a ``module:Class`` path, or
+``variant+memory``), so a plug-in that does not load is refused in one line before any episode runs,
+and its distribution's version goes into the result. An agent plug-in runs as ``agent.plugin``, a
+memory plug-in as the memory agent's ``agent.memory`` (and answers the questions through the
+frame-memory answerer).
 
 Example:
     >>> choice = resolve_agent("textlog")
@@ -87,18 +90,21 @@ def resolve_agent(name: str) -> AgentChoice:
             ANSWERER_OF.get(name),
         )
     try:
-        found = load_object("agent", name, stock_names())
-    except PluginError as err:
-        raise PluginError(f"--agent: {err}") from None
-    return AgentChoice(
-        name,
-        "plugin",
-        _distribution_version(found),
-        [f"agent.name={name}"],
-        carries_memory=bool(getattr(found, "carries_memory", False)),
-        privileged=False,
-        answerer=None,
-    )
+        spec = get_agent_spec(name, key="--agent")
+    except ValueError as err:  # PluginError: one line naming the value and every allowed name
+        raise PluginError(str(err) if str(err).startswith("--agent") else f"--agent: {err}") from None
+    plugin = getattr(spec, "plugin", None)
+    memory_class = getattr(spec.variant, "memory_class", None) if spec.variant is not None else None
+    path = plugin or memory_class
+    version = _distribution_version(load_object("agent", path)) if path and ":" in path else "unknown"
+    if plugin is not None:
+        overrides = [f"agent.plugin={name}"]
+        answerer = None
+    else:  # a memory design: the memory agent (or ``variant+memory``: that variant) with the plug-in memory
+        variant, _, memory = name.rpartition("+")
+        overrides = ["agent.name=memory", f"agent.variant={variant or 'memory'}", f"agent.memory={memory}"]
+        answerer = memory  # the frame-memory answerer reads a plug-in memory by the same name
+    return AgentChoice(name, "plugin", version, overrides, spec.carries_memory, spec.privileged, answerer)
 
 
 def check_overrides(overrides: list[str]) -> None:

@@ -137,3 +137,12 @@ def test_run_never_overwrites_a_result(run_dir: Path) -> None:
         run_benchmark(
             RunRequest(agent="random", track="steps200", split="dev", out=run_dir, worlds=2, groups=("category",))
         )
+
+
+def test_a_plugin_agent_runs_and_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3] / "examples" / "my_memory" / "src"))
+    out = tmp_path / "plugin"
+    name = "my_memory.policy:make_agent"
+    result = run_benchmark(RunRequest(agent=name, track="steps200", split="dev", out=out, worlds=1, groups=("category",)))
+    assert result.agent.kind == "plugin" and result.agent.overrides == [f"agent.plugin={name}"]
+    assert verify_result(out / "result.json", rerun=1).rerun == 1
