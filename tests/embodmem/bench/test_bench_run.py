@@ -143,6 +143,8 @@ def test_a_plugin_agent_runs_and_verifies(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3] / "examples" / "my_memory" / "src"))
     out = tmp_path / "plugin"
     name = "my_memory.policy:make_agent"
-    result = run_benchmark(RunRequest(agent=name, track="steps200", split="dev", out=out, worlds=1, groups=("category",)))
+    result = run_benchmark(
+        RunRequest(agent=name, track="steps200", split="dev", out=out, worlds=1, groups=("category",))
+    )
     assert result.agent.kind == "plugin" and result.agent.overrides == [f"agent.plugin={name}"]
     assert verify_result(out / "result.json", rerun=1).rerun == 1
