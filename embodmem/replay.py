@@ -387,7 +387,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--config", type=Path, default=None, help="the run's config.yaml, if not beside episodes/ (implies --agent)"
     )
+    parser.add_argument(
+        "--rerun",
+        type=Path,
+        default=None,
+        metavar="OUT.rrd",
+        help="log the episode into a Rerun recording instead (LOG may be a run directory: every episode, "
+        "one timeline each); needs pip install 'embodmem[rerun]'",
+    )
+    parser.add_argument("--viewer", action="store_true", help="with --rerun: open the Rerun viewer on it")
     args = parser.parse_args(argv)
+    if args.rerun is not None or args.viewer:
+        from embodmem.rerun_replay import rerun_main
+
+        return rerun_main(args.log, args.rerun, args.viewer, args.config)
     if args.size < 32:
         parser.error(f"--size={args.size} must be >= 32")
     if args.fps < 1:
