@@ -57,6 +57,7 @@ from embodmem.metrics_record import METRICS_FILE, EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
 from embodmem.profiling import Profiler, RunProfile
 from embodmem.runner import ExperimentPlan, RunWriter, run_experiment, sequential_order
+from embodmem.search import check_search, objective
 from embodmem.tracking.run import open_run_trackers
 
 if TYPE_CHECKING:
@@ -256,14 +257,16 @@ register_configs()
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
-def hydra_main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> float:
     from embodmem.agents.vlm.backend import VLMError
     from embodmem.failures import classify, debug_requested, report
 
     hydra_cfg = HydraConfig.get()
     out_dir = hydra_cfg.runtime.output_dir
     try:
-        run(cfg, out_dir)
+        check_search(cfg, str(hydra_cfg.sweeper.get("_target_", "")))  # a searching sweeper tunes on dev worlds only
+        records = run(cfg, out_dir)
+        return objective([r for r in records if isinstance(r, EpisodeRecord)])  # what a searching sweeper maximises
     except VLMError as err:  # the VLM endpoint refused or failed before any work: one line, exit 2
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
