@@ -49,7 +49,7 @@ class _Tables:
     """The constant tables on the device, kept while the arrays they came from live."""
 
     def __init__(self) -> None:
-        self.kept: dict[tuple[int, str], tuple[np.ndarray, Any]] = {}
+        self.kept: dict[tuple[int, str, bool], tuple[np.ndarray, Any]] = {}
 
     def get(self, array: np.ndarray, device: Any, widen: bool = False) -> Any:
         """``array`` as a tensor on ``device`` (``widen``: as int64, for tables used as indices)."""
