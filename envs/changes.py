@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class Due(NamedTuple):
 
     task: int
     step: int
-    index: int
+    number: int
     """Position of the change in ``WorldChanges.changes``."""
     change: WorldChange
     draw_task: int
@@ -135,7 +135,7 @@ class WorldChanges:
         for i, c in enumerate(self.changes):
             tasks = range(c.task, max(n_tasks, c.task) + 1) if c.action == "drift" else (c.task,)
             out += [Due(t, c.step, i, c, t) for t in tasks]
-        out.sort(key=lambda item: (item.task, item.step, item.index))
+        out.sort(key=lambda item: (item.task, item.step, item.number))
         if self.hoist:
             return [d._replace(task=1, step=0) for d in out]
         return out
@@ -162,7 +162,7 @@ class ChangeEvent:
     old_variant: str | None = None
     """``replace``: the look it had."""
 
-    def as_log(self) -> dict[str, object]:
+    def as_log(self) -> dict[str, Any]:
         """The event as the episode log holds it."""
         return {
             "task": self.task,
@@ -367,20 +367,20 @@ class _Applier:
         if change.action == "move":
             cells = self.target_place(change, shape, rng, old)
         else:  # drift: a few cells one way, the first direction (in a seeded order) where it fits
-            cells = None
+            drifted: np.ndarray | None = None
             for d in rng.permutation(4).tolist():
                 dx, dy = ((1, 0), (0, 1), (-1, 0), (0, -1))[d]
                 shifted = old + np.array([dx, dy]) * change.distance
                 if _fits(w, shifted, self.keep_free):
                     _paint(w, kind, change.instance, shifted, v)
                     if _connected(w, self.keep_free):
-                        cells = shifted
+                        drifted = shifted
                         break
                     _erase(w, shifted)
-            if cells is None:  # nowhere to go: it stays, and nothing happened
+            if drifted is None:  # nowhere to go: it stays, and nothing happened
                 _paint(w, kind, change.instance, old, v)
                 return None
-            return ChangeEvent(task, step, "drift", kind, change.instance, name, _cells(old), _cells(cells))
+            return ChangeEvent(task, step, "drift", kind, change.instance, name, _cells(old), _cells(drifted))
         _paint(w, kind, change.instance, cells, v)
         self._check_connected(change)
         return ChangeEvent(task, step, "move", kind, change.instance, name, _cells(old), _cells(cells))
@@ -512,7 +512,7 @@ def _check_goals_remain(
     """Every task from ``position`` on still has its goal in ``world``."""
     for later, name in enumerate(tasks[position:], start=position + 1):
         task = get_task(name)
-        blame = next((d.index for d in reversed(due) if d.change.object == task.target), None)
+        blame = next((d.number for d in reversed(due) if d.change.object == task.target), None)
         prefix = (
             f"world.changes.changes[{blame}] ({changes.changes[blame].label()})"
             if blame is not None

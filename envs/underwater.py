@@ -347,6 +347,7 @@ class UnderwaterEnv(MiniGridEnv):
         else:
             world = self.world
         if due > self._applied:
+            assert self.changes is not None
             world, events = apply_changes(world, self.changes, self._schedule()[self._applied : due])
             self.change_events = [*self.change_events, *events]
             self._applied = due
