@@ -115,10 +115,16 @@ def job_config(
     return cfg
 
 
-def agent_config_sha256(cfg: DictConfig) -> str:
-    """SHA-256 of the resolved agent, memory and embedder groups (what the agent is, not the tasks)."""
+def agent_config(cfg: DictConfig) -> dict[str, JsonValue]:
+    """The resolved agent, memory and embedder groups (what the agent is, not the tasks), as JSON."""
     parts = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in ("agent", "memory", "embedder")}
-    return sha256_hex(canonical_json(parts))
+    plain: dict[str, JsonValue] = json.loads(canonical_json(parts))
+    return plain
+
+
+def agent_config_sha256(cfg: DictConfig) -> str:
+    """SHA-256 of :func:`agent_config`."""
+    return sha256_hex(canonical_json(agent_config(cfg)))
 
 
 def check_request(request: RunRequest) -> tuple[BenchSpec, AgentChoice, list[int], list[str]]:
@@ -187,6 +193,7 @@ def run_benchmark(request: RunRequest) -> BenchResult:
             privileged=agent.privileged,
             overrides=[*agent.overrides, *request.sets],
             config_sha256=sorted(config_hashes)[0],
+            config=agent_config(next(iter(configs.values()))),
         ),
         track=TrackRef(name=request.track, **track_spec.model_dump()),
         split=request.split,

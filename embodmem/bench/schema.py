@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from embodmem.bench.spec import TrackSpec
 
@@ -132,6 +132,8 @@ class AgentRef(_Model):
     """Config overrides of the agent, memory and embedder groups the run used."""
     config_sha256: str
     """SHA-256 of the resolved agent, memory and embedder config."""
+    config: dict[str, JsonValue] | None = None
+    """That config itself (what ``verify --rerun`` compares, key by key, when the hash differs)."""
 
 
 class TrackRef(TrackSpec):

@@ -136,8 +136,10 @@ def first_difference(claimed: object, given: object, path: str) -> tuple[str, ob
     >>> first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}, "scores")
     ('scores.a.1.b', 2, 3)
     """
-    if isinstance(claimed, dict) and isinstance(given, dict) and claimed.keys() == given.keys():
-        for key in claimed:
+    if isinstance(claimed, dict) and isinstance(given, dict):
+        for key in [*claimed, *(k for k in given if k not in claimed)]:
+            if key not in claimed or key not in given:
+                return f"{path}.{key}", claimed.get(key, "nothing"), given.get(key, "nothing")
             found = first_difference(claimed[key], given[key], f"{path}.{key}")
             if found is not None:
                 return found
@@ -177,7 +179,7 @@ def check_records_belong(path: Path, result: BenchResult, records: list[BenchRec
 def rerun_episodes(path: Path, result: BenchResult, records: list[BenchRecord], k: int, seed: int) -> int:
     """Re-run ``k`` episodes drawn with ``seed`` and compare their records (:class:`VerifyError` on the first difference)."""
     from embodmem.bench.agents import resolve_agent
-    from embodmem.bench.run import agent_config_sha256, job_config
+    from embodmem.bench.run import agent_config, agent_config_sha256, job_config
 
     episodes = [r for r in records if r.kind == "episode" and not r.record.get("aborted")]
     if not episodes:
@@ -190,8 +192,14 @@ def rerun_episodes(path: Path, result: BenchResult, records: list[BenchRecord], 
         chosen = episodes[index]
         cfg = job_config(spec, agent, result.track.name, result.split, chosen.group, result.worlds, sets)
         if agent_config_sha256(cfg) != result.agent.config_sha256:
+            found = first_difference(result.agent.config, agent_config(cfg), "") if result.agent.config else None
+            detail = (
+                f" (first {found[0].lstrip('.')}: {_short(found[1])} in the run, {_short(found[2])} here)"
+                if found
+                else ""
+            )
             raise VerifyError(
-                f"{path}: --rerun: agent {result.agent.name!r} resolves to another config here than in the run"
+                f"{path}: --rerun: agent {result.agent.name!r} resolves to another config here than in the run{detail}"
             )
         again = _rerun_one(cfg, chosen.record)
         for key in sorted(set(chosen.record) | set(again)):
