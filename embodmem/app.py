@@ -47,6 +47,7 @@ from embodmem.config import (
     part_config,
     register_configs,
     validate,
+    world_changes,
 )
 from embodmem.envs.entry import make_env
 from embodmem.envs.tasks import get_sequence
@@ -80,7 +81,7 @@ def env_config(cfg: DictConfig) -> EnvConfig:
 
 
 def build_env(cfg: DictConfig, tasks: tuple[str, ...], world_seed: int) -> UnderwaterEnv:
-    return make_env(env_config(cfg), tasks, world_seed)
+    return make_env(env_config(cfg), tasks, world_seed, world_changes(cfg))
 
 
 def build_embedder(cfg: DictConfig) -> ClipEmbedder:
@@ -205,6 +206,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
         check_vlm_endpoint(part_config("agent.vlm", VLMConfig, cfg))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     settings = env_config(cfg)
+    changes = world_changes(cfg)
     writer = build_writer(cfg, out_dir)
     profiler = Profiler()
     needs_embedder = any(get_agent_spec(name).needs_embedder for name, _ in plan.runs)
@@ -225,7 +227,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     started = time.perf_counter()
     run_experiment(
         plan,
-        make_env=lambda tasks, world_seed: make_env(settings, tasks, world_seed),
+        make_env=lambda tasks, world_seed: make_env(settings, tasks, world_seed, changes),
         make_agent=lambda name, env: build_agent(name, cfg, embedder, env, plan.seed),
         writer=writer,
         profiler=profiler,

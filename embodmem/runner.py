@@ -10,6 +10,7 @@ writing ``metrics.jsonl`` and per-episode logs through :class:`RunWriter` as epi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -32,6 +33,7 @@ from embodmem.envs.ground_truth import GroundTruth, GroundTruthEnv, ResetOptions
 from embodmem.envs.spec import Action
 from embodmem.episode_log import EpisodeLog, EpisodeTrace, write_log
 from embodmem.lockstep import EnvStep, Lane, Lockstep, Pause, StepOutput, run_lanes
+from embodmem.memory.episodic import AgentMemory
 from embodmem.metrics import EpisodeMeasures, Measures, spl
 from embodmem.metrics_record import (
     METRICS_FILE,
@@ -41,11 +43,13 @@ from embodmem.metrics_record import (
     EpisodeRecord,
     PoisonPlace,
     SequenceContext,
+    Staleness,
 )
 from embodmem.metrics_record import TIMING_FIELDS as TIMING_FIELDS  # re-exported: defined with the record
 from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
 from embodmem.retrieval import RetrievalEvent
+from embodmem.staleness import StalenessTracker
 
 
 def observation_digest(obs: Observation) -> str:
@@ -84,6 +88,8 @@ class EpisodeOutcome:
     """(x, y) of every cell the robot stood on (for false memories placed on its trail)."""
     reported_kinds: set[str] = field(default_factory=set)
     """Target kinds the agent's recogniser reported during the episode (``AgentTrace.kinds_reported``)."""
+    staleness: Staleness | None = None
+    """A changing world's staleness measures (embodmem.staleness); None in a static world."""
 
 
 @dataclass
@@ -166,6 +172,7 @@ def episode_steps(
     agent.reset(obs, env.sensor_spec)
     measures = EpisodeMeasures()
     measures.reset(truth)
+    stale = StalenessTracker(truth) if truth.changes is not None else None
     actions: list[int] = []
     digests = [observation_digest(obs)] if digest_observations else []
     retrievals: list[RetrievalEvent] = []
@@ -188,6 +195,8 @@ def episode_steps(
         with profiler.section("env"):
             truth = env.ground_truth()
         measures.update(action, truth)
+        if stale is not None:
+            stale.update(truth)
         visited.add(truth.agent_pos)
         actions.append(action)
         if digest_observations:
@@ -216,9 +225,18 @@ def episode_steps(
         retrievals=retrievals,
         reports=measures.reports.steps,
         success=truth.success,
+        world_changes=[e.as_log() for e in truth.world_changes] if truth.changes is not None else None,
     )
     return EpisodeOutcome(
-        measures.get(), trace, wall_time_s, agent.episode_stats(), seen, seen_cells, visited, reported_kinds
+        measures.get(),
+        trace,
+        wall_time_s,
+        agent.episode_stats(),
+        seen,
+        seen_cells,
+        visited,
+        reported_kinds,
+        stale.get() if stale is not None else None,
     )
 
 
@@ -381,8 +399,19 @@ def sequence_steps(
             memory_frames=int(mem_stats["frames_kept"]) if mem_stats is not None else 0,
             memory_bytes=int(mem_stats["code_bytes"]) if mem_stats is not None else 0,
         )
+        staleness = outcome.staleness
+        if staleness is not None and isinstance(agent.memory, AgentMemory):  # its update policy's compute so far
+            updates = agent.memory.updates
+            staleness = dataclasses.replace(
+                staleness,
+                memory_update_removed=updates.removed,
+                memory_update_compared=updates.compared,
+                memory_update_bytes_freed=updates.bytes_freed,
+                memory_update_s=round(updates.seconds, 4),
+            )
         result = EpisodeResult(
-            EpisodeRecord.finished(outcome.measures, outcome.wall_time_s, outcome.stats, identity, context), outcome
+            EpisodeRecord.finished(outcome.measures, outcome.wall_time_s, outcome.stats, identity, context, staleness),
+            outcome,
         )
         seen_before |= outcome.seen_kinds
         reported_before |= outcome.reported_kinds
@@ -458,7 +487,9 @@ def evaluation_row(
                 raise EpisodeAborted(stopped, records) from err
             context = SequenceContext(start_pose=outcome.trace.start_pose, eval_after=after)
             records.append(
-                EpisodeRecord.finished(outcome.measures, outcome.wall_time_s, outcome.stats, identity, context)
+                EpisodeRecord.finished(
+                    outcome.measures, outcome.wall_time_s, outcome.stats, identity, context, outcome.staleness
+                )
             )
     return records
 
