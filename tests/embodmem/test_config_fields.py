@@ -36,10 +36,13 @@ from embodmem.config import (
     MemoryConfig,
     VideoConfig,
     VLMConfig,
+    WorldConfig,
     part_config,
     validate,
+    world_changes,
 )
 from embodmem.embedding.model import ASSETS, DEFAULT_MODEL
+from embodmem.envs.changes import WorldChanges
 from embodmem.envs.tasks import SEQUENCES
 from embodmem.video import EpisodeRecorder
 
@@ -180,6 +183,27 @@ VALUES: dict[str, Any] = {
     "memory.raw_dtype": "float32",
     "memory.raw_dir": "<tmp>",
     "memory.rerank": 16,
+    "memory.update_policy": "overwrite",
+    "memory.recency_half_life": 3.0,
+    "memory.decay_floor": 0.5,
+    "memory.contradiction_similarity": 0.8,
+    "memory.update_view_cells": 2.0,
+    # world.changes (envs/changes.py): a change of the default sequence (wreck, then barrel)
+    "world.changes.name": "moved_drums",
+    "world.changes.changes": [
+        {
+            "action": "move",
+            "object": "barrel",
+            "task": 2,
+            "instance": 0,
+            "step": 0,
+            "to": "far",
+            "variant": None,
+            "distance": 1,
+        }
+    ],
+    "world.changes.seed": 3,
+    "world.changes.hoist": True,
     # embedder (embodmem/config.py)
     "embedder.model": TEST_MODEL,
     "embedder.pretrained": None,
@@ -237,6 +261,8 @@ SCHEMAS: dict[str, type] = {
     "experiment": ExperimentConfig,
     "experiment.eqa": EQAConfig,
     "video": VideoConfig,
+    "world": WorldConfig,
+    "world.changes": WorldChanges,
 }
 NOT_SETTABLE = {"memory.dim"}
 """Set by the app from the embedder (test_memory_dim_is_the_embedders)."""
@@ -247,7 +273,7 @@ def schema_keys() -> set[str]:
     keys = {f"{prefix}.{f.name}" for prefix, schema in SCHEMAS.items() for f in dataclasses.fields(schema)}
     top = {f.name for f in dataclasses.fields(Config)}
     assert top - set(SCHEMAS) - {"logger"} == set(TOP_LEVEL)
-    return (keys | set(TOP_LEVEL)) - {"agent.vlm", "experiment.eqa"} - NOT_SETTABLE
+    return (keys | set(TOP_LEVEL)) - {"agent.vlm", "experiment.eqa", "world.changes"} - NOT_SETTABLE
 
 
 def override(key: str, value: Any) -> str:
@@ -323,6 +349,10 @@ def reached(key: str, cfg: DictConfig, tmp: Path, embedder: Any) -> Any:
         return seen[name] if name in seen else getattr(e, name)
     if group == "experiment.eqa":
         return getattr(part_config("experiment.eqa", EQAConfig, cfg), name)
+    if group == "world.changes":
+        if name == "changes":  # what the env applies
+            return [dataclasses.asdict(c) for c in env.changes.changes] if env.changes is not None else []
+        return getattr(world_changes(cfg), name)
     if group == "video":
         recorder = EpisodeRecorder(cfg.video, tmp / "videos")
         return getattr(recorder, name)
