@@ -26,7 +26,7 @@ from embodmem.profiling import Profiler
 from embodmem.retrieval import Retrieval
 
 if TYPE_CHECKING:
-    from embodmem.memory import AgentMemory
+    from embodmem.memory.protocol import Memory
 
 
 @runtime_checkable
@@ -72,8 +72,9 @@ class Agent:
     """Base class: override :meth:`reset` and :meth:`act`."""
 
     name: str = "agent"
-    memory: AgentMemory | None = None
-    """The agent's frame memory, if it has one (read by the runner for stats, videos and sleep)."""
+    memory: Memory | None = None
+    """The agent's frame memory, if it has one (the runner reads its ``stats`` and calls its
+    ``sleep``; :class:`embodmem.api.Memory` is everything asked of it)."""
     profiler: Profiler | None = None
     """Set by the runner to time the agent's parts (embedding, mapping, memory, planning)."""
 
@@ -94,6 +95,48 @@ class Agent:
     def episode_stats(self) -> Mapping[str, float | str]:
         """Extra per-episode numbers (or a short text) for ``metrics.jsonl`` (e.g. VLM calls). Default: none."""
         return {}
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """The agent protocol: every member the runner uses on an agent, and nothing more.
+
+    :class:`Agent` is the stock base to subclass. A plug-in agent (``agent=my_pkg.agents:make_agent``)
+    is built by calling its class or factory with the run's build context
+    (:class:`embodmem.agents.registry.BuildContext`); the runner then sets ``profiler`` and ``name``
+    (its records carry the plug-in's name), and calls :meth:`reset` at each task's start, :meth:`act`
+    every step and :meth:`end_task` and :meth:`episode_stats` at its end. One that keeps what it saw
+    between tasks also subclasses :class:`MemoryCarrier` (then it runs warm and cold).
+    """
+
+    name: str
+    trace: AgentTrace
+    """What it did and why at the last step (the runner logs ``query``, ``retrievals``, ``reported``)."""
+    memory: Memory | None
+    """Its frame memory, or None."""
+    profiler: Profiler | None
+
+    def reset(self, observation: Observation, spec: SensorSpec) -> None:
+        """Start a new task; ``observation["mission"]`` names the target."""
+        ...
+
+    def act(self, observation: Observation) -> int:
+        """The next action (an ``embodmem.envs.spec.Action`` value)."""
+        ...
+
+    def end_task(self, success: bool) -> None:
+        """The task ended."""
+        ...
+
+    def episode_stats(self) -> Mapping[str, float | str]:
+        """Extra per-episode numbers for the record."""
+        ...
+
+
+AGENT_METHODS: tuple[str, ...] = ("reset", "act", "end_task", "episode_stats")
+"""The methods of :class:`Policy` (a plug-in class lacking one is refused by name)."""
+AGENT_ATTRIBUTES: tuple[str, ...] = ("trace", "memory")
+"""The attributes a built agent must have (``name`` and ``profiler`` are set by the runner)."""
 
 
 class MemoryCarrier(ABC):

@@ -33,11 +33,14 @@ from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, MemoryLoadError, QueryFilter, WriteContext
 from embodmem.memory.persistence import writer_lock
+from embodmem.memory.protocol import Memory
 from embodmem.memory.snapshot import (
     GRID_FILE,
+    MemoryDesign,
     RejectedPlaces,
     companion_digest_of_memory,
     read_map_snapshot,
+    read_memory_design,
     save_map_snapshot,
 )
 
@@ -152,7 +155,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
     """False for a map loaded from a snapshot without the per-kind layers: it holds no record of
     where the recogniser found each kind, so ``recall_where_recognised`` has nothing to check against."""
 
-    def _save_map(self, directory: Path, companion_digest: str | None) -> None:
+    def _save_map(self, directory: Path, companion_digest: str | None, design: MemoryDesign | None = None) -> None:
         grid = None
         if self.grid is not None:
             assert self.trail is not None  # set with the grid, at the first task
@@ -164,7 +167,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             places={mission: sorted(cells) for mission, cells in self.rejected_places.items()},
             views={mission: sorted(poses) for mission, poses in self.discredited_views.items()},
         )
-        save_map_snapshot(directory, grid, rejected, companion_digest)
+        save_map_snapshot(directory, grid, rejected, companion_digest, design)
 
     def _load_map(self, directory: Path, companion_digest: str | None) -> None:
         """Read the map snapshot (every check in :func:`embodmem.memory.snapshot.read_map_snapshot`);
@@ -463,28 +466,38 @@ class MemoryAgent(RecallAgent):
     name = "memory"
 
     def __init__(
-        self, embedder: RecognitionEmbedder, memory: AgentMemory | None = None, config: MemoryAgentConfig | None = None
+        self, embedder: RecognitionEmbedder, memory: Memory | None = None, config: MemoryAgentConfig | None = None
     ):
         super().__init__(embedder, config)
         self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
 
     @property
-    def frame_memory(self) -> AgentMemory:
-        """The frame memory (``memory``, typed as set)."""
+    def frame_memory(self) -> Memory:
+        """The frame memory (``memory``, typed as set): the stock one or a plug-in
+        (:class:`embodmem.api.Memory`; only that protocol's calls are made on it)."""
         assert self.memory is not None, f"{type(self).__name__} keeps no frame memory"
         return self.memory
 
     def save_state(self, directory: Path) -> None:
-        """Memory (through its own persistence), then the occupancy grid and the rejected places as a
-        map snapshot pinned to it; one writer at a time (a second process is refused)."""
+        """Memory (through its own class's save), then the occupancy grid and the rejected places as
+        a map snapshot pinned to it, recording the memory's class and version; one writer at a time
+        (a second process is refused)."""
         directory = Path(directory)
         with writer_lock(directory):
             self.frame_memory.save(directory / "memory")
-            self._save_map(directory, companion_digest_of_memory(directory / "memory"))
+            digest = companion_digest_of_memory(directory / "memory")
+            self._save_map(directory, digest, MemoryDesign.of(self.frame_memory))
 
     def load_state(self, directory: Path) -> None:
+        """The state :meth:`save_state` wrote, through this memory's own class's ``load``; a snapshot
+        of another memory class (or version) is refused in one line naming both."""
         directory = Path(directory)
-        self.memory = AgentMemory.load(directory / "memory", expect_dim=self.frame_memory.config.dim)
+        saved = read_memory_design(directory)
+        mine = MemoryDesign.of(self.frame_memory)
+        problem = "a text log, not a memory" if saved is None else saved.refusal(mine)
+        if problem is not None:
+            raise MemoryLoadError(directory / "manifest.json", problem)
+        self.memory = type(self.frame_memory).load(directory / "memory", expect_dim=self.frame_memory.config.dim)
         self._load_map(directory, companion_digest_of_memory(directory / "memory"))
 
     def reset_memory(self) -> None:

@@ -21,7 +21,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 import embodmem.configs
 from embodmem.agents.base import Agent, RecognitionEmbedder
-from embodmem.agents.registry import get_agent_spec
+from embodmem.agents.registry import AGENTS, get_agent_spec
 from embodmem.agents.variants import Variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.condition import Condition
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
     from embodmem.embedding.embedder import ClipEmbedder
     from embodmem.eqa.scoring import EQARecord
-    from embodmem.memory import AgentMemory
+    from embodmem.memory.protocol import Memory
 
 S = TypeVar("S", bound="DataclassInstance")
 CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
@@ -95,15 +95,40 @@ def build_embedder(cfg: DictConfig) -> ClipEmbedder:
     )
 
 
-def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> AgentMemory:
-    """The ``memory`` group's AgentMemory at the embedder's ``dim``, with ``variant``'s changes."""
+def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> Memory:
+    """The ``memory`` group's settings at the embedder's ``dim``, with ``variant``'s changes, in the
+    stock AgentMemory or the variant's plug-in class (checked: one line naming what it lacks)."""
     from embodmem.memory import AgentMemory
+    from embodmem.memory.protocol import memory_instance_problem, missing_memory_members
+    from embodmem.plugins import PluginError, describe, load_object
 
     fields = dataclasses.asdict(part_config("memory", MemoryConfig, cfg))
     fields["dim"] = dim
     if cfg.video.enabled or cfg.agent.name == AgentName.vlm:
         fields["keep_thumbnails"] = True
-    return AgentMemory(memory_settings(variant, MemoryConfig(**fields)))
+    settings = memory_settings(variant, MemoryConfig(**fields))
+    if variant.memory_class is None:
+        return AgentMemory(settings)
+    make = cast(Callable[[MemoryConfig], object], load_object("memory", variant.memory_class, key=variant.name))
+    made = make(settings)
+    problem = memory_instance_problem(made)
+    missing = missing_memory_members(type(made))
+    if missing or problem:
+        what = f"lacks the memory method(s) {', '.join(missing)}" if missing else problem
+        raise PluginError(
+            f"memory {variant.name!r}: {variant.memory_class} built a {describe(made)}, which {what} (embodmem.api.Memory)"
+        )
+    return cast("Memory", made)
+
+
+def memory_design(cfg: DictConfig) -> str:
+    """The run's main memory design: ``agent.variant``, with ``agent.memory``'s plug-in if set
+    (``memory_no_recall+recency``; the full variant is named after the plug-in alone)."""
+    variant = str(cfg.agent.variant)
+    plugin = cfg.agent.memory
+    if plugin is None:
+        return variant
+    return str(plugin) if variant == "memory" else f"{variant}+{plugin}"
 
 
 def agent_settings(config_class: type[S], cfg: DictConfig, changes: Mapping[str, object] | None = None) -> S:
@@ -123,10 +148,14 @@ class AppBuildContext:
     def settings(self, config_class: type[S], changes: Mapping[str, object] | None = None) -> S:
         return agent_settings(config_class, self.cfg, changes)
 
-    def memory(self, variant: Variant) -> AgentMemory:
+    def memory(self, variant: Variant) -> Memory:
         if self.embedder is None:
             raise ValueError(f"memory of {variant.name!r} needs the embedder's dimension")
         return build_memory(self.cfg, self.embedder.dim, variant)
+
+    @property
+    def memory_design(self) -> str:
+        return memory_design(self.cfg)
 
     def vlm_config(self) -> VLMConfig:
         return part_config("agent.vlm", VLMConfig, self.cfg)
@@ -140,6 +169,19 @@ def build_agent(
 ) -> Agent:
     """One agent from its name (:data:`~embodmem.agents.registry.AGENTS`) and the config; fresh memory."""
     return get_agent_spec(name).build(AppBuildContext(cfg, embedder, env, seed))
+
+
+def check_plugins_build(plan: ExperimentPlan, cfg: DictConfig, embedder: RecognitionEmbedder | None) -> None:
+    """Build every plug-in of the plan once, in its first world, before any episode runs: what its
+    class or factory builds is checked against the protocol (:class:`~embodmem.plugins.PluginError`,
+    one line)."""
+    names = [name for name in dict.fromkeys(name for name, _ in plan.runs) if name in plan.plugins]
+    if not names:
+        return
+    _, tasks = plan.sequences[0]
+    env = build_env(cfg, tasks, plan.world_seeds[0])
+    for name in names:
+        build_agent(name, cfg, embedder, env, plan.seed)
 
 
 def build_writer(cfg: DictConfig, out_dir: Path) -> RunWriter:
@@ -157,13 +199,16 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
     else:
         sequences = [(exp.sequence, get_sequence(exp.sequence))]
     main_name = str(cfg.agent.name)
-    if main_name == "memory":
-        main_name = cfg.agent.variant
+    if cfg.agent.plugin is not None:
+        main_name = str(cfg.agent.plugin)
+    elif main_name == "memory":
+        main_name = memory_design(cfg)
     carriers = [main_name, *[v for v in exp.variants if v != main_name]]
     carrying = [name for name in carriers if get_agent_spec(name).carries_memory]
     runs = [(name, Condition(c)) for name in carrying for c in exp.conditions]
     runs += [(name, Condition.single) for name in carriers if name not in carrying]
     runs += [(b, Condition.single) for b in exp.baselines if b != main_name]
+    plugins = frozenset(name for name, _ in runs if name not in AGENTS)
     return ExperimentPlan(
         run_id=cfg.run_id or out_dir.name,
         sequences=sequences,
@@ -179,6 +224,7 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
         poison_k=int(exp.poison_k),
         poison_place=cast(PoisonPlace, str(exp.poison_place)),  # one of them: validate() checked it
         lanes=int(exp.lanes),
+        plugins=plugins,
     )
 
 
@@ -216,6 +262,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
         from embodmem.video import EpisodeRecorder
 
         recorder = EpisodeRecorder(cfg.video, out_dir / "videos")
+    check_plugins_build(plan, cfg, embedder)  # before any episode: a factory's or class's wrong product is one line
     lockstep = None
     if plan.lanes:
         embeds = frozenset(name for name, _ in plan.runs if get_agent_spec(name).needs_embedder)
@@ -262,6 +309,7 @@ register_configs()
 def hydra_main(cfg: DictConfig) -> float:
     from embodmem.agents.vlm.backend import VLMError
     from embodmem.failures import classify, debug_requested, report
+    from embodmem.plugins import PluginError
 
     hydra_cfg = HydraConfig.get()
     out_dir = hydra_cfg.runtime.output_dir
@@ -272,7 +320,10 @@ def hydra_main(cfg: DictConfig) -> float:
     except VLMError as err:  # the VLM endpoint refused or failed before any work: one line, exit 2
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ConfigError as err:  # bad input found before any work (resume fingerprint, up-front checks)
+    except (
+        ConfigError,
+        PluginError,
+    ) as err:  # bad input found before any work (fingerprint, plug-ins, up-front checks)
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as err:  # a failure inside the run: one line, its own exit code (embodmem.failures)
@@ -312,8 +363,12 @@ def check_vlm_endpoints(jobs: list[DictConfig]) -> None:
 
 def main() -> None:
     """Console entry point (``embodmem-run``): check the whole command line first, then hand over to Hydra."""
-    from embodmem.preflight import PreflightError, check_command_line
+    from embodmem.preflight import PreflightError, check_command_line, plugin_listing, plugin_overrides
 
+    if "--list-plugins" in sys.argv[1:]:  # every name agent, agent.memory and the EQA answerers accept
+        print(plugin_listing())
+        return
+    sys.argv[1:] = plugin_overrides(sys.argv[1:], CONFIG_DIR)  # agent=<plug-in or variant>: the key it sets
     try:
         jobs = check_command_line(sys.argv[1:], CONFIG_DIR)
         check_vlm_endpoints(jobs)

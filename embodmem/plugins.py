@@ -74,8 +74,8 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def _import_attribute(kind: str, name: str) -> object:
-    key = KINDS[kind].key
+def _import_attribute(kind: str, name: str, key: str | None = None) -> object:
+    key = key or KINDS[kind].key
     module_name, _, attribute = name.partition(":")
     if not module_name or not attribute:
         raise PluginError(f"{key}={name!r}: a plug-in path is 'module:attribute' (e.g. 'my_pkg.mem:MyMemory')")
@@ -90,14 +90,15 @@ def _import_attribute(kind: str, name: str) -> object:
     return found
 
 
-def load_object(kind: str, name: str, stock: Iterable[str] = ()) -> object:
+def load_object(kind: str, name: str, stock: Iterable[str] = (), key: str | None = None) -> object:
     """The object ``name`` refers to: a ``module:attribute`` path or an installed entry point's target.
 
     ``stock`` lists the caller's own names, only for the message of an unknown name (a stock name is the
-    caller's to resolve; this raises for it like for any other unknown name).
+    caller's to resolve; this raises for it like for any other unknown name). ``key`` names the config
+    key in messages when it is not the kind's usual one (e.g. ``experiment.variants``).
     """
     if is_import_path(name):
-        return _import_attribute(kind, name)
+        return _import_attribute(kind, name, key)
     entries = installed(kind)
     if name in entries:
         target = entries[name].value
@@ -105,7 +106,8 @@ def load_object(kind: str, name: str, stock: Iterable[str] = ()) -> object:
             return entries[name].load()
         except Exception as error:
             raise PluginError(
-                f"{KINDS[kind].key}={name!r}: the installed plug-in {target!r} does not load ({_one_line(error)})"
+                f"{key or KINDS[kind].key}={name!r}: the installed plug-in {target!r} does not load "
+                f"({_one_line(error)})"
             ) from None
     raise PluginError(unknown_name_message(kind, name, stock))
 
@@ -118,6 +120,25 @@ def unknown_name_message(kind: str, name: str, stock: Iterable[str]) -> str:
         f"{KINDS[kind].key}={name!r} is unknown; allowed: {stock_names}; installed plug-ins: {plugins}; "
         "or a 'module:Class' path"
     )
+
+
+def listing(stock: dict[str, Iterable[str]]) -> str:
+    """Every name each kind accepts: ``stock`` (the caller's own names, by kind) and the installed
+    plug-ins with their targets (``embodmem-run --list-plugins`` prints it).
+
+    Example:
+        >>> print(listing({"memory": ["memory"]}).splitlines()[0])
+        memory (agent.memory, group embodmem.memories): stock: memory
+    """
+    lines = []
+    for kind, spec in KINDS.items():
+        if kind not in stock:
+            continue
+        lines.append(f"{kind} ({spec.key}, group {spec.group}): stock: {', '.join(stock[kind]) or 'none'}")
+        entries = installed(kind)
+        lines += [f"  {name} = {entries[name].value}" for name in sorted(entries)] or ["  (no installed plug-ins)"]
+    lines.append("any of them also as a 'module:attribute' path, e.g. agent.memory=my_pkg.mem:MyMemory")
+    return "\n".join(lines)
 
 
 def missing_members(candidate: object, members: Iterable[str]) -> list[str]:

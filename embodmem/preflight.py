@@ -10,13 +10,14 @@ Nothing here imports torch, open_clip or faiss's models; the error path stays fa
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.hydra import Hydra
@@ -31,6 +32,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from embodmem.config import Config, ConfigError, hide_secrets, register_configs, validate
+
+if TYPE_CHECKING:
+    from embodmem.memory.snapshot import MemoryDesign
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
@@ -55,7 +59,8 @@ def describe(err: BaseException) -> str:
         )
     if isinstance(err, MissingConfigException) and err.missing_cfg_file and err.options is not None:
         group, _, option = err.missing_cfg_file.rpartition("/")
-        return f"{group}: {option!r} is not allowed; allowed: {', '.join(user_options(err.options))}"
+        line = f"{group}: {option!r} is not allowed; allowed: {', '.join(user_options(err.options))}"
+        return line + (agent_group_hint() if group == "agent" else "")
     cause = err.__cause__ if isinstance(err.__cause__, OmegaConfBaseException) else err
     converted = re.match(r"Value '(.*)' of type '\w+' could not be converted to (\w+)", str(getattr(cause, "msg", "")))
     if isinstance(cause, OmegaConfBaseException) and cause.full_key and converted:
@@ -82,6 +87,65 @@ def keys_of(section: str) -> list[str]:
     node = OmegaConf.structured(Config)
     selected = OmegaConf.select(node, section) if section else node
     return [str(k) for k in selected] if isinstance(selected, DictConfig) else []
+
+
+def agent_group_hint() -> str:
+    """What the refusal of an unknown ``agent=`` choice adds: the keys that take variants and
+    plug-ins, and the installed plug-ins by name."""
+    from embodmem.plugins import installed
+
+    agents = ", ".join(sorted(installed("agent"))) or "none"
+    memories = ", ".join(sorted(installed("memory"))) or "none"
+    return (
+        "; a memory variant is set with agent.variant=<name> (in a sweep: agent.variant=memory,memory_naive); "
+        f"a plug-in with agent=<module:factory> or an installed name (agents: {agents}; memories: {memories}; "
+        "embodmem-run --list-plugins)"
+    )
+
+
+def plugin_overrides(argv: list[str], config_dir: Path) -> list[str]:
+    """``argv`` with each plain ``agent=<value>`` that is no option of the ``agent`` group turned into
+    the key that takes it: a memory variant -> ``agent.variant``, an agent plug-in (``module:factory``
+    or installed under ``embodmem.agents``) -> ``agent.plugin``, a memory plug-in installed under
+    ``embodmem.memories`` -> ``agent.memory``. Sweeps and anything else pass unchanged (Hydra refuses
+    an unknown option, with :func:`agent_group_hint`).
+
+    >>> plugin_overrides(["agent=memory_naive", "agent=pkg.mod:make", "seed=1"], Path("/nonexistent"))
+    ['agent.variant=memory_naive', 'agent.plugin=pkg.mod:make', 'seed=1']
+    """
+    from embodmem.agents.variants import VARIANTS
+    from embodmem.plugins import installed, is_import_path
+
+    options = {p.stem for p in (config_dir / "agent").glob("*.yaml")}
+    out = []
+    for token in argv:
+        key, eq, value = token.partition("=")
+        if key != "agent" or not eq or "," in value or value in options:
+            out.append(token)
+        elif value in VARIANTS:
+            out.append(f"agent.variant={value}")
+        elif is_import_path(value) or value in installed("agent"):
+            out.append(f"agent.plugin={value}")
+        elif value in installed("memory"):
+            out.append(f"agent.memory={value}")
+        else:
+            out.append(token)
+    return out
+
+
+def plugin_listing() -> str:
+    """``embodmem-run --list-plugins``: the stock names and installed plug-ins of every kind."""
+    from embodmem.agents.registry import AGENTS
+    from embodmem.eqa.config import EQA_ANSWERERS
+    from embodmem.plugins import listing
+
+    return listing(
+        {
+            "memory": ["(null: the stock frame memory, embodmem.api.AgentMemory)"],
+            "agent": list(AGENTS),
+            "answerer": list(EQA_ANSWERERS),
+        }
+    )
 
 
 class PreflightError(Exception):
@@ -260,10 +324,40 @@ def check_feasible(cfg: DictConfig) -> None:
                 f"{have / 2**30:.1f} GiB available)",
             )
     if exp.load_memory is not None:
-        check_load_path(Path(exp.load_memory))
+        check_load_path(Path(exp.load_memory), run_memory_designs(cfg))
 
 
-def check_load_path(path: Path) -> None:
+def run_memory_designs(cfg: DictConfig) -> dict[str, MemoryDesign]:
+    """The memory class of every run of ``cfg`` that carries frame memory (run name -> design), for
+    the check that a snapshot to load was saved by the same class; plug-ins are imported for it."""
+    from embodmem.agents.registry import get_agent_spec
+    from embodmem.memory.snapshot import STOCK_DESIGN, MemoryDesign
+    from embodmem.plugins import describe, load_object
+
+    agent = cfg.agent
+    main = None
+    if agent.plugin is None and agent.name == "memory":
+        main = str(agent.variant) if agent.memory is None else (
+            str(agent.memory) if agent.variant == "memory" else f"{agent.variant}+{agent.memory}"
+        )  # fmt: skip
+    designs = {}
+    for name in [main, *cfg.experiment.variants]:
+        if name is None:
+            continue
+        variant = get_agent_spec(name, "experiment.variants").variant
+        if variant is None or variant.textlog:
+            continue
+        if variant.memory_class is None:
+            designs[name] = STOCK_DESIGN
+            continue
+        target = load_object("memory", variant.memory_class)
+        if inspect.isclass(target):
+            version = getattr(target, "version", None)
+            designs[name] = MemoryDesign(describe(target), None if version is None else str(version))
+    return designs
+
+
+def check_load_path(path: Path, designs: Mapping[str, MemoryDesign] | None = None) -> None:
     """``experiment.load_memory`` must hold a snapshot that ``experiment.save_memory`` wrote (its map
     manifest, and a memory manifest or a text log beside it), checked before the model loads.
 
@@ -271,6 +365,9 @@ def check_load_path(path: Path) -> None:
         ConfigError: one line naming the key, the path and what is missing or broken.
     """
     from embodmem.memory.persistence import MAP_FORMAT, MemoryLoadError, read_manifest
+    from embodmem.memory.snapshot import STOCK_DESIGN, read_memory_design
+
+    designs = designs or {}
 
     key = "experiment.load_memory"
     if not (path / "manifest.json").is_file():
@@ -283,10 +380,15 @@ def check_load_path(path: Path) -> None:
         )
     try:
         read_manifest(path, MAP_FORMAT)
-        if (path / "memory").exists() or not (path / "textlog.json").is_file():
+        design = read_memory_design(path)
+        if design == STOCK_DESIGN or (design is None and not (path / "textlog.json").is_file()):
             read_manifest(path / "memory")
     except MemoryLoadError as err:
         raise ConfigError(f"{key}: {err}") from None
+    for name, run in designs.items():
+        problem = None if design is None else design.refusal(run)
+        if problem is not None:
+            raise ConfigError(f"{key}: {path}: {problem} ({name!r}); load it into a run of that memory class")
 
 
 def check_output_dir(key: str, path: str) -> None:
@@ -318,6 +420,7 @@ def check_command_line(argv: list[str], config_dir: Path, config_name: str = "co
         each job's composed config (with its ``hydra`` node: the launcher says where it will run),
         for checks that need a service.
     """
+    argv = plugin_overrides(argv, config_dir)
     args = parse_arguments(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         return []
@@ -370,7 +473,7 @@ def compose(overrides: Sequence[str] = (), config_name: str = "config") -> DictC
     import embodmem.configs
 
     register_configs()
-    overrides = list(overrides)
+    overrides = plugin_overrides(list(overrides), Path(embodmem.configs.__file__).resolve().parent)
     try:
         with _hydra(Path(embodmem.configs.__file__).resolve().parent, None) as hydra:
             parsed = OverridesParser.create().parse_overrides(overrides)

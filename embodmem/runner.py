@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -50,6 +51,8 @@ from embodmem.poison import false_memories
 from embodmem.profiling import Profiler
 from embodmem.retrieval import RetrievalEvent
 from embodmem.staleness import StalenessTracker
+
+log = logging.getLogger("embodmem")
 
 
 def observation_digest(obs: Observation) -> str:
@@ -382,10 +385,10 @@ def sequence_steps(
                 on_step,
                 digest_observations,
             )
+            mem_stats = agent.memory.stats() if agent.memory is not None else None
         except Exception as err:
-            stopped = EpisodeRecord.stopped(err, env.step_count, agent.episode_stats(), identity, None)
+            stopped = EpisodeRecord.stopped(err, env.step_count, _stats_of(agent), identity, None)
             raise EpisodeAborted(stopped) from err
-        mem_stats = agent.memory.stats() if agent.memory is not None else None
         truth = env.ground_truth()
         context = SequenceContext(
             start_pose=outcome.trace.start_pose,
@@ -428,6 +431,15 @@ def sequence_steps(
         ):
             agent.memory.sleep()
     return results
+
+
+def _stats_of(agent: Agent) -> Mapping[str, float | str]:
+    """The agent's own counts for the record of an episode an error stopped (none if they fail too:
+    the error being recorded may be the agent's)."""
+    try:
+        return agent.episode_stats()
+    except Exception:
+        return {}
 
 
 def seen_place_spl_bound(
@@ -627,6 +639,9 @@ class ExperimentPlan:
     poison_place: PoisonPlace = "far"
     lanes: int = 0
     """Runs advanced together (``experiment.lanes``; 0: one after another)."""
+    plugins: frozenset[str] = frozenset()
+    """Agent names of the runs that are plug-ins (embodmem.plugins): an error inside one stops only
+    that run in that world, recorded as its failure; the other runs go on."""
 
     def sequence_spec(
         self, sequence: str, tasks: tuple[str, ...], world_seed: int, condition: Condition
@@ -776,7 +791,14 @@ def run_experiment(
             )
         except EpisodeAborted as aborted:  # keep the failing episode's record beside the completed ones
             writer.write_records([*aborted.completed, aborted.record])
-            raise
+            if name not in plan.plugins:
+                raise
+            record = aborted.record
+            log.warning(
+                "plug-in %r failed in world %s, task %s (%s), step %s: %s; its other episodes there are skipped",
+                name, world_seed, record.task_index, record.task, record.steps_before_abort, record.abort_reason,
+            )  # fmt: skip
+            return
         if carrier is not None and condition.carries_memory and plan.save_memory_dir is not None:
             carrier.save_state(
                 plan.save_memory_dir / f"world{world_seed}"

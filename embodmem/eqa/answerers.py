@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -35,10 +35,12 @@ from embodmem.agents.recognizer import KIND_PROMPT_NAMES, KindLabeller
 from embodmem.agents.textlog_agent import LogEntry
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, SensorSpec
-from embodmem.eqa.config import EQA_ANSWERERS
+from embodmem.eqa.config import ANSWERER_METHODS, EQA_ANSWERERS, resolve_answerer
 from embodmem.eqa.files import Question, QuestionSet, QuestionType, Truth
 from embodmem.eqa.questions import phrase
 from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
+from embodmem.memory.protocol import Memory
+from embodmem.plugins import PluginError
 
 log = logging.getLogger("embodmem.eqa")
 
@@ -98,6 +100,30 @@ class Answerer(ABC):
     def stats(self) -> dict[str, float]:
         """Counters for the record (e.g. requests, format errors)."""
         return {}
+
+
+@runtime_checkable
+class AnswererProtocol(Protocol):
+    """The answerer protocol: every call the EQA run makes on an answerer (:class:`Answerer` is the
+    stock base). A plug-in class or factory is called with the embedder; its records carry its name."""
+
+    name: str
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        """A new tour begins: forget the previous one."""
+        ...
+
+    def observe(self, observation: Observation, step: int) -> None:
+        """One step of the tour."""
+        ...
+
+    def answer(self, question: Question) -> Answer:
+        """The answer from what was kept."""
+        ...
+
+    def stats(self) -> dict[str, float]:
+        """Counters for the record."""
+        ...
 
 
 # ----------------------------------------------------------------------------- blind and oracle
@@ -433,13 +459,21 @@ class FrameMemoryAnswerer(Answerer):
 
     name = "frame_memory"
 
-    def __init__(self, embedder: RecognitionEmbedder, memory_config: MemoryConfig | None = None, k: int = RETRIEVE_K):
+    def __init__(
+        self,
+        embedder: RecognitionEmbedder,
+        memory_config: MemoryConfig | None = None,
+        k: int = RETRIEVE_K,
+        memory_class: Callable[[MemoryConfig], Memory] = AgentMemory,
+    ):
         self.embedder = embedder
         self.labeller = KindLabeller(embedder)
         self.memory_config = memory_config or MemoryConfig(dim=embedder.dim)
         self.k = k
         self.map = MapReader()
-        self.memory = AgentMemory(self.memory_config)
+        self.memory_class = memory_class
+        """The memory kept per tour: the stock one, or a plug-in memory (``experiment.eqa.answerers=[my_pkg.mem:MyMemory]``)."""
+        self.memory = memory_class(self.memory_config)
         self.tour = ""
         self._text: dict[str, np.ndarray] = {}
         self.variants = VariantReader(embedder)
@@ -447,7 +481,7 @@ class FrameMemoryAnswerer(Answerer):
     def start_tour(self, tour: str, spec: SensorSpec) -> None:
         self.tour = tour
         self.map.start(spec)
-        self.memory = AgentMemory(self.memory_config)
+        self.memory = self.memory_class(self.memory_config)
 
     def observe(self, observation: Observation, step: int) -> None:
         x, y, h = self.map.observe(observation)
@@ -589,14 +623,31 @@ assert set(ANSWERER_NAMES) == {*ANSWERERS, "vlm"}, "embodmem.config.EQA_ANSWERER
 
 
 def check_answerers(names: list[str]) -> None:
-    """Refuse an unknown answerer name before any work (one line)."""
+    """Refuse an unknown answerer name or a bad plug-in before any work (one line)."""
     for name in names:
         if name not in ANSWERER_NAMES:
-            raise ValueError(f"answerer {name!r} is unknown; allowed: {', '.join(ANSWERER_NAMES)}")
+            resolve_answerer(name)
 
 
 def build_answerer(name: str, context: AnswererContext) -> Answerer:
-    check_answerers([name])
+    """The answerer ``name``: a stock one, or a plug-in (:func:`~embodmem.eqa.config.resolve_answerer`)
+    built with the embedder, checked against the protocol and named after the plug-in."""
+    if name not in ANSWERER_NAMES:
+        kind, target = resolve_answerer(name)
+        made: object
+        if kind == "memory":
+            made = FrameMemoryAnswerer(context.embedder, memory_class=cast(Callable[[MemoryConfig], Memory], target))
+        else:
+            made = cast(Callable[[RecognitionEmbedder], object], target)(context.embedder)
+        missing = [m for m in ANSWERER_METHODS if not callable(getattr(made, m, None))]
+        if missing:
+            raise PluginError(
+                f"experiment.eqa.answerers: {name!r} built a {type(made).__name__}, not an answerer: it lacks "
+                f"{', '.join(missing)} (embodmem.api.AnswererProtocol)"
+            )
+        answerer = cast(Answerer, made)
+        answerer.name = name
+        return answerer
     if name == "vlm":
         if context.vlm is None:
             raise ValueError("answerer 'vlm' needs a VLM endpoint (agent.vlm.base_url and agent.vlm.model)")

@@ -3,11 +3,63 @@ layer and the preflight check import it."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
+
+from embodmem.memory.protocol import missing_memory_members
+from embodmem.plugins import PluginError, describe, installed, is_import_path, load_object
 
 EQA_ANSWERERS: tuple[str, ...] = ("blind", "textlog", "frame_memory", "keep_everything", "vlm", "oracle")
 """Answerers of the question-answering mode (embodmem.eqa.answerers registers each)."""
+ANSWERER_METHODS: tuple[str, ...] = ("start_tour", "observe", "answer", "stats")
+"""The methods of the answerer protocol (:class:`embodmem.api.AnswererProtocol`): a plug-in class
+lacking one is refused by name."""
+ANSWERERS_KEY = "experiment.eqa.answerers"
+
+PluginAnswerer = tuple[Literal["answerer", "memory"], object]
+"""A plug-in answerer: ``("answerer", class or factory called with the embedder)`` or ``("memory",
+memory class)``: the frame-memory answerer with that memory in place of the stock one."""
+
+
+def resolve_answerer(name: str) -> PluginAnswerer:
+    """The plug-in ``name`` in ``experiment.eqa.answerers`` names: a ``module:Class`` path or an entry
+    point of ``embodmem.answerers`` (an answerer) or ``embodmem.memories`` (a memory, read by the
+    frame-memory answerer).
+
+    Raises:
+        PluginError: one line: unknown (listing every allowed name), not importable, or a class that
+            lacks a protocol method (named).
+    """
+    answerers, memories = installed("answerer"), installed("memory")
+    if is_import_path(name):
+        target = load_object("answerer", name, key=ANSWERERS_KEY)
+        is_memory = inspect.isclass(target) and not callable(getattr(target, "answer", None))
+    elif name in answerers:
+        target, is_memory = load_object("answerer", name, key=ANSWERERS_KEY), False
+    elif name in memories:
+        target, is_memory = load_object("memory", name, key=ANSWERERS_KEY), True
+    else:
+        raise PluginError(
+            f"answerer {name!r} is unknown; allowed: {', '.join(EQA_ANSWERERS)}; installed plug-ins: "
+            f"answerers: {', '.join(sorted(answerers)) or 'none'}, memories: {', '.join(sorted(memories)) or 'none'}; "
+            "or a 'module:Class' path (an answerer or a memory class)"
+        )
+    if not callable(target):
+        raise PluginError(f"{ANSWERERS_KEY}: {name!r} is a {type(target).__name__}, not a class or a factory")
+    if inspect.isclass(target):
+        missing = (
+            missing_memory_members(target)
+            if is_memory
+            else [m for m in ANSWERER_METHODS if not callable(getattr(target, m, None))]
+        )
+        if missing:
+            what, protocol = ("memory", "Memory") if is_memory else ("answerer", "AnswererProtocol")
+            raise PluginError(
+                f"{ANSWERERS_KEY}: {name!r}: class {describe(target)} lacks the {what} method(s) "
+                f"{', '.join(missing)} (embodmem.api.{protocol})"
+            )
+    return ("memory" if is_memory else "answerer"), target
 
 
 @dataclass
@@ -22,7 +74,8 @@ class EQAConfig:
     answerers: list[str] = field(
         default_factory=lambda: ["blind", "textlog", "frame_memory", "keep_everything", "oracle"]
     )
-    """Who answers: blind, textlog, frame_memory, keep_everything, vlm (agent.vlm's server), oracle."""
+    """Who answers: blind, textlog, frame_memory, keep_everything, vlm (agent.vlm's server), oracle,
+    or a plug-in: an answerer or a memory class (``module:Class`` or an installed name)."""
     prior: str = "dev"
     """Question file whose answers the blind answerer learns its per-type prior from (not test)."""
     tours: Optional[int] = None

@@ -61,6 +61,33 @@ class QueryFilter:
         """True when every record matches."""
         return self == ANY_RECORD
 
+    def matches(self, meta: FrameMeta) -> bool:
+        """Whether one record passes (the rules of :meth:`MetaTable.filter_mask`, for a memory that
+        keeps its records in a list, e.g. a plug-in's).
+
+        Example:
+            >>> QueryFilter(near=(2.0, 3.0, 1.0), heading=1).matches(FrameMeta("r", "t", 0, 5, 3.0, 3.0, heading=1))
+            True
+        """
+        for wanted, value in ((self.task, meta.task), (self.run_id, meta.run_id)):
+            if wanted is not None and value not in ([wanted] if isinstance(wanted, str) else list(wanted)):
+                return False
+        if self.episode is not None:
+            episodes = [self.episode] if isinstance(self.episode, (int, np.integer)) else list(self.episode)
+            if meta.episode not in episodes:
+                return False
+        if self.step_range is not None:
+            lo, hi = self.step_range
+            first = meta.step if meta.step_min is None else meta.step_min
+            last = meta.step if meta.step_max is None else meta.step_max
+            if last < lo or first > hi:
+                return False
+        if self.near is not None:
+            x, y, r = self.near
+            if abs(meta.x - x) > r or abs(meta.y - y) > r:
+                return False
+        return self.heading is None or meta.heading == self.heading
+
 
 ANY_RECORD = QueryFilter()
 """The filter that matches every record (the default of every search)."""

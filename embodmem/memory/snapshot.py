@@ -11,6 +11,7 @@ own restore methods.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import zipfile
@@ -39,6 +40,7 @@ from embodmem.memory.rawfile import read_npy_rows
 from embodmem.memory.records import NO_NODE, MetaTable
 from embodmem.memory.store import RawFileMismatch, StoreState
 from embodmem.memory.topomap import TopologicalMap
+from embodmem.plugins import describe
 
 FILES = ("index.faiss", "arrays.npz", "map.json")
 """The data files of a memory snapshot (logical names; on disk they carry the generation)."""
@@ -246,6 +248,57 @@ class MapState(Strict):
     text log): a map of one snapshot beside the memory of another is refused."""
     grid_shape: tuple[int, int] | None
     """(rows, columns) of the occupancy grid; ``None`` when none was built (no grid.npz)."""
+    memory_class: str | None = None
+    """``module:Class`` of the memory saved beside the map (``None``: none, or a snapshot written
+    before the class was recorded, which only the stock memory could write)."""
+    memory_version: str | None = None
+    """The ``version`` the memory class declared when it was saved (``None``: none declared)."""
+
+
+@dataclass(frozen=True)
+class MemoryDesign:
+    """Which memory class wrote a snapshot, and its declared version: loading it into another is refused.
+
+    Example:
+        >>> from embodmem.memory import AgentMemory
+        >>> MemoryDesign.of(AgentMemory()).memory_class
+        'embodmem.memory.episodic:AgentMemory'
+        >>> MemoryDesign("a:B", "2").refusal(MemoryDesign("a:B", "3"))
+        "memory of class a:B version '2' was saved, but this run's memory is a:B version '3'"
+    """
+
+    memory_class: str
+    version: str | None = None
+
+    @classmethod
+    def of(cls, memory: object) -> MemoryDesign:
+        """The design of a built memory (its class's import path and ``version`` attribute)."""
+        version = getattr(type(memory), "version", None)
+        return cls(describe(memory), None if version is None else str(version))
+
+    def __str__(self) -> str:
+        return self.memory_class + ("" if self.version is None else f" version {self.version!r}")
+
+    def refusal(self, run: MemoryDesign) -> str | None:
+        """One phrase naming both designs when this saved one cannot be loaded by ``run``'s, else None."""
+        if self == run:
+            return None
+        return f"memory of class {self} was saved, but this run's memory is {run}"
+
+
+STOCK_DESIGN = MemoryDesign("embodmem.memory.episodic:AgentMemory")
+"""The design of a snapshot that recorded none (written before designs were recorded)."""
+
+
+def read_memory_design(directory: str | os.PathLike[str]) -> MemoryDesign | None:
+    """The design a map snapshot records of the memory saved beside it (the stock one for a snapshot
+    that records none but has a memory folder; ``None`` for a text log's)."""
+    directory = Path(directory)
+    manifest = read_manifest(directory, MAP_FORMAT)
+    st = validated(MapState, manifest.state, directory / "manifest.json", "state")
+    if st.memory_class is not None:
+        return MemoryDesign(st.memory_class, st.memory_version)
+    return STOCK_DESIGN if (directory / "memory").exists() else None
 
 
 class RejectedPlaces(Strict):
@@ -260,9 +313,11 @@ def save_map_snapshot(
     grid: dict[str, np.ndarray] | None,
     rejected: RejectedPlaces,
     companion_digest: str | None,
+    design: MemoryDesign | None = None,
 ) -> Path:
     """Write the grid arrays (``None``: no grid yet) and the rejected places as a checked snapshot
-    (format :data:`~embodmem.memory.persistence.MAP_FORMAT`) into ``directory``; returns the manifest."""
+    (format :data:`~embodmem.memory.persistence.MAP_FORMAT`) into ``directory``, with the ``design``
+    of the memory saved beside it; returns the manifest."""
     files: dict[str, bytes | Writer] = {REJECTED_FILE: rejected.model_dump_json().encode()}
     shape = None
     if grid is not None:
@@ -271,6 +326,8 @@ def save_map_snapshot(
         files[GRID_FILE] = buf.getvalue()
         shape = list(next(iter(grid.values())).shape)
     state: dict[str, JsonValue] = {"companion_digest": companion_digest, "grid_shape": shape}
+    if design is not None:
+        state |= {"memory_class": design.memory_class, "memory_version": design.version}
     return write_snapshot(directory, files, SnapshotHeader(1, {}, state), fmt=MAP_FORMAT)
 
 
@@ -350,5 +407,14 @@ def _grid_arrays(
 
 
 def companion_digest_of_memory(directory: str | os.PathLike[str]) -> str:
-    """The digest of the memory snapshot in ``directory`` (what a map saved beside it is pinned to)."""
-    return read_manifest(directory).digest
+    """The digest of the memory snapshot in ``directory`` (what a map saved beside it is pinned to):
+    the stock memory's manifest digest, or for a memory that writes no manifest (a plug-in's) the
+    sha256 over its files' names and bytes."""
+    directory = Path(directory)
+    if (directory / "manifest.json").is_file() or not directory.is_dir():
+        return read_manifest(directory).digest
+    digest = hashlib.sha256()
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()

@@ -9,12 +9,14 @@ from embodmem.metrics_record import EpisodeRecord
 from embodmem.report.load import validate_record
 from embodmem.report.plots import plot_steps_ratio, plot_success_spl, plot_transfer, safe_name
 from embodmem.report.tables import (
+    DESIGN_COLUMNS,
     GEM_COLUMNS,
     SUMMARY_KEYS,
     SUMMARY_METRICS,
     TRANSFER_METRICS,
     Record,
     ReportOutput,
+    design_table,
     gem_csv_rows,
     gem_rows,
     summary_table,
@@ -45,7 +47,7 @@ def write_summary(
     summary = withhold_small_n_intervals(summary_table(rows))
     transfer = withhold_small_n_intervals(transfer_table(rows, TRANSFER_METRICS))
     gems = gem_rows(rows, TRANSFER_METRICS)
-    result = ReportOutput(summary=summary, transfer=transfer, gem=gems)
+    result = ReportOutput(summary=summary, transfer=transfer, gem=gems, designs=design_table(rows))
 
     summary_cols = list(SUMMARY_KEYS) + ["n_seeds", "n_episodes"]
     summary_cols += [f"{m}_{s}" for m in SUMMARY_METRICS for s in ("mean", "std", "lo", "hi")]
@@ -53,6 +55,7 @@ def write_summary(
     result.files.append(write_csv(out / "summary.csv", summary, summary_cols))
     transfer_cols = list(TRANSFER_KEYS) + list(transfer_row([], [], TRANSFER_METRICS))
     result.files.append(write_csv(out / "transfer.csv", transfer, transfer_cols))
+    result.files.append(write_csv(out / "designs.csv", result.designs, DESIGN_COLUMNS))
     if gems:
         result.files.append(write_csv(out / "gem.csv", gem_csv_rows(gems), GEM_COLUMNS))
         result.notes += [f"GEM {g.agent}/{g.sequence}/{g.metric}: {g.report.note}" for g in gems if g.report.note]

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from embodmem.atomic import atomic_write_text
 from embodmem.condition import Condition
-from embodmem.stats import mean_ci
+from embodmem.stats import difference_of_means, mean_ci, paired_ci
 from embodmem.transfer import (
     ALL,
     CHAIN_KEYS,
@@ -401,6 +403,103 @@ def format_gem(g: GemResult) -> str:
     return "\n".join(text)
 
 
+DESIGN_REFERENCE = "memory"
+"""The design every other is compared with in :func:`design_table`: the stock frame memory, warm."""
+
+DESIGN_COLUMNS = (
+    "design", "condition", "n_seeds", "success_mean", "spl_mean",
+    "d_success", "d_success_lo", "d_success_hi", "d_spl", "d_spl_lo", "d_spl_hi",
+    "frames_kept", "bytes_kept", "query_ms_p50",
+)  # fmt: skip
+"""Columns of ``designs.csv``."""
+
+
+def design_table(records: Sequence[Record], reference: str = DESIGN_REFERENCE) -> list[TableRow]:
+    """One row per agent, the memory designs side by side: warm records for an agent that carries
+    memory (``single`` for one that does not); success and SPL means over (world, seed) pairs; their
+    difference to ``reference`` (warm) with the paired bootstrap 95% CI over the pairs both ran
+    (:func:`embodmem.stats.paired_ci`, clustered by world); frames and bytes kept (per pair the most
+    its memory held, then the mean) and the median of the episodes' median query times.
+
+    Example:
+        >>> recs = [{"agent": a, "condition": "warm", "world_seed": w, "seed": 0, "success": s, "spl": s / 2,
+        ...          "memory_frames": 10, "memory_bytes": 100, "memory_query_ms": 0.5}
+        ...         for w in (1, 2, 3) for a, s in (("memory", 1), ("mine", w % 2))]
+        >>> [(r["design"], r["success_mean"], r["d_success"]) for r in design_table(recs)]
+        [('memory', 1.0, 0.0), ('mine', 0.6666666666666666, -0.33333333333333337)]
+    """
+    plain = [r for r in records if r.get("eval_after") is None and not r.get("aborted")]
+    agents = sorted({r.get("agent") for r in plain}, key=lambda a: (a != reference, order_key(a)))
+
+    def runs(agent: Any) -> tuple[str, list[Record]]:
+        mine = [r for r in plain if r.get("agent") == agent]
+        warm = [r for r in mine if str(r.get("condition")) == Condition.warm]
+        return (Condition.warm.value, warm) if warm else (Condition.single.value, mine)
+
+    _, ref = runs(reference)
+    ref_means = {m: seed_means(ref, m) for m in ("success", "spl")}
+    rows = []
+    for agent in agents:
+        condition, recs = runs(agent)
+        if not recs:
+            continue
+        row: TableRow = {"design": agent, "condition": condition, "n_seeds": len({seed_of(r) for r in recs})}
+        for m in ("success", "spl"):
+            per_seed = seed_means(recs, m)
+            row[f"{m}_mean"] = mean(per_seed.values()) if per_seed else None
+            both = [s for s in per_seed if s in ref_means[m]]
+            mine_v = [per_seed[s] for s in both]
+            ref_v = [ref_means[m][s] for s in both]
+            row[f"d_{m}"] = float(difference_of_means(mine_v, ref_v)) if both and ref else None
+            lo, hi = (
+                paired_ci(mine_v, ref_v, difference_of_means, clusters=[s[0] for s in both]) if both else (None, None)
+            )
+            row[f"d_{m}_lo"], row[f"d_{m}_hi"] = (lo, hi) if has_ci(len(both)) else (None, None)
+        for key, column in (("frames_kept", "memory_frames"), ("bytes_kept", "memory_bytes")):
+            most: dict[tuple[Any, ...], float] = {}
+            for r in recs:
+                if r.get(column) is not None:
+                    most[seed_of(r)] = max(most.get(seed_of(r), 0.0), float(r[column]))
+            row[key] = mean(most.values()) if most and (condition == Condition.warm or any(most.values())) else None
+        times = [float(r["memory_query_ms"]) for r in recs if r.get("memory_query_ms")]
+        row["query_ms_p50"] = float(np.median(times)) if times else None
+        rows.append(row)
+    return rows
+
+
+def design_print_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """:func:`design_table` rows as printed (the design's name last: plug-in paths are long)."""
+    out = []
+    for r in rows:
+        reference = r.get("design") == DESIGN_REFERENCE
+        d = {"cond": str(r.get("condition")), "n": str(r.get("n_seeds"))}
+        d["success"], d["SPL"] = fmt_number(r.get("success_mean"), 2), fmt_number(r.get("spl_mean"), 2)
+        for header, stem in (("Δ success", "d_success"), ("Δ SPL", "d_spl")):
+            d[header] = (
+                "-" if reference else fmt_ci(r.get(stem), r.get(f"{stem}_lo"), r.get(f"{stem}_hi"), n=r.get("n_seeds"))
+            )
+        d["frames"] = fmt_number(r.get("frames_kept"), 0)
+        kept = r.get("bytes_kept")
+        d["kB"] = fmt_number(None if kept is None else kept / 1000, 1)
+        d["ms/q"] = fmt_number(r.get("query_ms_p50"), 3)
+        d["design"] = str(r.get("design"))
+        out.append(d)
+    return out
+
+
+def format_designs(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The side-by-side table of memory designs, with its title."""
+    printed = design_print_rows(rows)
+    return "\n".join(
+        [
+            "== Memory designs side by side (warm; single for agents without memory) ==",
+            f"means over n (world, seed) pairs; Δ: minus {DESIGN_REFERENCE} warm over the pairs both ran",
+            "[paired 95% CI; none for n < 3]; frames, kB: the most its memory kept; ms/q: median per query",
+            format_table(printed, right=[h for h in (printed[0] if printed else {}) if h not in ("cond", "design")]),
+        ]
+    )
+
+
 @dataclass
 class ReportOutput:
     """What :func:`write_summary` computed and wrote, so the caller can print or test it."""
@@ -410,6 +509,8 @@ class ReportOutput:
     gem: list[GemResult]
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    designs: list[TableRow] = field(default_factory=list)
+    """:func:`design_table`: printed first, written to ``designs.csv``."""
 
 
 def format_report(result: ReportOutput) -> str:
@@ -417,7 +518,7 @@ def format_report(result: ReportOutput) -> str:
 
     Every line fits 100 columns; docs/reading-output.md explains the columns.
     """
-    blocks: list[str] = []
+    blocks: list[str] = [format_designs(result.designs)] if result.designs else []
     keys = {(r.get("sequence"), r.get("agent")) for r in result.summary}
     for sequence, agent in sorted(keys, key=lambda k: (order_key(k[0]), order_key(k[1]))):
         mine = [r for r in result.summary if (r.get("sequence"), r.get("agent")) == (sequence, agent)]

@@ -98,6 +98,8 @@ VALUES: dict[str, Any] = {
     "agent.recall_where_recognised": False,
     "agent.name": "explorer",
     "agent.variant": "memory_no_map",
+    "agent.memory": "embodmem.memory:AgentMemory",  # a plug-in memory (here the stock class by its path)
+    "agent.plugin": "embodmem.agents.random_agent:RandomAgent",  # a plug-in agent
     # agent.vlm (agents/vlm/config.py)
     "agent.vlm.mode": "high",
     "agent.vlm.base_url": "http://127.0.0.1:9/v1",
@@ -330,8 +332,8 @@ def reached(key: str, cfg: DictConfig, tmp: Path, embedder: Any) -> Any:
         return getattr(build_agent("vlm", cfg, embedder, env, 0).config, name)
     if group == "agent":
         plan = experiment_plan(cfg, tmp)
-        if name == "name":
-            return plan.runs[0][0]  # the main agent runs first
+        if name in ("name", "memory", "plugin"):
+            return plan.runs[0][0]  # the main agent runs first (a plug-in's rows carry its name)
         if name == "variant":
             return build_agent(plan.runs[0][0], cfg, embedder, env, 0).name
         agent = build_agent("memory", cfg, embedder, env, 0)
