@@ -53,6 +53,7 @@ from embodmem.bench.spec import (
     spec_hash,
 )
 from embodmem.bench.tracks import check_budget, directory_bytes, usage_of
+from embodmem.metrics_record import EpisodeRecord
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def run_benchmark(request: RunRequest) -> BenchResult:
             produced = run(cfg, out)
         kind: RecordKind = "answer" if group == EQA_GROUP else "episode"
         for r in produced:
-            plain = r.plain() if hasattr(r, "plain") else dataclasses.asdict(r)
+            plain = r.plain() if isinstance(r, EpisodeRecord) else dataclasses.asdict(r)
             records.append(BenchRecord(group, kind, json.loads(json.dumps(plain))))
         records += state_records(group, out / "memory")
     wall = time.perf_counter() - started

@@ -72,3 +72,11 @@ def test_shipped_result_schema_is_generated_from_the_model() -> None:
     assert SCHEMA_PATH.read_text() == schema_text(), (
         "regenerate: python -c 'from embodmem.bench.schema import *; SCHEMA_PATH.write_text(schema_text())'"
     )
+
+
+def test_spec_command_prints_the_hash_groups_and_tracks(capsys: pytest.CaptureFixture[str]) -> None:
+    from embodmem.bench.cli import main
+
+    assert main(["spec"]) == 0
+    out = capsys.readouterr().out
+    assert V1_SHA256 in out and "group lifelong: lifelong50" in out and "track mem16k:" in out
