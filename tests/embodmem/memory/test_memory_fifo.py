@@ -217,3 +217,25 @@ def test_fifo_search_without_a_filter_scores_every_frame_ties_in_order() -> None
     assert hits[0].score == pytest.approx(0.8) and hits[-1].score == pytest.approx(0.6)
     assert hits[0].meta == FrameMeta("r", "t", 0, 0, 0.0, 0.0) and hits[0].meta is not fifo.metas[0]
     assert ShortTermFIFO(2, 4, 2).search(np.zeros((2, 2), np.float32), 3) == [[], []]
+
+
+def test_restore_replaces_the_held_frames_and_checks_their_number() -> None:
+    fifo = ShortTermFIFO(2, capacity=4, consolidate_to=2)
+    fifo.push(np.array([1.0, 0.0], np.float32), FrameMeta("r", "t", 0, 0, 0.0, 0.0), 1)
+    metas = [FrameMeta("r", "t", 0, i, 0.0, 0.0) for i in (5, 6, 7)]
+    vecs = np.array([[0.0, 1.0], [0.6, 0.8], [1.0, 0.0]], np.float32)
+    fifo.restore(vecs, metas, [np.int64(15), 16, 17])
+    assert len(fifo) == 3 and fifo.ids == [15, 16, 17] and type(fifo.ids[0]) is int and fifo.metas == metas
+    np.testing.assert_array_equal(fifo.vectors, vecs)
+    out = fifo.push(np.array([0.0, 1.0], np.float32), FrameMeta("r", "t", 0, 8, 0.0, 0.0), 18)
+    assert out is not None and out.ids.tolist()[-1] == 18
+    message = r"^restore needs as many vectors, metas and ids, fewer than 4$"
+    for bad in [
+        (vecs, metas, [1, 2]),
+        (vecs[:2], metas, [1, 2, 3]),
+        (np.zeros((4, 2)), metas + metas[:1], [1, 2, 3, 4]),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            fifo.restore(*bad)
+    fifo.clear()
+    assert len(fifo) == 0 and fifo.ids == [] and fifo.metas == []
