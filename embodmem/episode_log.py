@@ -88,9 +88,14 @@ class EpisodeTrace:
     world_changes: list[dict[str, JsonValue]] | None = None
     """A changing world's changes in this visit by the episode's end (``ChangeEvent.as_log``: which
     object, from which cells to which, at which task and step); None in a static world."""
+    world_change_set: dict[str, JsonValue] | None = None
+    """A changing world's change set (``world.changes``, as ``dataclasses.asdict``): what a replay
+    rebuilds the world from."""
+    visit_position: int | None = None
+    """A changing world's position of the task in its visit (from 0): which changes had happened."""
 
 
-_OPTIONAL_TRACE = ("world_changes",)
+_OPTIONAL_TRACE = ("world_changes", "world_change_set", "visit_position")
 """Trace fields a log holds only when set (a static world's log stays as it always was)."""
 
 
@@ -116,6 +121,10 @@ class EpisodeLog(_Strict):
     success: bool
     world_changes: list[dict[str, JsonValue]] | None = None
     """Every change of a changing world by the episode's end (absent in a static world)."""
+    world_change_set: dict[str, JsonValue] | None = None
+    """A changing world's change set, to rebuild it (absent in a static world)."""
+    visit_position: int | None = Field(default=None, ge=0)
+    """A changing world's position of the task in its visit, from 0 (absent in a static world)."""
     task_index: int | None = Field(default=None, ge=1)
     condition: Annotated[Condition, Field(strict=False)] | None = None
     env: EnvConfig

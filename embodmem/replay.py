@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embodmem.agents.base import Agent, Observation
+from embodmem.envs.changes import WorldChanges
 from embodmem.envs.entry import make_env as build_env
 from embodmem.envs.ground_truth import ResetOptions
 from embodmem.envs.spec import ACTION_NAMES
@@ -120,13 +121,18 @@ def load_log(path: str | Path) -> EpisodeLog:
 
 
 def make_env(log: EpisodeLog, path: str | Path = "<log>") -> UnderwaterEnv:
-    """The environment the log was recorded in: its settings, its world, its task."""
+    """The environment the log was recorded in: its settings, its world (with its changes, in a
+    changing world: its digest is checked at the episode's end), its task."""
     try:
-        env = build_env(log.env, (log.task,), log.world_seed)
+        changes = WorldChanges.from_log(log.world_change_set) if log.world_change_set is not None else None
+    except (TypeError, ValueError, KeyError) as err:
+        raise ReplayError(f"{path}: field world_change_set: {err}") from None
+    try:
+        env = build_env(log.env, (log.task,), log.world_seed, changes)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, MemoryError) as err:
         raise ReplayError(f"{path}: field env: cannot build the environment from the log's settings: {err}") from None
     digest = env.world.digest()
-    if digest != log.world_digest:
+    if changes is None and digest != log.world_digest:
         raise ReplayError(
             f"{path}: world digest mismatch for world_seed={log.world_seed}: the log has {log.world_digest}, "
             f"this code builds {digest} (the world generator or the env settings changed)"
@@ -196,6 +202,11 @@ def simulate(log: EpisodeLog, path: str | Path = "<log>") -> Simulation:
     if outcome.trace.reports != log.reports:
         raise ReplayError(f"{path}: field reports: the re-simulated reports differ from the logged ones")
     _check_record(path, outcome.measures, log.record)
+    if log.world_change_set is not None and env.world.digest() != log.world_digest:
+        raise ReplayError(
+            f"{path}: world digest mismatch at the episode's end: the log has {log.world_digest}, the replay's "
+            f"changing world is {env.world.digest()}"
+        )
     return Simulation(Scene.from_env(env), steps, outcome.measures)
 
 
@@ -227,10 +238,14 @@ def _start_options(env: UnderwaterEnv, log: EpisodeLog, path: str | Path) -> Res
     seed, task, pose = log.episode_seed, log.task, list(log.start_pose)
     first: str | None = None
     # new_visit: the pose error starts afresh, as it did for the recording's first reset of this env
-    for options in (
+    candidates = [
         ResetOptions(task=task, start_pose=pose, new_visit=True),
         ResetOptions(task=task, start="random", new_visit=True),
-    ):
+    ]
+    if log.visit_position is not None:  # a changing world: the world as it was at that task of the visit
+        for options in candidates:
+            options["task_index"] = log.visit_position
+    for options in candidates:
         try:
             obs, info = env.reset(seed=seed, options=options)
         except ValueError as err:

@@ -124,6 +124,21 @@ class WorldChanges:
     def active(self) -> bool:
         return bool(self.changes)
 
+    @classmethod
+    def from_log(cls, logged: dict[str, Any]) -> WorldChanges:
+        """The change set as an episode log holds it (``dataclasses.asdict``); a key it lacks or
+        does not know is a ``ValueError`` naming it."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        change_fields = {f.name for f in dataclasses.fields(WorldChange)}
+        if set(logged) != fields:
+            raise ValueError(f"world_change_set: keys {sorted(logged)}; allowed: {sorted(fields)}")
+        changes = []
+        for i, c in enumerate(logged["changes"]):
+            if not isinstance(c, dict) or set(c) != change_fields:
+                raise ValueError(f"world_change_set.changes.{i}: not a change with the keys {sorted(change_fields)}")
+            changes.append(WorldChange(**c))
+        return cls(str(logged["name"]), changes, int(logged["seed"]), bool(logged["hoist"]))
+
     def hoisted(self) -> WorldChanges:
         """The fresh-memory control of these changes (:attr:`hoist`)."""
         return dataclasses.replace(self, name=f"{self.name}_fresh", hoist=True)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, SupportsFloat, TypedDict
 
 import numpy as np
 
-from embodmem.envs.changes import ChangeEvent
+from embodmem.envs.changes import ChangeEvent, WorldChanges
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.spec import Observation, SensorSpec
 from embodmem.envs.tasks import Task
@@ -129,6 +129,8 @@ class GroundTruth:
     """Position (from 0) of the current task in the visit (which changes have happened)."""
     changes: str | None = None
     """Name of the world's change set (None: a static world, every default sequence's)."""
+    change_set: WorldChanges | None = field(default=None, repr=False, compare=False)
+    """The world's change set itself (the episode log keeps it, so a replay rebuilds the same world)."""
 
     def path_via_cells_m(self, start: tuple[int, int], cells: set[tuple[int, int]]) -> float:
         """Metres walked by an oracle told only ``cells`` of the current target (see

@@ -763,6 +763,7 @@ class UnderwaterEnv(MiniGridEnv):
             world_changes=tuple(self.change_events),
             visit_position=self.visit_position,
             changes=None if self.changes is None else self.changes.name,
+            change_set=self.changes,
         )
 
     # ------------------------------------------------------------------ instance goals

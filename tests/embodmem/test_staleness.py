@@ -4,6 +4,8 @@ and the tables pair episodes with their controls and cluster the intervals by wo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from embodmem.agents.base import Agent, Observation
@@ -103,3 +105,33 @@ def test_tables_pair_episodes_with_the_control_and_cluster_by_world() -> None:
     rows = {r.goals: r for r in spl_by_goal(stale, "memory")}
     assert rows["changed"].spl == 0.4 and rows["unchanged"].spl == 0.9
     assert correction_summary(stale, "memory") == (5, 5.0)
+
+
+def test_a_changing_worlds_episode_logs_its_changes_and_replays(tmp_path: Path) -> None:
+    from embodmem.envs.config import EnvConfig
+    from embodmem.envs.entry import make_env
+    from embodmem.replay import load_log, simulate
+    from embodmem.runner import ExperimentPlan, RunWriter, run_experiment
+
+    changes = WorldChanges(
+        "m", [WorldChange("move", "barrel", task=2, to="far"), WorldChange("drift", "wreck", task=2, step=3)]
+    )
+    env_cfg = EnvConfig(max_steps=200)
+    plan = ExperimentPlan("r", [("revisit", TASKS)], [1001], 0, "dev", "random", [("oracle", Condition.single)])
+    run_experiment(
+        plan,
+        lambda t, w: make_env(env_cfg, t, w, changes),
+        lambda n, e: OracleAgent(e),
+        RunWriter(tmp_path, True, env_cfg),
+    )
+    logs = sorted((tmp_path / "episodes").glob("*task=3*.json"))
+    log = load_log(logs[0])
+    assert log.visit_position == 2 and log.world_change_set is not None and log.world_changes
+    assert [e["action"] for e in log.world_changes] == ["move", "drift", "drift"]
+    assert simulate(log, logs[0]).summary.steps == len(log.actions)
+    static = tmp_path / "static"
+    run_experiment(
+        plan, lambda t, w: make_env(env_cfg, t, w), lambda n, e: OracleAgent(e), RunWriter(static, True, env_cfg)
+    )
+    plain = next((static / "episodes").glob("*task=3*.json")).read_text()
+    assert "world_change" not in plain and "visit_position" not in plain
