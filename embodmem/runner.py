@@ -229,6 +229,8 @@ def episode_steps(
         reports=measures.reports.steps,
         success=truth.success,
         world_changes=[e.as_log() for e in truth.world_changes] if truth.changes is not None else None,
+        world_change_set=dataclasses.asdict(truth.change_set) if truth.change_set is not None else None,
+        visit_position=truth.visit_position if truth.changes is not None else None,
     )
     return EpisodeOutcome(
         measures.get(),
