@@ -611,3 +611,10 @@ def test_seen_groups_prefer_the_warm_run_and_pool_its_episodes() -> None:
         ]
     )
     assert groups == {0: "not seen", 1: "seen", 2: "seen", 3: "seen", 4: "not seen", 5: "seen"}
+
+
+def test_small_sample_helpers() -> None:
+    from embodmem.transfer import mean, median, std
+
+    assert mean([1, 2]) == 1.5 and median([3, 1, 2]) == 2 and std([1.0, 3.0]) == pytest.approx(math.sqrt(2))
+    assert all(math.isnan(f([])) for f in (mean, median, std)) and math.isnan(std([1.0]))
