@@ -88,10 +88,13 @@ class Trackers:
         step = len(records)
         summary = {**transfer_scalars(transfer, metrics), **run_means(records)}
         self._each("logging the summary", lambda t: t.log_summary(summary, step))
-        for path in files:
-            if path.suffix == ".png":
-                plot = MediaFile(path, "plot", f"plot/{path.stem}", step)
-                self._each("logging a plot", lambda t, plot=plot: t.log_media(plot))
+        plots = [MediaFile(path, "plot", f"plot/{path.stem}", step) for path in files if path.suffix == ".png"]
+
+        def log_plots(tracker: Tracker) -> None:
+            for plot in plots:
+                tracker.log_media(plot)
+
+        self._each("logging the plots", log_plots)
         self.close(failed=False)
 
     def close(self, failed: bool) -> None:
