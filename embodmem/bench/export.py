@@ -73,6 +73,11 @@ class ExportInfo:
     total_frames: int = 0
     files: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    """Wall time of the whole export."""
+    setup_seconds: float = 0.0
+    """Of which loading the agent's model (CLIP)."""
+    recording_seconds: float = 0.0
+    """Of which recording: PNG encoding, Parquet writing, the episode and object rows."""
     bytes: int = 0
 
 
@@ -190,9 +195,16 @@ class _Recorder:
         self.frames: list[tuple[Observation, tuple[int, int, int]]] = []
         self.actions: list[int] = []
         self.values: dict[str, list[np.ndarray]] = {"observation.pose": [], "state.true_pose": [], "action": []}
+        self.seconds = 0.0
+        """Time spent recording (what the export adds to running the episodes)."""
 
     def observe(self, obs: Observation, env: UnderwaterEnv) -> None:
         self.frames.append((obs, (int(env.agent_pos[0]), int(env.agent_pos[1]), int(env.agent_dir))))
+
+    def timed_end(self, lane: _Lane, env: UnderwaterEnv, agent: Agent, result: EpisodeResult) -> None:
+        started = time.perf_counter()
+        self.end_episode(lane, result, env, agent)
+        self.seconds += time.perf_counter() - started
 
     def act(self, action: int) -> None:
         self.actions.append(action)
@@ -312,12 +324,15 @@ def export_dataset(request: ExportRequest, argv: list[str] | None = None) -> Exp
     writer = _Writer(request.out, request.frames_per_file)
     recorder = _Recorder(writer)
     embedder = None
+    setup = 0.0
     for group in request.groups:
         cfg = job_config(spec, choice, "open", request.split, group, worlds, [])
         plan = experiment_plan(cfg, request.out)
         name = plan.runs[0][0]
         if embedder is None and get_agent_spec(name).needs_embedder:
+            loading = time.perf_counter()
             embedder = build_embedder(cfg)
+            setup = time.perf_counter() - loading
         for sequence, tasks in plan.sequences:
             for world in worlds:
                 env = build_env(cfg, tasks, world)
@@ -330,7 +345,7 @@ def export_dataset(request: ExportRequest, argv: list[str] | None = None) -> Exp
                     plan.sequence_spec(sequence, tasks, world, condition),
                     f"export-{group}",
                     sleep_between_tasks=plan.sleep_between_tasks and condition.carries_memory,
-                    on_episode=partial(_end, recorder, lane, env, agent),
+                    on_episode=partial(recorder.timed_end, lane, env, agent),
                     digest_observations=False,
                 )
                 reply: StepOutput | None = None
@@ -353,14 +368,17 @@ def export_dataset(request: ExportRequest, argv: list[str] | None = None) -> Exp
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows), path, compression="zstd")
     atomic_write_json(meta / "stats.json", recorder.stats())
-    info = ExportInfo(len(recorder.episodes), recorder.index, writer.files, round(time.perf_counter() - started, 3))
+    info = ExportInfo(
+        len(recorder.episodes),
+        recorder.index,
+        writer.files,
+        round(time.perf_counter() - started, 3),
+        round(setup, 3),
+        round(recorder.seconds, 3),
+    )
     info.bytes = sum(p.stat().st_size for p in request.out.rglob("*.parquet"))
     atomic_write_json(meta / "info.json", _info_json(request, info, worlds, argv, episodes_path, objects_path))
     return info
-
-
-def _end(recorder: _Recorder, lane: _Lane, env: UnderwaterEnv, agent: Agent, result: EpisodeResult) -> None:
-    recorder.end_episode(lane, result, env, agent)
 
 
 def _info_json(
