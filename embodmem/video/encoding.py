@@ -18,11 +18,13 @@ at all.
 
 Example:
     >>> import numpy as np, tempfile, pathlib
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "clip.mp4"
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(folder.name) / "clip.mp4"
     >>> write_video(path, (np.full((48, 64, 3), 10 * i, np.uint8) for i in range(5)), fps=5)
     5
     >>> video_format(path)
     'mp4'
+    >>> folder.cleanup()
 """
 
 from __future__ import annotations
