@@ -10,7 +10,8 @@ stored and counted in ``skipped``, so a server sending huge replies cannot fill 
 
 Example:
     >>> import tempfile
-    >>> cache = ResponseCache(tempfile.mkdtemp())
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> cache = ResponseCache(folder.name)
     >>> request = CachedRequest(identity={"backend": "callable", "model": "m"},
     ...                         messages=[{"role": "user", "content": "hi"}], schema=None)
     >>> key = cache.key(request)
@@ -19,9 +20,10 @@ Example:
     >>> _ = cache.put(key, CacheEntry("hello"))
     >>> cache.get(key).text, cache.hits
     ('hello', 1)
-    >>> small = ResponseCache(tempfile.mkdtemp(), max_bytes=10)
+    >>> small = ResponseCache(folder.name + "/small", max_bytes=10)
     >>> small.put(small.key(request), CacheEntry("too long for ten bytes")) is None, small.skipped
     (True, 1)
+    >>> folder.cleanup()
 """
 
 from __future__ import annotations
