@@ -70,7 +70,9 @@ def test_where_is_a_hit_within_the_hit_distance_of_the_nearest_cell(
 ) -> None:
     r = score("a", where_q("w"), Truth(cells=tuple(cells)), Answer(point=(px, py)), cell_m)
     d = min(math.hypot(x - px, y - py) for x, y in cells)
-    assert r.valid and not r.format_error
+    assert r == EQARecord(
+        "t0", "w", "where", "a", f"{px:.2f},{py:.2f}", r.correct, True, False, r.error_m, r.error_cells
+    )
     assert r.error_cells == pytest.approx(d) and r.error_m == pytest.approx(d * cell_m)
     assert r.correct == (d <= WHERE_HIT_CELLS)
     assert r.answer == f"{px:.2f},{py:.2f}"
@@ -198,13 +200,15 @@ def test_format_table() -> None:
     scores = [
         TypeScore("a", "existence", 4, 0.75, (0.5, 1.0), 0.5, 0),
         TypeScore("a", "where", 2, 0.5, (0.0, 1.0), 0.1234, 1, 3.0, 15.0),
-        TypeScore("b", "existence", 4, 0.25, (0.0, 0.5), 0.5, 2),
+        TypeScore("b", "where", 2, 0.0, (0.0, 0.0), 0.1234, 0),
+        TypeScore("c", "existence", 4, 0.25, (0.0, 0.5), 0.5, 2),
     ]
     assert format_table(scores).splitlines() == [
         "| answerer | existence | where |",
         "|---|---|---|",
         "| a | 0.75 [0.50, 1.00] | 0.50 [0.00, 1.00], median 3.0 cells (1 invalid) |",
-        "| b | 0.25 [0.00, 0.50] (2 invalid) |  |",
+        "| b |  | 0.00 [0.00, 0.00] |",
+        "| c | 0.25 [0.00, 0.50] (2 invalid) |  |",
         "| chance | 0.50 | 0.12 |",
         "| questions | 4 | 2 |",
     ]

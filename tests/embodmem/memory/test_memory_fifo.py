@@ -239,3 +239,13 @@ def test_restore_replaces_the_held_frames_and_checks_their_number() -> None:
             fifo.restore(*bad)
     fifo.clear()
     assert len(fifo) == 0 and fifo.ids == [] and fifo.metas == []
+
+
+def test_merge_of_far_apart_frames_is_their_renormalised_mean() -> None:
+    # 150 degrees apart: the sum's length is 2 cos(75 deg) = 0.52 < 1, still renormalised to unit length.
+    v = np.array([[1.0, 0.0], [np.cos(2.618), np.sin(2.618)]], dtype=np.float32)
+    out, counts, _ = merge_adjacent(v, np.array([1, 1], dtype=np.int32), 1)
+    np.testing.assert_allclose(out[0], [np.cos(1.309), np.sin(1.309)], atol=1e-6)
+    assert counts.dtype == np.int64
+    with pytest.raises(ValueError, match=r"^barriers must have 0 entries, got \(1,\)$"):
+        merge_adjacent(v[:1], [1], 1, barriers=[True])
