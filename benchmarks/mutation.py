@@ -39,6 +39,8 @@ from pathlib import Path
 from embodmem.provenance import Provenance, write_results_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
+PROPERTIES = "tests/embodmem/test_metric_properties.py"
+"""The metrics' definitions as invariants: part of every metric module's own tests."""
 RESULTS = ROOT / "benchmarks" / "results" / "mutation.md"
 EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalent.txt"
 
@@ -57,21 +59,26 @@ class Target:
 TARGETS: tuple[Target, ...] = (
     Target(
         "embodmem/metrics.py",
-        ("tests/embodmem/test_metrics.py",),
+        ("tests/embodmem/test_metrics.py", PROPERTIES),
         deselect=("tests/embodmem/test_metrics.py::test_runner_logs_reports_where_the_agent_judged_the_frame",),
     ),
-    Target("embodmem/transfer.py", ("tests/embodmem/test_transfer.py",)),
+    Target("embodmem/transfer.py", ("tests/embodmem/test_transfer.py", PROPERTIES)),
     Target(
         "embodmem/stats.py",
         (
+            "tests/embodmem/test_stats.py",
             "tests/embodmem/test_transfer.py",
             "tests/embodmem/test_benchmark_splits.py::test_cluster_bootstrap_is_wider_than_episode_bootstrap",
+            PROPERTIES,
         ),
     ),
-    Target("embodmem/memory/fifo.py", ("tests/embodmem/memory/test_memory_fifo.py",)),
+    Target("embodmem/memory/fifo.py", ("tests/embodmem/memory/test_memory_fifo.py", PROPERTIES)),
     Target(
         "embodmem/eqa/scoring.py",
-        ("tests/embodmem/test_eqa.py::test_answer_outside_the_choices_is_scored_wrong_and_counted",),
+        (
+            "tests/embodmem/test_eqa_scoring.py",
+            "tests/embodmem/test_eqa.py::test_answer_outside_the_choices_is_scored_wrong_and_counted",
+        ),
     ),
 )
 
