@@ -107,6 +107,11 @@ class Policy(Protocol):
     (its records carry the plug-in's name), and calls :meth:`reset` at each task's start, :meth:`act`
     every step and :meth:`end_task` and :meth:`episode_stats` at its end. One that keeps what it saw
     between tasks also subclasses :class:`MemoryCarrier` (then it runs warm and cold).
+
+    Example:
+        >>> from embodmem.agents.random_agent import RandomAgent
+        >>> isinstance(RandomAgent(seed=0), Policy), isinstance(object(), Policy)
+        (True, False)
     """
 
     name: str

@@ -194,6 +194,7 @@ def _plugin_spec(name: str, key: str, wanted: Wanted) -> AgentSpec:
     if not callable(target):
         what = "a memory class" if is_memory else "an agent class or factory"
         raise PluginError(f"{key}={name!r}: {path} is a {type(target).__name__}, not {what}")
+    missing: list[str] = []
     if is_memory:
         missing = missing_memory_members(target) if inspect.isclass(target) else []
         if missing:
@@ -203,7 +204,6 @@ def _plugin_spec(name: str, key: str, wanted: Wanted) -> AgentSpec:
             )
         variant = Variant(name, f"the memory agent with the plug-in memory {path}", memory_class=path)
         return AgentSpec(name, variant.description, f"{BUILDERS}:variant", carries_memory=True, variant=variant)
-    missing: list[str] = []
     if inspect.isclass(target):
         missing = [m for m in AGENT_METHODS if not callable(getattr(target, m, None))]
     if missing:

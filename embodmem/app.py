@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 
 # One BLAS/OpenMP thread unless the user says otherwise: the agent's work is many small calls, and
@@ -171,6 +172,38 @@ def build_agent(
     return get_agent_spec(name).build(AppBuildContext(cfg, embedder, env, seed))
 
 
+PLUGINS_FILE = "plugins.json"
+"""The class (and declared version) behind each plug-in name of a run: a resume must find the same."""
+
+
+def plugin_identity(name: str) -> str:
+    """``module:Class`` (and `` version V`` when declared) of the class or factory a plug-in name resolves to."""
+    from embodmem.plugins import describe, load_object
+
+    spec = get_agent_spec(name)
+    memory = spec.variant.memory_class if spec.variant is not None else None
+    target = load_object("memory", memory) if memory is not None else load_object("agent", str(spec.plugin))
+    version = getattr(target, "version", None)
+    return describe(target) + ("" if version is None else f" version {version}")
+
+
+def pin_plugins(out_dir: Path, plan: ExperimentPlan, resume: bool) -> None:
+    """Write what each plug-in name of the plan resolves to into ``plugins.json``; a resume whose names
+    now resolve to another class or version (another package installed under the same entry point) is
+    refused in one line naming both, so its records never mix two designs under one name."""
+    now = {name: plugin_identity(name) for name in sorted(plan.plugins)}
+    path = out_dir / PLUGINS_FILE
+    if resume and path.is_file():
+        saved = json.loads(path.read_text())
+        for name, identity in now.items():
+            if name in saved and saved[name] != identity:
+                raise ConfigError(
+                    f"experiment.resume: plug-in {name!r} was {saved[name]} in the run being resumed, now {identity}"
+                )
+    if now:
+        atomic_write_json(path, now)
+
+
 def check_plugins_build(plan: ExperimentPlan, cfg: DictConfig, embedder: RecognitionEmbedder | None) -> None:
     """Build every plug-in of the plan once, in its first world, before any episode runs: what its
     class or factory builds is checked against the protocol (:class:`~embodmem.plugins.PluginError`,
@@ -246,6 +279,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     else:  # and a new run must not land among an earlier run's records
         check_new_run(out_dir)
     write_fingerprint(out_dir, cfg)
+    pin_plugins(out_dir, plan, resume=cfg.experiment.resume)
     if cfg.agent.name == AgentName.vlm:  # the endpoint answers, the key and the model are accepted, before any work
         from embodmem.agents.vlm_agent import check_vlm_endpoint
 

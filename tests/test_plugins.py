@@ -130,13 +130,13 @@ def test_the_example_runs_beside_the_stock_memory_on_two_worlds(
             *SMALL,
             "experiment.world_seeds=[1000,1001]",
             f"experiment.variants=[{RECENCY}]",
-            f"experiment.baselines=[explorer,{POLICY}]",
+            f"experiment.baselines=[{POLICY}]",
         ]  # fmt: skip
     )
     records = run(cfg, tmp_path)
     runs = {(r.agent, str(r.condition)) for r in records}
     assert {(RECENCY, "warm"), (RECENCY, "cold"), ("memory", "warm"), (POLICY, "single")} <= runs
-    assert len(records) == 2 * 2 * (2 * 2 + 2)  # worlds x tasks x (two memories warm+cold, two baselines)
+    assert len(records) == 2 * 2 * (2 * 2 + 1)  # worlds x tasks x (two memories warm+cold, one baseline)
     out = capsys.readouterr().out
     assert out.index("Memory designs side by side") < out.index("== sequence")
     designs = (tmp_path / "designs.csv").read_text()
@@ -321,6 +321,7 @@ def test_a_plugin_episode_replays_with_its_agent(example: None, tmp_path: Path) 
     assert result.agent_check is not None and result.agent_check.retrievals > 0
 
 
+@pytest.mark.slow  # two fresh processes (about 30 s on an idle machine): the launcher, not the plug-in, is slow
 def test_a_plugin_runs_in_a_joblib_multirun(example: None, tmp_path: Path) -> None:
     env = {**__import__("os").environ, "PYTHONPATH": f"{EXAMPLE_SRC}:{ROOT}"}
     cmd = [
@@ -364,3 +365,22 @@ def test_an_answerer_plugin_is_checked_built_and_named(bad_plugins: None) -> Non
     assert answerer.name == "bad_plugins:FirstChoice" and answerer.answer(question).choice == question.choices[0]
     with pytest.raises(ValueError, match=r"^answerer 'psychic' is unknown; allowed: blind.*or a 'module:Class' path"):
         check_answerers(["psychic"])
+
+
+def test_a_resume_refuses_a_plugin_name_that_now_means_another_class(
+    example: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from my_memory.memory import RecencyMemory
+
+    from embodmem.app import pin_plugins
+
+    plan = experiment_plan(embodmem.compose([*SMALL, f"experiment.variants=[{RECENCY}]"]), tmp_path)
+    pin_plugins(tmp_path, plan, resume=False)
+    assert json.loads((tmp_path / "plugins.json").read_text()) == {RECENCY: f"{RECENCY} version 1"}
+    pin_plugins(tmp_path, plan, resume=True)  # the same class: fine
+    monkeypatch.setattr(RecencyMemory, "version", "2")
+    with pytest.raises(
+        ConfigError,
+        match=rf"plug-in '{RECENCY}' was {RECENCY} version 1 in the run being resumed, now {RECENCY} version 2",
+    ):
+        pin_plugins(tmp_path, plan, resume=True)

@@ -105,7 +105,12 @@ class Answerer(ABC):
 @runtime_checkable
 class AnswererProtocol(Protocol):
     """The answerer protocol: every call the EQA run makes on an answerer (:class:`Answerer` is the
-    stock base). A plug-in class or factory is called with the embedder; its records carry its name."""
+    stock base). A plug-in class or factory is called with the embedder; its records carry its name.
+
+    Example:
+        >>> isinstance(OracleAnswerer({}), AnswererProtocol), isinstance(object(), AnswererProtocol)
+        (True, False)
+    """
 
     name: str
 

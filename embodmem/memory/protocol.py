@@ -52,6 +52,11 @@ class Memory(Protocol):
     :class:`~embodmem.memory.MemoryConfig` (``config.dim`` is the embedder's size) and may declare a
     class attribute ``version`` (a string saved with its snapshots: a snapshot of another version is
     refused on loading).
+
+    Example:
+        >>> from embodmem.memory import AgentMemory, MemoryConfig
+        >>> isinstance(AgentMemory(MemoryConfig(dim=4)), Memory), isinstance(object(), Memory)
+        (True, False)
     """
 
     @property
