@@ -160,6 +160,7 @@ def run_benchmark(request: RunRequest) -> BenchResult:
     from embodmem.provenance import Provenance
 
     spec, agent, worlds, groups = check_request(request)
+    facts = Provenance.collect()  # the commit and machine the episodes run on, taken before they run
     if spec.scoring.scorer != SCORER:
         raise SpecError(f"spec v{spec.version} is scored by {spec.scoring.scorer}; this embodmem has {SCORER}")
     configs = {g: job_config(spec, agent, request.track, request.split, g, worlds, request.sets) for g in groups}
@@ -181,7 +182,6 @@ def run_benchmark(request: RunRequest) -> BenchResult:
     track_spec = spec.track(request.track)
     use = usage_of(records)
     budget = check_budget(track_spec, use, request.track)
-    facts = Provenance.collect()
     result = BenchResult(
         format=RESULT_FORMAT,
         format_version=RESULT_FORMAT_VERSION,
