@@ -159,9 +159,21 @@ def _short(value: object, limit: int = 90) -> str:
 
 
 def check_records_belong(path: Path, result: BenchResult, records: list[BenchRecord]) -> None:
-    """Every episode record is of the result's split, worlds, groups and spec sequences."""
+    """The records are exactly the run the result claims: the split's first worlds, every episode of
+    every sequence of each episode group in every world and condition once (nothing left out, nothing
+    extra), and an answer to every question of the worlds' tours."""
     spec = load_spec(result.spec.version)
+    if result.worlds != spec.world_seeds(result.split, len(result.worlds)):
+        raise VerifyError(
+            f"{path}: field worlds: {_short(result.worlds)} are not the first worlds of split {result.split!r}"
+        )
+    complete = len(result.worlds) == spec.split(result.split).worlds and set(spec.groups) <= set(result.groups)
+    if result.complete and not complete:
+        raise VerifyError(
+            f"{path}: field complete: true, but the run covers {len(result.worlds)} worlds and groups {result.groups}"
+        )
     worlds = set(result.worlds)
+    seen: dict[tuple[str, str, int, int, str], int] = {}
     for i, r in enumerate(records, start=1):
         if r.group not in result.groups:
             raise VerifyError(f"{path}: record {i}: group {r.group!r} is not among the result's {result.groups}")
@@ -174,6 +186,56 @@ def check_records_belong(path: Path, result: BenchResult, records: list[BenchRec
             )
         if spec.group_of(str(rec.get("sequence"))) != r.group:
             raise VerifyError(f"{path}: record {i}: sequence {rec.get('sequence')!r} is not in spec group {r.group!r}")
+        key = (
+            r.group,
+            str(rec.get("sequence")),
+            int(str(rec.get("world_seed"))),
+            int(str(rec.get("task_index"))),
+            str(rec.get("condition")),
+        )
+        if key in seen:
+            raise VerifyError(f"{path}: record {i}: the same episode as record {seen[key]} ({_episode_text(key)})")
+        seen[key] = i
+    for group in result.groups:
+        if group not in spec.groups:
+            continue
+        for sequence, tasks in spec.groups[group].sequences.items():
+            conditions = {k[4] for k in seen if k[1] == sequence} or {"single"}
+            for world in result.worlds:
+                for index in range(1, len(tasks) + 1):
+                    for condition in conditions:
+                        if (group, sequence, world, index, condition) not in seen:
+                            key = (group, sequence, world, index, condition)
+                            raise VerifyError(f"{path}: records: {_episode_text(key)} is missing")
+    if "eqa" in result.groups:
+        check_answers(path, result, records)
+
+
+def _episode_text(key: tuple[str, str, int, int, str]) -> str:
+    group, sequence, world, index, condition = key
+    return f"{group} {sequence} world {world} task {index} {condition}"
+
+
+def check_answers(path: Path, result: BenchResult, records: list[BenchRecord]) -> None:
+    """One answer to each question of the tours of the result's worlds, and to nothing else."""
+    from embodmem.eqa.files import load_questions, question_file
+
+    spec = load_spec(result.spec.version)
+    questions = load_questions(question_file(spec.eqa.questions[result.split].file))
+    tours = {t.key for t in questions.tours if t.world_seed in set(result.worlds)}
+    expected = sorted(q.id for q in questions.questions if q.tour in tours)
+    answered = sorted(str(r.record.get("question")) for r in records if r.kind == "answer")
+    if answered != expected:
+        missing = sorted(set(expected) - set(answered))
+        extra = sorted(set(answered) - set(expected))
+        what = (
+            f"question {missing[0]!r} is not answered"
+            if missing
+            else f"answer to {extra[0] if extra else '?'!r} is extra or repeated"
+        )
+        raise VerifyError(
+            f"{path}: records: {what} ({len(answered)} answers, {len(expected)} questions on the result's tours)"
+        )
 
 
 def rerun_episodes(path: Path, result: BenchResult, records: list[BenchRecord], k: int, seed: int) -> int:

@@ -148,3 +148,43 @@ def test_a_plugin_agent_runs_and_verifies(tmp_path: Path, monkeypatch: pytest.Mo
     )
     assert result.agent.kind == "plugin" and result.agent.overrides == [f"agent.plugin={name}"]
     assert verify_result(out / "result.json", rerun=1).rerun == 1
+
+
+def _reseal(directory: Path, edit_records, edit_result=lambda d: None) -> Path:
+    """What a dishonest submitter would do: change the records, then recompute every hash and score."""
+    from embodmem.bench.records import parse_records, records_bytes
+    from embodmem.bench.score import score_answers, score_groups
+    from embodmem.bench.spec import sha256_hex
+    from embodmem.bench.tracks import usage_of
+
+    records = edit_records(parse_records((directory / "records.jsonl").read_bytes()))
+    data = records_bytes(records)
+    (directory / "records.jsonl").write_bytes(data)
+    result = json.loads((directory / "result.json").read_text())
+    result["records"].update(sha256=sha256_hex(data), count=len(records))
+    result["scores"] = [s.model_dump(mode="json") for s in score_groups(records)]
+    result["eqa"] = None if score_answers(records) is None else score_answers(records).model_dump(mode="json")
+    result["usage"] = usage_of(records).model_dump(mode="json")
+    edit_result(result)
+    (directory / "result.json").write_text(json.dumps(result))
+    return directory / "result.json"
+
+
+def test_verify_refuses_resealed_records_that_leave_episodes_out(copy: Path) -> None:
+    path = _reseal(
+        copy,
+        lambda records: [
+            r for r in records if not (r.record.get("sequence") == "deep_pair" and r.record.get("task_index") == 2)
+        ],
+    )
+    with pytest.raises(VerifyError, match="records: category deep_pair world 1000 task 2 single is missing"):
+        verify_result(path)
+
+
+def test_verify_refuses_cherry_picked_worlds(copy: Path) -> None:
+    def keep_second_world(records):
+        return [r for r in records if r.record.get("world_seed") == 1001]
+
+    path = _reseal(copy, keep_second_world, lambda d: d.update(worlds=[1001]))
+    with pytest.raises(VerifyError, match="field worlds: \\[1001\\] are not the first worlds of split 'dev'"):
+        verify_result(path)
