@@ -384,3 +384,10 @@ def test_a_resume_refuses_a_plugin_name_that_now_means_another_class(
         match=rf"plug-in '{RECENCY}' was {RECENCY} version 1 in the run being resumed, now {RECENCY} version 2",
     ):
         pin_plugins(tmp_path, plan, resume=True)
+
+
+@pytest.mark.slow  # pip-installs the example into a fresh venv and runs two worlds (minutes)
+def test_the_ci_script_installs_the_example_and_finds_it_in_the_table() -> None:
+    proc = subprocess.run(["bash", str(EXAMPLE / "ci.sh")], capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "appears in the designs table" in proc.stdout

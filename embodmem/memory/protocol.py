@@ -151,4 +151,8 @@ def memory_instance_problem(memory: object) -> str | None:
     dim = getattr(memory.config, "dim", None)  # type: ignore[attr-defined]
     if not isinstance(dim, int | np.integer):
         return f"has config.dim={dim!r}, not an integer"
+    stats = memory.stats() if callable(getattr(memory, "stats", None)) else {}  # type: ignore[attr-defined]
+    lacking = [key for key in MEMORY_STATS if not isinstance(stats, Mapping) or key not in stats]
+    if lacking:
+        return f"reports no {', '.join(lacking)} in stats()"
     return None
