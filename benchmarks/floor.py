@@ -33,10 +33,12 @@ import argparse
 import json
 import multiprocessing
 import os
+import resource
 import shutil
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +46,7 @@ from pathlib import Path
 from multirun import multirun_command, run_multirun
 
 from embodmem.lockstep import ACTIONS_DIR_VARIABLE, LaneActions
-from embodmem.profiling import RunProfile
+from embodmem.profiling import Profiler, RunProfile
 from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 
@@ -54,6 +56,37 @@ CORE = ["experiment=suite", "experiment.variants=[memory]", "experiment.baseline
 
 FLOOR_SECTIONS = ("env build", "env reset", "env", "lockstep embedding")
 """The replay's sections: the envs built, reset, stepped in batches; the frames embedded."""
+
+
+class _Both:
+    """A section timed on the wall clock and on the process's CPU clock."""
+
+    __slots__ = ("profiler", "name", "wall", "cpu")
+
+    def __init__(self, profiler: CpuProfiler, name: str) -> None:
+        self.profiler, self.name = profiler, name
+        self.wall = self.cpu = 0.0
+
+    def __enter__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def __exit__(self, *exc: object) -> None:
+        self.profiler.seconds[self.name] += time.perf_counter() - self.wall
+        self.profiler.cpu_seconds[self.name] += time.process_time() - self.cpu
+        self.profiler.calls[self.name] += 1
+
+
+class CpuProfiler(Profiler):
+    """:class:`~embodmem.profiling.Profiler` that also adds up CPU seconds per section: on a machine
+    other work shares, the CPU seconds of the floor stay what the floor costs, where its wall time
+    grows with the other work."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cpu_seconds: dict[str, float] = defaultdict(float)
+
+    def section(self, name: str) -> _Both:  # type: ignore[override]
+        return _Both(self, name)
 
 
 @dataclass
@@ -67,10 +100,16 @@ class JobFloor:
     embedding_calls: int
     setup_s: float
     """Imports, config and the embedder's build in the replay's worker (not part of the floor)."""
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """CPU seconds per section."""
 
     @property
     def floor_s(self) -> float:
         return sum(self.seconds.get(name, 0.0) for name in FLOOR_SECTIONS)
+
+    @property
+    def floor_cpu_s(self) -> float:
+        return sum(self.cpu_seconds.get(name, 0.0) for name in FLOOR_SECTIONS)
 
 
 @dataclass
@@ -105,7 +144,6 @@ def replay_job(job_dir: str, actions_path: str) -> JobFloor:
     from embodmem.envs.entry import make_env
     from embodmem.envs.tasks import get_sequence
     from embodmem.lockstep import EnvStep, Lane, Lockstep, run_lanes
-    from embodmem.profiling import Profiler
     from embodmem.runner import SequenceSpec, Steps, episode_seed, reset_options
 
     directory = Path(job_dir)
@@ -123,7 +161,7 @@ def replay_job(job_dir: str, actions_path: str) -> JobFloor:
         raise RuntimeError(
             f"{len(recorded.actions)} recorded lanes do not divide into {len(sequences)} x {len(world_seeds)}"
         )
-    profiler = Profiler()
+    profiler = CpuProfiler()
     setup_s = time.perf_counter() - started
 
     def replay(spec: SequenceSpec, actions: list[int]) -> Steps[None]:
@@ -167,6 +205,7 @@ def replay_job(job_dir: str, actions_path: str) -> JobFloor:
         embedder.frames_embedded,
         calls["lockstep embedding"],
         setup_s,
+        dict(profiler.cpu_seconds),
     )
 
 
@@ -211,6 +250,12 @@ def record_writing_s(directory: Path) -> float:
     finally:
         shutil.rmtree(scratch)
     return total
+
+
+def _children_cpu_s() -> float:
+    """User and system CPU seconds of every finished descendant so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def import_s() -> float:
@@ -284,13 +329,18 @@ def main() -> None:
         cmd = multirun_command(CORE, args.split, worlds, args.jobs, out, lanes=args.lanes) + args.overrides
         print(" ".join(cmd), flush=True)
         os.environ[ACTIONS_DIR_VARIABLE] = str(actions_dir)
+        cpu_before = _children_cpu_s()
         wall = run_multirun(cmd)
+        (actions_dir / "cpu_s").write_text(f"{_children_cpu_s() - cpu_before:.3f}")
+        (actions_dir / "peak_mib").write_text(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}")
         del os.environ[ACTIONS_DIR_VARIABLE]
         (actions_dir / "wall_s").write_text(f"{wall:.3f}")
         load["after suite"] = os.getloadavg()[0]
         print(f"suite: {wall:.1f} s wall", flush=True)
     floors, replay_wall = replay_all(out, actions_dir, args.jobs)
     load["after floor"] = os.getloadavg()[0]
+    suite_cpu = float((actions_dir / "cpu_s").read_text()) if (actions_dir / "cpu_s").exists() else None
+    peak = float((actions_dir / "peak_mib").read_text()) if (actions_dir / "peak_mib").exists() else None
     suite = SuiteJobs.read(out)
     writing = record_writing_s(out)
     start_s = import_s()
@@ -314,9 +364,21 @@ def main() -> None:
         f"- floor (env build, reset and batched steps + batched CLIP passes of the replay, spread over {args.jobs} "
         f"cores): **{floor_s:.1f} s** ({steps:,} env steps, {frames:,} frames embedded in {calls:,} batched calls); "
         f"the replay's own wall, with its process starts and model loading: {replay_wall:.1f} s",
-        f"- **suite / floor = {wall / floor_s:.2f}** (goal: at most 1.25)",
+        f"- **suite / floor = {wall / floor_s:.2f}** in wall seconds (goal: at most 1.25)",
         f"- the largest share of the rest: **{biggest[0]}** ({biggest[1]:.1f} s of {wall - floor_s:.1f} s)",
         f"- a fresh `python -c 'import embodmem.app'`: {start_s:.2f} s (every job pays it once)",
+    ]
+    floor_cpu = sum(f.floor_cpu_s for f in floors)
+    if suite_cpu is not None:
+        lines.insert(
+            -1,
+            f"- in CPU seconds, which other work on the machine inflates far less than wall seconds: the suite's "
+            f"processes used {suite_cpu:,.0f} s, the floor's sections {floor_cpu:,.0f} s: **suite / floor = "
+            f"{suite_cpu / floor_cpu:.2f}**",
+        )
+    if peak is not None:
+        lines.insert(-1, f"- the suite's largest process (a job's worker) peaked at {peak:,.0f} MiB resident")
+    lines += [
         "",
         f"| where the suite's wall went | seconds spread over {args.jobs} cores | share of the wall |",
         "|---|---:|---:|",

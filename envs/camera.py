@@ -591,6 +591,36 @@ _ATLASES: dict[tuple[int, float, float, float], ColumnAtlas] = {}
 by every camera of the process (they are read-only)."""
 
 
+@dataclass(frozen=True)
+class SonarTables:
+    """A sonar fan's crossings per heading, the same for every env with the same fan: built once
+    per process (:func:`_sonar_tables`), read-only, shared (each env build cast four fans anew)."""
+
+    t: np.ndarray
+    """(heading, beam, crossing) float32 distance of each crossing."""
+    reach_per_beam: np.ndarray
+    """(heading, beam) crossings within range."""
+    cells: np.ndarray
+    """(heading, 2, beam, crossing) cell offsets (dy, dx) of each crossing."""
+    reach: int
+    """Cells a ray may cross (the pad the maps need)."""
+
+
+@functools.lru_cache(maxsize=16)
+def _sonar_tables(offsets: tuple[float, ...], max_range: float) -> SonarTables:
+    tables = [RayTable(h * math.pi / 2 + np.asarray(offsets, dtype=np.float64), max_range) for h in range(HEADINGS)]
+    crossings = max([1] + [int(t.in_range.sum(axis=1).max()) for t in tables if offsets])
+    built = SonarTables(
+        np.stack([t.t[:, :crossings] for t in tables]),
+        np.stack([t.in_range[:, :crossings].sum(axis=1) for t in tables]).astype(np.int64),
+        np.stack([(t.cy[:, :crossings], t.cx[:, :crossings]) for t in tables]),
+        tables[0].reach,
+    )
+    for array in (built.t, built.reach_per_beam, built.cells):
+        array.flags.writeable = False
+    return built
+
+
 class Sonar:
     """Imaging sonar as a range scan: metres to the first obstacle along each beam of a fan.
 
@@ -600,18 +630,14 @@ class Sonar:
     def __init__(self, offsets: np.ndarray, max_range: float):
         self.offsets = np.asarray(offsets, dtype=np.float64)
         self.max_range = max_range
-        self._tables = [RayTable(h * math.pi / 2 + self.offsets, max_range) for h in range(HEADINGS)]
-        beams = len(self.offsets)
-        crossings = max([1] + [int(t.in_range.sum(axis=1).max()) for t in self._tables if beams])
-        self._t = np.stack([t.t[:, :crossings] for t in self._tables])
-        self._reach = np.stack([t.in_range[:, :crossings].sum(axis=1) for t in self._tables]).astype(np.int64)
-        self._cells = np.stack([(t.cy[:, :crossings], t.cx[:, :crossings]) for t in self._tables])
+        self._tables = _sonar_tables(tuple(self.offsets.tolist()), float(max_range))
+        self._t, self._reach, self._cells = self._tables.t, self._tables.reach_per_beam, self._tables.cells
         self._width = -1
         self._offsets = np.zeros(0, dtype=np.int64)
 
     @property
     def reach(self) -> int:
-        return self._tables[0].reach
+        return self._tables.reach
 
     def scan(self, padded: np.ndarray, pad: int, x: int, y: int, heading: int) -> np.ndarray:
         """Ranges in cells from the centre of cell (x, y) facing heading index ``heading``."""

@@ -60,7 +60,10 @@ class _Tables:
         if hit is None or hit[0] is not array:
             if len(self.kept) > 256:
                 self.kept.clear()
-            tensor = torch.from_numpy(np.ascontiguousarray(array)).to(device)
+            source = (
+                np.ascontiguousarray(array) if array.flags.writeable else np.array(array)
+            )  # shared tables are read-only
+            tensor = torch.from_numpy(source).to(device)
             hit = (array, tensor.long() if widen else tensor)
             self.kept[key] = hit
         return hit[1]
