@@ -66,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/assets/tensorboard-scalars.png"))
     parser.add_argument("--run", type=Path, help="a run directory with tensorboard/ (default: a new tiny run)")
-    parser.add_argument("--tag-filter", default="^(spl|path_length)/", help="the scalars page's tag filter (a regex)")
+    parser.add_argument("--tag-filter", default="^spl/memory/", help="the scalars page's tag filter (a regex)")
     args = parser.parse_args()
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -89,7 +89,7 @@ def main() -> None:
             url = f"{base}/?darkMode=false#scalars&tagFilter={urllib.request.quote(args.tag_filter, safe='')}"
             subprocess.run(
                 [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={Path(work) / 'profile'}", "--window-size=1400,900"]
-                + ["--virtual-time-budget=15000", f"--screenshot={shot}", url],
+                + ["--virtual-time-budget=40000", f"--screenshot={shot}", url],
                 check=True,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
