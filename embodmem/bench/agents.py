@@ -93,9 +93,8 @@ def resolve_agent(name: str) -> AgentChoice:
         spec = get_agent_spec(name, key="--agent")
     except ValueError as err:  # PluginError: one line naming the value and every allowed name
         raise PluginError(str(err) if str(err).startswith("--agent") else f"--agent: {err}") from None
-    plugin = getattr(spec, "plugin", None)
-    memory_class = getattr(spec.variant, "memory_class", None) if spec.variant is not None else None
-    path = plugin or memory_class
+    plugin = spec.plugin
+    path = plugin or (spec.variant.memory_class if spec.variant is not None else None)
     version = _distribution_version(load_object("agent", path)) if path and ":" in path else "unknown"
     if plugin is not None:
         overrides = [f"agent.plugin={name}"]

@@ -134,7 +134,9 @@ def _png(image: np.ndarray) -> bytes:
 
 def agent_map(agent: Agent) -> np.ndarray | None:
     """The agent's map as codes (:data:`MAP_FREE` ...), or None for an agent without a grid."""
-    grid = getattr(agent, "grid", None)
+    from embodmem.agents.explorer import FrontierExplorer
+
+    grid = agent.grid if isinstance(agent, FrontierExplorer) else None
     if grid is None:
         return None
     out = np.zeros(grid.free.shape, np.uint8)

@@ -112,6 +112,7 @@ def probe_tour(
 ) -> list[TourProbe]:
     """Feed the tour to every answerer, then decode objects and walls from each (and the references)."""
     from embodmem.envs.objects import TARGET_KINDS
+    from embodmem.eqa.answerers import FrameMemoryAnswerer, KeepEverythingAnswerer
     from embodmem.eqa.files import Question, QuestionType
     from embodmem.eqa.scoring import WHERE_HIT_CELLS
 
@@ -151,7 +152,7 @@ def probe_tour(
                     for c in objects[kind]
                 )
                 hits.append(float(near))
-        grid = getattr(getattr(a, "map", None), "grid", None)
+        grid = a.map.grid if isinstance(a, FrameMemoryAnswerer | KeepEverythingAnswerer) else None
         walls = walls_scores(grid.occupied, walls_truth) if grid is not None else None
         out.append(TourProbe(a.name, world, float(np.mean(right)), float(np.mean(hits)) if hits else None, walls))
     agent_map = tour[-1].agent_map
