@@ -376,6 +376,17 @@ def main() -> None:
             f"processes used {suite_cpu:,.0f} s, the floor's sections {floor_cpu:,.0f} s: **suite / floor = "
             f"{suite_cpu / floor_cpu:.2f}**",
         )
+    replay_steps_s = sum(f.seconds.get("env", 0.0) for f in floors)
+    own = suite.sections.get("env", 0.0) + suite.sections.get("lockstep embedding", 0.0)
+    if replay_steps_s > suite.sections.get("env", 0.0):
+        lines.insert(
+            -1,
+            f"- **caution**: the replay's batched steps took {replay_steps_s / max(suite.sections.get('env', 0.0), 1e-9):.2f}x "
+            "the suite's own env section (which also holds the ground truth for the measures): the machine was busier "
+            "during the floor than during the suite, and the wall ratio above understates. Against the suite's own env "
+            f"and batched-embedding sections spread over {args.jobs} cores ({own / args.jobs:,.1f} s, env build and "
+            f"reset left out): suite / floor = **{wall / (own / args.jobs):.2f}**",
+        )
     if peak is not None:
         lines.insert(-1, f"- the suite's largest process (a job's worker) peaked at {peak:,.0f} MiB resident")
     lines += [
