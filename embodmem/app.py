@@ -178,13 +178,11 @@ PLUGINS_FILE = "plugins.json"
 
 def plugin_identity(name: str) -> str:
     """``module:Class`` (and `` version V`` when declared) of the class or factory a plug-in name resolves to."""
-    from embodmem.plugins import describe, load_object
+    from embodmem.plugins import identity, load_object
 
     spec = get_agent_spec(name)
     memory = spec.variant.memory_class if spec.variant is not None else None
-    target = load_object("memory", memory) if memory is not None else load_object("agent", str(spec.plugin))
-    version = getattr(target, "version", None)
-    return describe(target) + ("" if version is None else f" version {version}")
+    return identity(load_object("memory", memory) if memory is not None else load_object("agent", str(spec.plugin)))
 
 
 def pin_plugins(out_dir: Path, plan: ExperimentPlan, resume: bool) -> None:

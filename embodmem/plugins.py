@@ -150,3 +150,15 @@ def describe(obj: object) -> str:
     """``module:qualname`` of a class or function (or of an instance's class), as a config would name it."""
     target = obj if inspect.isclass(obj) or inspect.isfunction(obj) else type(obj)
     return f"{target.__module__}:{target.__qualname__}"
+
+
+def identity(obj: object) -> str:
+    """:func:`describe`, and the ``version`` the class or factory declares (if any): what a plug-in
+    name resolved to, to compare across runs.
+
+    Example:
+        >>> identity(PluginKind)
+        'embodmem.plugins:PluginKind'
+    """
+    version = getattr(obj, "version", None)
+    return describe(obj) + ("" if version is None else f" version {version}")
