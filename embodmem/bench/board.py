@@ -72,6 +72,24 @@ def board_rows(paths: list[Path]) -> dict[tuple[int, str, str], list[BoardRow]]:
     return dict(sorted(tables.items()))
 
 
+SELECTORS = ("agent.name=", "agent.variant=", "agent.plugin=", "agent.memory=")
+"""Overrides that name the agent (embodmem.bench.agents); any other override is a setting the board shows."""
+
+
+def settings(result: BenchResult) -> list[str]:
+    """The ``--set`` overrides of a run (read from the overrides for results that predate ``sets``).
+
+    >>> from embodmem.bench.schema import AgentRef
+    >>> agent = AgentRef(name="memory", kind="stock", version="0.1.0", privileged=False, config_sha256="",
+    ...                  overrides=["agent.name=memory", "agent.variant=memory", "embedder.pretrained=variants"])
+    >>> [o for o in agent.overrides if not o.startswith(SELECTORS)]
+    ['embedder.pretrained=variants']
+    """
+    if result.agent.sets:
+        return result.agent.sets
+    return [o for o in result.agent.overrides if not o.startswith(SELECTORS)]
+
+
 COLUMNS = (
     "rank",
     "agent",
@@ -93,7 +111,7 @@ def _cells(row: BoardRow, rank: int | None) -> list[str]:
     memory = max(r.usage.memory_code_bytes_max, r.usage.carried_state_bytes_max)
     return [
         str(rank) if rank is not None else "—",
-        f"{r.agent.name} ({r.agent.kind} {r.agent.version})",
+        f"{r.agent.name} ({r.agent.kind} {r.agent.version})" + "".join(f" {item}" for item in settings(r)),
         f"{row.overall:.3f}" if row.overall is not None else "—",
         *(format_interval(groups.get(g)) for g in ("category", "instance", "lifelong")),
         format_interval(r.eqa.accuracy) if r.eqa is not None else "—",

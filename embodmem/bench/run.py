@@ -193,6 +193,7 @@ def run_benchmark(request: RunRequest) -> BenchResult:
             version=agent.version,
             privileged=agent.privileged,
             overrides=[*agent.overrides, *request.sets],
+            sets=list(request.sets),
             config_sha256=sorted(config_hashes)[0],
             config=agent_config(next(iter(configs.values()))),
         ),

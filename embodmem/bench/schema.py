@@ -130,6 +130,8 @@ class AgentRef(_Model):
     """A control handed the world (the oracle): listed on the board, never ranked."""
     overrides: list[str]
     """Config overrides of the agent, memory and embedder groups the run used."""
+    sets: list[str] = Field(default_factory=list)
+    """Of those, the ones given with ``--set`` (the rest select the agent)."""
     config_sha256: str
     """SHA-256 of the resolved agent, memory and embedder config."""
     config: dict[str, JsonValue] | None = None
