@@ -57,6 +57,12 @@ def stock_names() -> tuple[str, ...]:
     return (*(a.value for a in AgentName if a is not AgentName.memory), *VARIANTS)
 
 
+def _version(obj: object) -> str:
+    """The ``version`` a plug-in's class or factory declares (embodmem.plugins.identity), else its distribution's."""
+    declared = getattr(obj, "version", None)
+    return str(declared) if declared is not None else _distribution_version(obj)
+
+
 def _distribution_version(obj: object) -> str:
     module = getattr(obj, "__module__", "") or ""
     top = module.split(".")[0]
@@ -95,7 +101,7 @@ def resolve_agent(name: str) -> AgentChoice:
         raise PluginError(str(err) if str(err).startswith("--agent") else f"--agent: {err}") from None
     plugin = spec.plugin
     path = plugin or (spec.variant.memory_class if spec.variant is not None else None)
-    version = _distribution_version(load_object("agent", path)) if path and ":" in path else "unknown"
+    version = _version(load_object("agent", path)) if path and ":" in path else "unknown"
     if plugin is not None:
         overrides = [f"agent.plugin={name}"]
         answerer = None
