@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from multirun import add_lanes_argument, multirun_command, run_multirun, time_table
 
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, paired_ci, ratio_of_means
 
@@ -299,6 +300,12 @@ def main() -> None:
         default=None,
         help="print two finished runs of the same worlds side by side (e.g. sequential and --lanes 32)",
     )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="also write the tables here with the command, commit and machine (e.g. benchmarks/results/suite_test_core.md)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the multirun command and exit")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
@@ -335,16 +342,20 @@ def main() -> None:
     else:
         directory = args.from_dir
     records = load_records(directory)
-    print(tables(records))
-    print("\n### Warm failed where cold succeeded, all later tasks\n")
-    print(lost_to_cold_table(records))
+    parts = [tables(records), "\n### Warm failed where cold succeeded, all later tasks\n", lost_to_cold_table(records)]
     if any(r["agent"] != "memory" and r["condition"] == "warm" for r in records):
-        print("\n### Ablations: warm-minus-cold SPL of later tasks, per variant\n")
-        print(ablation_table(records))
+        parts += ["\n### Ablations: warm-minus-cold SPL of later tasks, per variant\n", ablation_table(records)]
     profile = time_table(directory, args.jobs)
     if profile:
-        print(f"\n### Where the time went (the jobs' profile.json, spread over --jobs {args.jobs} cores)\n")
-        print(profile)
+        parts += [
+            f"\n### Where the time went (the jobs' profile.json, spread over --jobs {args.jobs} cores)\n",
+            profile,
+        ]
+    text = "\n".join(parts)
+    print(text)
+    if args.results is not None:
+        title = f"Benchmark suite, {args.split} worlds" if args.from_dir is None else f"Benchmark suite, {directory}"
+        write_results_markdown(args.results, title, text, Provenance.collect())
 
 
 if __name__ == "__main__":
