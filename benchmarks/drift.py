@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from suite import ROOT, load_records, lost_to_cold
 
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, paired_ci, ratio_of_means
 
@@ -99,6 +100,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="directory of the runs (one folder per rate)")
     parser.add_argument("--plot", type=Path, default=None, help="write the plot here (PNG)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="also write the table here with the command, commit and machine (e.g. benchmarks/results/drift_test.md)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the suite commands and exit")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides")
     args = parser.parse_args()
@@ -136,6 +143,9 @@ def main() -> None:
     print("\n".join(table))
     if args.plot is not None:
         plot(points, args.plot)
+    if args.results is not None:
+        title = f"Memory under dead-reckoning drift, {args.split} worlds"
+        write_results_markdown(args.results, title, "\n".join(table), Provenance.collect())
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from suite import ROOT, load_records
 
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, mean_ci, paired_ci
 
@@ -45,6 +46,12 @@ def main() -> None:
         "--variants", default="memory", help="comma-separated memory systems (experiment.variants): memory,textlog,..."
     )
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="also write the table here with the command, commit and machine (e.g. benchmarks/results/poison_test.md)",
+    )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.min_viewpoints=3")
     args = parser.parse_args()
     try:
@@ -95,6 +102,9 @@ def main() -> None:
                 rows += _rows([r for r in task2 if r["agent"] == variant], f"| {variant} " if named else "", place, k)
     if not args.dry_run:
         print("\n".join(rows))
+        if args.results is not None:
+            title = f"False memories, {args.split} worlds"
+            write_results_markdown(args.results, title, "\n".join(rows), Provenance.collect())
 
 
 def _rows(recs: list[dict], prefix: str, place: str, k: int) -> list[str]:
