@@ -31,6 +31,7 @@ import yaml
 from suite import ROOT
 
 from embodmem.atomic import atomic_write_with
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import mean_ci, ratio_of_means
 
@@ -225,6 +226,13 @@ def main() -> None:
         default=None,
         help="with budgets: a tour run whose warm records of the same worlds are the unlimited reference",
     )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="also write the report here with the command, commit and machine "
+        "(e.g. benchmarks/results/lifelong_test_world64.md)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the multirun command and exit")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
@@ -275,12 +283,17 @@ def main() -> None:
             r["eviction"] = "any (unlimited)"
         records += unlimited
     if budgets:
-        print(budget_report(records, directory / "lifelong_budgets.png"))
+        report = budget_report(records, directory / "lifelong_budgets.png")
+        print(report)
         print(f"\nplot: {directory / 'lifelong_budgets.png'}")
     else:
-        print(tour_report(records))
+        report = tour_report(records)
+        print(report)
         plot_tour(records, directory / "lifelong_tour.png")
         print(f"\nplot: {directory / 'lifelong_tour.png'}")
+    if args.results is not None:
+        title = f"Lifelong memory{' under byte budgets' if budgets else ''}, {directory.name}"
+        write_results_markdown(args.results, title, report, Provenance.collect())
 
 
 if __name__ == "__main__":
