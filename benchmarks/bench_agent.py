@@ -29,9 +29,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from hydra import compose, initialize_config_module
 
 import embodmem.app as app
-from embodmem.atomic import atomic_write_text
 from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord
 from embodmem.profiling import RunProfile
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import get_split
 
 SEQUENCES = ("wreck_then_barrel", "shallow_tour6", "deep_pair")
@@ -83,7 +83,9 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=10, help="dev worlds (default 10)")
     parser.add_argument("--first", type=int, default=1400, help="first dev world (default 1400)")
     parser.add_argument("--lanes", type=int, default=32, help="lanes of the lockstep run (default 32; 0: none)")
-    parser.add_argument("--out", type=Path, default=None, help="also write the table (Markdown)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="also write the table (Markdown) with the command, commit and machine"
+    )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. agent.relocalise=false")
     args = parser.parse_args()
     worlds = get_split("dev").worlds(args.worlds, first=args.first)
@@ -129,7 +131,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.out is not None:
-        atomic_write_text(args.out, text + "\n")
+        write_results_markdown(args.out, "Memory agent step rate", text, Provenance.collect())
 
 
 if __name__ == "__main__":
