@@ -718,12 +718,21 @@ def main(argv: list[str] | None = None) -> None:
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        from embodmem.atomic import atomic_write_json, atomic_write_text
+        from embodmem.atomic import atomic_write_json
+        from embodmem.provenance import Provenance, write_results_markdown
 
-        atomic_write_text(out.with_suffix(".md"), md)
+        facts = Provenance.collect(None if argv is None else ["python", "benchmarks/bench_memory.py", *argv])
+        write_results_markdown(out.with_suffix(".md"), "Long-term memory store: speed, size and recall", md, facts)
         atomic_write_json(
             out.with_suffix(".json"),
-            {"source": source, "threads": args.threads, "observe": cost, "rows": rows, "disk_rows": disk_rows},
+            {
+                "provenance": facts.as_dict(),
+                "source": source,
+                "threads": args.threads,
+                "observe": cost,
+                "rows": rows,
+                "disk_rows": disk_rows,
+            },
         )
 
 
