@@ -51,6 +51,12 @@ def cli_seconds(log: Path, agent: bool) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="also write the table here with the command, commit and machine (e.g. benchmarks/results/replay.md)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     import embodmem.app  # what the agent check imports: the app, the embedder, torch
@@ -75,17 +81,26 @@ def main(argv: list[str] | None = None) -> None:
                 t2 = time.perf_counter()
                 times.setdefault((log.name, "rerun"), []).append(t1 - t0)
                 times.setdefault((log.name, "env"), []).append(t2 - t1)
-        print(f"In-process imports of the agent check: {imports:.1f} s (once per process).\n")
-        print("| log | steps | episodes re-run | CLI, agent check | CLI, --no-agent | agent check | env check |")
-        print("|---|---|---|---|---|---|---|")
+        lines = [
+            f"In-process imports of the agent check: {imports:.1f} s (once per process).\n",
+            "| log | steps | episodes re-run | CLI, agent check | CLI, --no-agent | agent check | env check |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for log in logs:
             raw = json.loads(log.read_text())
             cells = [statistics.median(times[(log.name, k)]) for k in ("cli agent", "cli env", "rerun", "env")]
-            print(
+            lines.append(
                 f"| {log.stem} | {len(raw['actions'])} | {raw['task_index']} | "
                 + " | ".join(f"{c:.2f}" for c in cells)
                 + " |"
             )
+    text = "\n".join(lines)
+    print(text)
+    if args.results is not None:
+        from embodmem.provenance import Provenance, write_results_markdown  # after the timed imports
+
+        facts = Provenance.collect(None if argv is None else ["python", "benchmarks/bench_replay.py", *argv])
+        write_results_markdown(args.results, "What each replay check costs", text, facts)
 
 
 if __name__ == "__main__":
