@@ -45,6 +45,7 @@ from omegaconf import DictConfig
 
 import embodmem.app as app
 from embodmem.atomic import atomic_write_text
+from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.replay import load_log, simulate
 from embodmem.video import CODECS, render_frames, write_video
 from embodmem.video.encoding import Codec
@@ -126,7 +127,12 @@ def codec_lines(table: dict[str, dict[str, float]], frames: list[np.ndarray], re
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed runs of each variant (default 5)")
-    parser.add_argument("--out", type=Path, default=None, help="also write the table (Markdown) and a .json beside it")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the table (Markdown, with the command, commit and machine) and a .json beside it",
+    )
     parser.add_argument("--codecs", action="store_true", help="also compare H.264 settings on one episode's frames")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for both runs, e.g. video.format=webm")
     args = parser.parse_args()
@@ -184,8 +190,10 @@ def main() -> None:
     print()
     print(text)
     if args.out is not None:
-        atomic_write_text(args.out, text + "\n")
+        facts = Provenance.collect()
+        write_results_markdown(args.out, "What video=on costs", text, facts)
         record = {
+            "provenance": facts.as_dict(),
             "times_s": times,
             "cpu_s": cpu_times,
             "load_before": load_before,
