@@ -80,6 +80,11 @@ TARGETS: tuple[Target, ...] = (
             "tests/embodmem/test_eqa.py::test_answer_outside_the_choices_is_scored_wrong_and_counted",
         ),
     ),
+    Target(
+        "embodmem/staleness.py",
+        ("tests/embodmem/test_staleness.py", "tests/embodmem/test_staleness_properties.py"),
+    ),
+    Target("embodmem/bench/score.py", ("tests/embodmem/bench/test_score.py",)),
 )
 
 #: mutmut's per-mutant limit: CPU seconds of (clean time of the covering tests + constant) * multiplier * 2.
