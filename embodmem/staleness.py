@@ -107,7 +107,9 @@ class StalenessTracker:
 
     def get(self) -> Staleness:
         last = self._last
-        changed = any(e.kind == last.task.target and _after_start(e) for e in last.world_changes)
+        changed = any(
+            e.kind == last.task.target and e.action in STALE_ACTIONS and _after_start(e) for e in last.world_changes
+        )
         correct = self.steps[-1] - self.steps[0] + 1 if self.steps else None
         return Staleness(self.name, len(last.world_changes), changed, self.visits, correct)
 

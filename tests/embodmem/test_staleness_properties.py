@@ -182,8 +182,11 @@ def test_the_goal_changed_flag_and_the_change_set_name(truth: GroundTruth) -> No
     assert other.goal_changed is False and other.changes_so_far == 1
     early = StalenessTracker(at(truth, event(truth.task.target, (cell,), task=1, step=0))).get()
     assert early.goal_changed is False
+    # a new instance of the goal's kind leaves what was seen of the others true: not a changed goal
     added = StalenessTracker(at(truth, event(truth.task.target, (), action="add", task=1, step=1))).get()
-    assert added.goal_changed is True
+    assert added.goal_changed is False and added.changes_so_far == 1
+    moved = StalenessTracker(at(truth, event(truth.task.target, (cell,), task=1, step=1))).get()
+    assert moved.goal_changed is True
 
 
 def rec(world: int, agent: str = "memory", **fields: object) -> EpisodeRecord:
