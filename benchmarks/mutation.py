@@ -13,7 +13,7 @@ work tree is never written, apart from the results file. The package's other fol
 ``agents/``, ``configs/``) are imported from the editable install, which the copy's ``embodmem``
 shadows on ``sys.path``.
 
-    python benchmarks/mutation.py                       # every module, every mutant (25 min on 2 busy cores)
+    python benchmarks/mutation.py                       # every module, every mutant (30 min on 2 busy cores)
     python benchmarks/mutation.py --sample 20           # 20 mutants per module, fixed seed (a CI check)
     python benchmarks/mutation.py --module embodmem/stats.py
 
@@ -43,6 +43,8 @@ PROPERTIES = "tests/embodmem/test_metric_properties.py"
 """The metrics' definitions as invariants: part of every metric module's own tests."""
 RESULTS = ROOT / "benchmarks" / "results" / "mutation.md"
 EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalent.txt"
+TABLE_SECTION = "scores"
+"""Name of the snippet section around the per-module table (``--8<-- "benchmarks/results/mutation.md:scores"``)."""
 
 
 @dataclass(frozen=True)
@@ -319,7 +321,10 @@ def table(results: list[ModuleResult], equivalents: list[Equivalent], sample: in
         "equivalent in `benchmarks/mutation_equivalent.txt` (each with its reason). The machine is shared "
         "with other engineers' work, so the seconds are indicative only.",
         "",
+        # Section markers (hidden in Markdown): docs pages include the table with pymdownx.snippets.
+        f"<!-- --8<-- [start:{TABLE_SECTION}] -->",
         head + "\n".join(rows),
+        f"<!-- --8<-- [end:{TABLE_SECTION}] -->",
         "",
     ]
     if gaps:
