@@ -533,6 +533,11 @@ class FrameMemoryAnswerer(Answerer):
             return self.variants.read(frames, question.choices)
         return answer_from_evidence(self.map.evidence(self.recall(self.kinds_to_recall(question))), question)
 
+    def stats(self) -> dict[str, float]:
+        """What the tour's memory holds (the designs table's frames and bytes kept)."""
+        held = self.memory.stats()
+        return {"frames_kept": float(held["frames_kept"]), "bytes_kept": float(held["code_bytes"])}
+
 
 class KeepEverythingAnswerer(Answerer):
     """Every frame's vector and pose, unmerged and unretrieved, read with the same map."""
@@ -569,6 +574,10 @@ class KeepEverythingAnswerer(Answerer):
             self._evidence = self.map.evidence(sightings_of(self.labeller, vectors, self.steps, self.poses))
         return answer_from_evidence(self._evidence, question)
 
+    def stats(self) -> dict[str, float]:
+        """Every frame's vector is kept (the designs table's frames and bytes kept)."""
+        return {"frames_kept": float(len(self.vectors)), "bytes_kept": float(sum(v.nbytes for v in self.vectors))}
+
 
 class TextLogAnswerer(Answerer):
     """The reference benchmark's text log (:class:`~embodmem.agents.textlog_agent.LogEntry` lines):
@@ -599,6 +608,11 @@ class TextLogAnswerer(Answerer):
 
     def answer(self, question: Question) -> Answer:
         return answer_from_evidence(self.evidence(), question)
+
+    def stats(self) -> dict[str, float]:
+        """The log's size as its lines' text (the designs table's bytes kept; it keeps no frames)."""
+        lines = (f"step {e.step} at ({e.x}, {e.y}) facing {e.heading}: {e.kind} ({e.confidence})" for e in self.log)
+        return {"bytes_kept": float(sum(len(line.encode()) for line in lines))}
 
 
 # ----------------------------------------------------------------------------- registry

@@ -3,8 +3,8 @@
 Everything that can be refused is checked before the first tour: the question files (format,
 version, checksum), the answerer names and a blind prior taken from the test split by the config
 layer (embodmem.config.validate, also run by the preflight check), the VLM endpoint here.
-Writes ``eqa.jsonl`` (one record per answer, with its type and answerer) and ``eqa.md`` (the table)
-into the run directory and prints the table.
+Writes ``eqa.jsonl`` (one record per answer, with its type and answerer) and ``eqa.md`` (the table by
+question type, then the memory designs side by side) into the run directory and prints both.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from embodmem.agents.vlm.config import VLMConfig
 from embodmem.atomic import atomic_write_jsonl, atomic_write_text
 from embodmem.eqa.answerers import Answerer, AnswererContext, build_answerer, check_answerers
 from embodmem.eqa.config import EQAConfig
+from embodmem.eqa.designs import design_rows, format_design_rows
 from embodmem.eqa.files import QuestionSet, load_questions, question_file
 from embodmem.eqa.run import EQAResult, answer_question_set
 from embodmem.eqa.scoring import EQARecord, format_table, type_scores
@@ -59,10 +60,12 @@ def report(qs: QuestionSet, result: EQAResult) -> str:
     scores = type_scores(result.records, {q.id: q for q in qs.questions}, qs.truths, qs.env.size)
     lines = [format_table(scores)]
     for name, stats in result.stats.items():
-        if stats:
-            lines.append(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in stats.items()))
+        counters = {k: v for k, v in stats.items() if k not in ("frames_kept", "bytes_kept")}
+        if counters:
+            lines.append(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in counters.items()))
     for name, n in result.invalid.items():
         lines.append(f"{name}: {n} answers outside the choices or unreadable (scored wrong)")
+    lines += ["", format_design_rows(design_rows(result.records, result.kept, result.answer_ms))]
     return "\n".join(lines)
 
 

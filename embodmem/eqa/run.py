@@ -7,12 +7,14 @@ are paired question by question), then answers that tour's questions; each answe
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from embodmem.agents.base import RecognitionEmbedder
 from embodmem.envs.config import EnvConfig
 from embodmem.eqa.answerers import Answerer
+from embodmem.eqa.designs import KeptAfterTour, kept_from_stats
 from embodmem.eqa.files import QuestionSet, QuestionType
 from embodmem.eqa.questions import balance, generate
 from embodmem.eqa.scoring import EQARecord, InvalidAnswerCounter, score
@@ -55,6 +57,10 @@ class EQAResult:
     """Answers outside the choices (or unreadable), per answerer."""
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
     """Each answerer's own counters (requests, format errors, ...)."""
+    kept: dict[str, list[KeptAfterTour]] = field(default_factory=dict)
+    """Per answerer, what its memory held at each tour's questions."""
+    answer_ms: dict[str, list[float]] = field(default_factory=dict)
+    """Per answerer, the wall time of each answer (not in the records: they stay reproducible)."""
 
 
 def answer_question_set(
@@ -75,9 +81,14 @@ def answer_question_set(
                     a.observe(obs, step)
             for q in questions:
                 for a in answerers:
-                    record = score(a.name, q, qs.truths[q.id], a.answer(q), qs.env.cell_size_m)
+                    start = time.perf_counter()
+                    answer = a.answer(q)
+                    result.answer_ms.setdefault(a.name, []).append((time.perf_counter() - start) * 1000)
+                    record = score(a.name, q, qs.truths[q.id], answer, qs.env.cell_size_m)
                     counter.add(record, q)
                     result.records.append(record)
+            for a in answerers:
+                result.kept.setdefault(a.name, []).append(kept_from_stats(a.stats()))
         if on_tour is not None:
             on_tour()
     result.invalid = dict(counter.counts)

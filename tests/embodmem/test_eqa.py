@@ -261,8 +261,17 @@ def test_run_mode_writes_records_with_type_and_answerer(tmp_path: Path, capsys) 
     assert records and {"type", "answerer", "correct", "valid"} <= set(dataclasses.asdict(records[0]))
     lines = (tmp_path / "eqa.jsonl").read_text().splitlines()
     assert len(lines) == len(records)
-    assert "| answerer | existence" in (tmp_path / "eqa.md").read_text()
-    assert "Question answering from memory" in capsys.readouterr().out
+    report = (tmp_path / "eqa.md").read_text()
+    assert "| answerer | existence" in report
+    out = capsys.readouterr().out
+    assert "Question answering from memory" in out
+    # The memory designs side by side, printed and written: every answerer a row, what its memory kept.
+    assert "Memory designs side by side (question answering)" in report and "Memory designs side by side" in out
+    rows = {line.split(" | ")[0].strip("| "): line for line in report.splitlines() if line.startswith("| ")}
+    answerers = {r.answerer for r in records}
+    assert answerers <= set(rows)
+    frame_row = rows["frame_memory"].split(" | ")
+    assert frame_row[3] == "-" and int(frame_row[4]) > 0 and float(frame_row[5]) > 0  # no Δ to itself; frames, kB
 
 
 def test_run_mode_refuses_a_bad_file_before_work(tmp_path: Path, dev) -> None:
