@@ -21,14 +21,17 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig
 
+from embodmem.envs.changes import ChangeEvent
+from embodmem.envs.ground_truth import GroundTruth
 from embodmem.episode_log import EpisodeLog, EpisodeLogError, read_log
 from embodmem.rerun import OFFLINE_ONLY, RerunError, _claimed, _Episode, find_config, load_run_config
 from embodmem.runner import EpisodeResult, ExperimentPlan, StepEvent, run_sequence
-from embodmem.video.rerun_log import RerunEpisode, write_recording
+from embodmem.staleness import STALE_ACTIONS, _after_start
+from embodmem.video.rerun_log import RerunEpisode, StaleVisit, change_text, write_recording
 from embodmem.video.snapshots import MapSnapshot, Scene, StepRecord
 
-CapturedEpisode = tuple[Scene, list[StepRecord], list[np.ndarray], list[int]]
-"""One re-run episode: its scene, step records, sonar ranges and actions."""
+CapturedEpisode = tuple[Scene, list[StepRecord], list[np.ndarray], list[int], list[StaleVisit]]
+"""One re-run episode: its scene, step records, sonar ranges, actions and stale-target visits."""
 
 
 class CaptureError(Exception):
@@ -47,7 +50,8 @@ def log_paths(run: Path) -> list[Path]:
 
 class _Capture:
     """The runner's ``on_step``/``on_episode`` hooks: step records (with the agent's map and the
-    memories it retrieved, thumbnails included) and sonar ranges, episode by episode."""
+    memories it retrieved, thumbnails included), sonar ranges and, in a changing world, the steps at
+    which the runner's staleness tracker counted a stale-target visit, episode by episode."""
 
     def __init__(self) -> None:
         self.episodes: list[CapturedEpisode] = []
@@ -58,7 +62,7 @@ class _Capture:
         from embodmem.memory import AgentMemory
 
         if self.current is None:
-            self.current = (Scene.from_truth(event.truth), [], [], [])
+            self.current = (Scene.from_truth(event.truth), [], [], [], [])
         agent = event.agent
         trace = agent.trace
         memory = agent.memory
@@ -70,12 +74,29 @@ class _Capture:
         self.current[1].append(record)
         self.current[2].append(np.array(event.obs["sonar"], dtype=np.float32))
         self.current[3].append(int(event.action))
+        visits = self.current[4]
+        for number in range(len(visits) + 1, (event.stale_visits or 0) + 1):
+            change = _stale_change(event.truth)
+            what = "a change" if change is None else change_text(change)
+            visits.append(StaleVisit(event.truth.step, number, event.truth.task.target, what))
 
     def episode(self, result: EpisodeResult) -> None:
         if self.current is None:  # an episode that ended before its first action
             raise CaptureError("an episode of the re-run took no step")
         self.episodes.append(self.current)
         self.current = None
+
+
+def _stale_change(truth: GroundTruth) -> ChangeEvent | None:
+    """The change that made the robot's place stale: of those :func:`embodmem.staleness.stale_zone`
+    reads, the one whose former cells lie nearest the robot."""
+    x, y = truth.agent_pos
+    candidates = [
+        e
+        for e in truth.world_changes
+        if e.kind == truth.task.target and e.action in STALE_ACTIONS and _after_start(e) and e.from_cells
+    ]
+    return min(candidates, key=lambda e: min((cx - x) ** 2 + (cy - y) ** 2 for cx, cy in e.from_cells), default=None)
 
 
 def capture_run(run: Path, config: Path | None = None) -> list[RerunEpisode]:
@@ -111,13 +132,13 @@ def capture_run(run: Path, config: Path | None = None) -> list[RerunEpisode]:
         episodes = _rerun(cfg, *claimed[last][0])
         for i in members:
             (episode, _), path, log = claimed[i]
-            scene, steps, sonar, actions = episodes[episode.task_index - 1]
+            scene, steps, sonar, actions, stale_visits = episodes[episode.task_index - 1]
             if actions != list(log.actions):
                 raise CaptureError(
                     f"{path}: the re-run's actions differ from the log's (embodmem-replay {path} --check says where)"
                 )
             name = path.stem
-            captured[i] = RerunEpisode(name, scene.placed(log.record.plain()), steps, sonar)
+            captured[i] = RerunEpisode(name, scene.placed(log.record.plain()), steps, sonar, stale_visits)
     return [captured[i] for i in range(len(claimed))]
 
 

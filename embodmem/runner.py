@@ -72,6 +72,8 @@ class StepEvent:
     truth: GroundTruth
     action: int
     agent: Agent
+    stale_visits: int | None = None
+    """Stale-target visits so far (:class:`~embodmem.staleness.StalenessTracker`); None in a static world."""
 
 
 @dataclass
@@ -208,7 +210,7 @@ def episode_steps(
             seen.update(k for k, _ in truth.visible_instances)
             seen_cells |= truth.visible_target_cells
         if on_step is not None:
-            on_step(StepEvent(obs, truth, action, agent))
+            on_step(StepEvent(obs, truth, action, agent, stale.visits if stale is not None else None))
         if agent.trace.retrievals and agent.trace.query:
             retrievals.append(RetrievalEvent(len(actions), agent.trace.query, agent.trace.retrievals[:5]))
             agent.trace.retrievals = []

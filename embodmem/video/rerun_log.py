@@ -4,7 +4,7 @@ What a video shows side by side, as separate entities a Rerun viewer lays out an
 (as LeRobot's dataset visualiser does): per step the first-person frame, the top-down map with the
 robot's pose, trail and the target, the topological map as a graph, the sonar fan, the memories
 retrieved (thumbnail, score, where and when each was stored), the running distance and path length,
-and world changes as events. Entity paths, under ``episodes/<episode name>/``:
+and world changes and stale-target visits as events. Entity paths, under ``episodes/<episode name>/``:
 
 * ``camera`` (Image), ``sonar`` (BarChart of ranges in metres),
 * ``map/seabed`` (static Image, one pixel per cell), ``map/target`` (static Points2D),
@@ -12,7 +12,8 @@ and world changes as events. Entity paths, under ``episodes/<episode name>/``:
   ``map/recalled`` (Points2D where retrieved frames were taken),
 * ``graph`` (GraphNodes and GraphEdges of the agent's topological map),
 * ``memory/query`` (TextLog), ``memory/hit<i>/thumbnail`` (Image), ``memory/hit<i>/info`` (TextDocument),
-* ``metrics/distance_m``, ``metrics/path_length_m`` (Scalars), ``events`` (TextLog: world changes).
+* ``metrics/distance_m``, ``metrics/path_length_m`` (Scalars), ``events`` (TextLog: world changes; in a changing world, each
+  entry into a stale place, where the goal stood before a change, as a WARN).
 
 Example:
     >>> from embodmem.video.rerun_log import ENTITIES
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embodmem.envs.changes import ChangeEvent
 from embodmem.envs.objects import KIND_COLORS
 from embodmem.retrieval import Retrieval
 from embodmem.video.snapshots import Scene, StepRecord
@@ -56,6 +58,34 @@ HEADING_VECTORS = np.array([(1, 0), (0, 1), (-1, 0), (0, -1)], dtype=np.float32)
 """MiniGrid's headings 0..3 (east, south, west, north) as map vectors (y grows downwards)."""
 
 
+@dataclass(frozen=True)
+class StaleVisit:
+    """The robot entering a stale place (:class:`embodmem.staleness.StalenessTracker` counts it)."""
+
+    step: int
+    """The step at which the visit shows (the first step of the episode for a robot that starts there)."""
+    number: int
+    """Which visit of the episode (from 1): the record's ``stale_target_visits`` is the last."""
+    kind: str
+    """The goal kind that stood here."""
+    change: str
+    """The change that took it away, in words (:func:`change_text`)."""
+
+    def text(self) -> str:
+        """The event's line.
+
+        Example:
+            >>> StaleVisit(7, 1, "barrel", "move of barrel 0 (task 2, step 0)").text()
+            'stale-target visit 1: the barrel stood here before move of barrel 0 (task 2, step 0)'
+        """
+        return f"stale-target visit {self.number}: the {self.kind} stood here before {self.change}"
+
+
+def change_text(change: ChangeEvent) -> str:
+    """A world change in words, for the event log."""
+    return f"{change.action} of {change.kind} {change.instance} (task {change.task}, step {change.step})"
+
+
 @dataclass
 class RerunEpisode:
     """What one episode puts into the recording (:func:`embodmem.rerun_replay.capture_run` makes it)."""
@@ -66,6 +96,8 @@ class RerunEpisode:
     steps: list[StepRecord]
     sonar: list[np.ndarray] = field(default_factory=list)
     """Sonar ranges (m) at each step, aligned with ``steps``."""
+    stale_visits: list[StaleVisit] = field(default_factory=list)
+    """Entries into stale places (changing worlds only), in step order."""
 
 
 def timeline_name(episode: RerunEpisode) -> str:
@@ -99,6 +131,9 @@ def log_episode(episode: RerunEpisode, recording: object) -> int:
     trail: list[tuple[float, float]] = [(scene.start_pose[0] + 0.5, scene.start_pose[1] + 0.5)]
     changes_seen = 0
     hits_shown = 0
+    stale_at: dict[int, list[StaleVisit]] = {}
+    for visit in episode.stale_visits:
+        stale_at.setdefault(visit.step, []).append(visit)
     for i, step in enumerate(episode.steps):
         rec.set_time(timeline, sequence=step.step)
         centre = (step.pos[0] + 0.5, step.pos[1] + 0.5)
@@ -124,6 +159,8 @@ def log_episode(episode: RerunEpisode, recording: object) -> int:
         for change in step.changes[changes_seen:]:
             rec.log(f"{root}/events", rr.TextLog(f"world change: {change}", level="INFO"))
         changes_seen = len(step.changes)
+        for visit in stale_at.get(step.step, ()):
+            rec.log(f"{root}/events", rr.TextLog(visit.text(), level="WARN"))
     return len(episode.steps)
 
 
