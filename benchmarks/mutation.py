@@ -13,7 +13,7 @@ work tree is never written, apart from the results file. The package's other fol
 ``agents/``, ``configs/``) are imported from the editable install, which the copy's ``embodmem``
 shadows on ``sys.path``.
 
-    python benchmarks/mutation.py                       # every module, every mutant (30 min on 2 busy cores)
+    python benchmarks/mutation.py                       # every module, every mutant (15 min on 2 cores, 30 when they are busy)
     python benchmarks/mutation.py --sample 20           # 20 mutants per module, fixed seed (a CI check)
     python benchmarks/mutation.py --module embodmem/stats.py
 
