@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ from omegaconf.errors import OmegaConfBaseException
 from embodmem.condition import Condition
 from embodmem.envs.spec import ACTION_NAMES
 from embodmem.episode_log import EpisodeLog
-from embodmem.runner import TIMING_FIELDS
+from embodmem.runner import TIMING_FIELDS, EpisodeResult, StepEvent
 
 if TYPE_CHECKING:
     from embodmem.runner import ExperimentPlan
@@ -206,15 +206,18 @@ def _claimed(log: EpisodeLog, cfg: DictConfig, config_path: Path) -> tuple[_Epis
 _memo: dict[tuple[str, _Episode], list[EpisodeLog]] = {}
 
 
-def _rerun(cfg: DictConfig, plan: ExperimentPlan, episode: _Episode) -> list[EpisodeLog]:
-    """The logs (as :class:`embodmem.runner.RunWriter` writes them, without digest) of the episode's
-    sequence up to and including it, from a fresh agent driven by the runner's own loop."""
-    key = (OmegaConf.to_yaml(cfg, resolve=True), episode)
-    if key in _memo:
-        return _memo[key]
+def run_up_to(
+    cfg: DictConfig,
+    plan: ExperimentPlan,
+    episode: _Episode,
+    on_episode: Callable[[EpisodeResult], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
+) -> list[EpisodeResult]:
+    """The episode's sequence from a fresh agent, built by the app's own factories and driven by the
+    runner's own loop, up to and including the episode (the episodes after it cannot change it)."""
     from embodmem.agents.base import MemoryCarrier
     from embodmem.agents.registry import get_agent_spec
-    from embodmem.app import build_agent, build_embedder, build_env, env_config
+    from embodmem.app import build_agent, build_embedder, build_env
     from embodmem.profiling import Profiler
     from embodmem.runner import run_sequence
 
@@ -224,12 +227,22 @@ def _rerun(cfg: DictConfig, plan: ExperimentPlan, episode: _Episode) -> list[Epi
     agent.profiler = Profiler()
     if isinstance(agent, MemoryCarrier) and episode.condition.carries_memory and plan.load_memory is not None:
         agent.load_state(plan.load_memory)
-    # The episodes after the logged one cannot change it: run up to it.
     spec = plan.sequence_spec(
         episode.sequence, episode.tasks[: episode.task_index], episode.world_seed, episode.condition
     )
     sleep = plan.sleep_between_tasks and episode.condition.carries_memory
-    results = run_sequence(env, agent, spec, episode.run_id, agent.profiler, sleep)
+    return run_sequence(env, agent, spec, episode.run_id, agent.profiler, sleep, on_episode, on_step)
+
+
+def _rerun(cfg: DictConfig, plan: ExperimentPlan, episode: _Episode) -> list[EpisodeLog]:
+    """The logs (as :class:`embodmem.runner.RunWriter` writes them, without digest) of the episode's
+    sequence up to and including it, from a fresh agent driven by the runner's own loop."""
+    key = (OmegaConf.to_yaml(cfg, resolve=True), episode)
+    if key in _memo:
+        return _memo[key]
+    from embodmem.app import env_config
+
+    results = run_up_to(cfg, plan, episode)
     settings = env_config(cfg)
     logs = [EpisodeLog.of(r.outcome.trace, r.final_record(), settings) for r in results]
     if len(_memo) >= _MEMO_SIZE:

@@ -24,8 +24,8 @@ from omegaconf import DictConfig
 from embodmem.envs.changes import ChangeEvent
 from embodmem.envs.ground_truth import GroundTruth
 from embodmem.episode_log import EpisodeLog, EpisodeLogError, read_log
-from embodmem.rerun import OFFLINE_ONLY, RerunError, _claimed, _Episode, find_config, load_run_config
-from embodmem.runner import EpisodeResult, ExperimentPlan, StepEvent, run_sequence
+from embodmem.rerun import OFFLINE_ONLY, RerunError, _claimed, _Episode, find_config, load_run_config, run_up_to
+from embodmem.runner import EpisodeResult, ExperimentPlan, StepEvent
 from embodmem.staleness import STALE_ACTIONS, _after_start
 from embodmem.video.rerun_log import RerunEpisode, StaleVisit, change_text, write_recording
 from embodmem.video.snapshots import MapSnapshot, Scene, StepRecord
@@ -144,25 +144,10 @@ def capture_run(run: Path, config: Path | None = None) -> list[RerunEpisode]:
 
 def _rerun(cfg: DictConfig, episode: _Episode, plan: ExperimentPlan) -> list[CapturedEpisode]:
     """The logged episode's sequence re-run up to it, captured (the agent replay's own set-up)."""
-    from embodmem.agents.base import MemoryCarrier
-    from embodmem.agents.registry import get_agent_spec
-    from embodmem.app import build_agent, build_embedder, build_env
-    from embodmem.profiling import Profiler
-
     if episode.agent in OFFLINE_ONLY:
         raise CaptureError(f"agent {episode.agent!r} takes its actions from a server: no Rerun replay")
-    env = build_env(cfg, episode.tasks, episode.world_seed)
-    embedder = build_embedder(cfg) if get_agent_spec(episode.agent).needs_embedder else None
-    agent = build_agent(episode.agent, cfg, embedder, env, plan.seed)
-    agent.profiler = Profiler()
-    if isinstance(agent, MemoryCarrier) and episode.condition.carries_memory and plan.load_memory is not None:
-        agent.load_state(plan.load_memory)
-    spec = plan.sequence_spec(
-        episode.sequence, episode.tasks[: episode.task_index], episode.world_seed, episode.condition
-    )
-    sleep = plan.sleep_between_tasks and episode.condition.carries_memory
     capture = _Capture()
-    run_sequence(env, agent, spec, episode.run_id, agent.profiler, sleep, capture.episode, capture.step)
+    run_up_to(cfg, plan, episode, capture.episode, capture.step)
     return capture.episodes
 
 
