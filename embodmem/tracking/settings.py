@@ -107,6 +107,11 @@ def check_backends(
     ``options`` maps a plug-in's name to its constructor's keyword arguments (``logger.options``).
     """
     names = list(backends)
+    if JSONL not in names:
+        raise TrackingConfigError(
+            f"logger.backends={names}: 'jsonl' is required (metrics.jsonl is the run's record); "
+            f"allowed: [jsonl, ...] with any of {', '.join(STOCK_BACKENDS)} or plug-ins"
+        )
     for name in names:
         if names.count(name) > 1:
             raise TrackingConfigError(f"logger.backends: {name!r} is listed twice; allowed: each backend once")
@@ -125,11 +130,6 @@ def check_backends(
         except PluginError as error:
             raise TrackingConfigError(str(error)) from None
         check_plugin_options(name, plugin, options.get(name, {}))
-    if JSONL not in names:
-        raise TrackingConfigError(
-            f"logger.backends={names}: 'jsonl' is required (metrics.jsonl is the run's record); "
-            f"allowed: [jsonl, ...] with any of {', '.join(STOCK_BACKENDS)} or plug-ins"
-        )
     for name in options:
         if name not in names:
             raise TrackingConfigError(
