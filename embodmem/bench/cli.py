@@ -2,6 +2,7 @@
 
     embodmem-bench spec                                      # versions, tracks, groups, splits
     embodmem-bench run --agent memory --track open --split dev --worlds 3 --out results/memory-open
+    embodmem-bench run --spec v1 --agent memory --track open --split dev --out results/v1-memory  # an older spec
     embodmem-bench verify results/memory-open/result.json --rerun 3
     embodmem-bench board results/*/result.json --out board  # board.md and board.html
     embodmem-bench export --split dev --worlds 2 --out data/embodmem-dev
@@ -38,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--groups", default="", help="comma-separated groups (default: all the agent can run)")
     r.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE",
                    help="an override of the agent, memory or embedder config (repeatable)")  # fmt: skip
-    r.add_argument("--spec", default="1", help="spec version (default: 1)")
+    r.add_argument("--spec", default=str(available_versions()[-1]), help="spec version (default: the newest)")
     r.add_argument("--out", required=True, type=Path)
 
     v = sub.add_parser("verify", help="check a result against its records, hashes and spec")
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--worlds", type=int, default=None)
     e.add_argument("--agent", default="memory", help="the agent whose episodes (and map) are recorded")
     e.add_argument("--groups", default="category", help="comma-separated episode groups (default: category)")
-    e.add_argument("--spec", default="1")
+    e.add_argument("--spec", default=str(available_versions()[-1]), help="spec version (default: the newest)")
     e.add_argument("--out", required=True, type=Path)
 
     p = sub.add_parser("probe", help="decode the object map and the walls from each memory design on a dataset")

@@ -41,7 +41,7 @@ from embodmem.bench.schema import (
     TrackRef,
     schema_problem,
 )
-from embodmem.bench.score import SCORER, score_answers, score_groups
+from embodmem.bench.score import SCORERS, score_answers, score_groups
 from embodmem.bench.spec import (
     EQA_GROUP,
     BenchSpec,
@@ -69,16 +69,66 @@ class RunRequest:
     """Empty: every group of the spec."""
     sets: tuple[str, ...] = ()
     """Overrides of the agent, memory and embedder groups (``--set``)."""
-    spec_version: int = 1
+    spec_version: int = 2
 
 
-def job_config(
-    spec: BenchSpec, agent: AgentChoice, track: str, split: str, group: str, worlds: Sequence[int], sets: Sequence[str]
+def agent_base_config(
+    agent: AgentChoice, sets: Sequence[str], recorded: dict[str, JsonValue] | None = None
 ) -> DictConfig:
-    """The app config of one group of a benchmark run (the run and ``verify --rerun`` both use it)."""
+    """The agent's part of a run's config: its selecting overrides and ``--set``, then (for a re-run)
+    every value the result recorded, so a default changed since the run cannot change the re-run."""
     import embodmem
 
     cfg = embodmem.compose([*agent.overrides, *sets])  # the agent's part: checked as embodmem-run checks it
+    if recorded is not None:
+        apply_recorded(cfg, recorded)
+    return cfg
+
+
+def apply_recorded(cfg: DictConfig, recorded: dict[str, JsonValue], prefix: str = "") -> None:
+    """Set every leaf of ``recorded`` (a result's ``agent.config``) in ``cfg``. A field the code has
+    gained since keeps its default (a new field must default to the old behaviour); a recorded field
+    the code no longer has is refused in one line, since the run cannot be reproduced without it.
+
+    >>> import embodmem
+    >>> cfg = embodmem.compose([])
+    >>> apply_recorded(cfg, {"embedder": {"batch_size": 7}})
+    >>> cfg.embedder.batch_size
+    7
+    >>> apply_recorded(cfg, {"memory": {"gone": 1}})
+    Traceback (most recent call last):
+    ...
+    embodmem.bench.spec.SpecError: agent.config: memory.gone is recorded by the run but does not exist in this embodmem
+    """
+    from omegaconf.errors import OmegaConfBaseException
+
+    for key, value in recorded.items():
+        path = f"{prefix}{key}"
+        node = OmegaConf.select(cfg, path, default=None, throw_on_missing=False)
+        if isinstance(value, dict) and isinstance(node, DictConfig):
+            apply_recorded(cfg, value, f"{path}.")
+            continue
+        try:
+            OmegaConf.update(cfg, path, value, merge=False)
+        except OmegaConfBaseException:  # a closed (structured) node without this field, or a wrong type
+            raise SpecError(
+                f"agent.config: {path} is recorded by the run but does not exist in this embodmem"
+            ) from None
+
+
+def job_config(
+    spec: BenchSpec,
+    agent: AgentChoice,
+    track: str,
+    split: str,
+    group: str,
+    worlds: Sequence[int],
+    sets: Sequence[str],
+    recorded: dict[str, JsonValue] | None = None,
+) -> DictConfig:
+    """The app config of one group of a benchmark run (the run and ``verify --rerun`` both use it):
+    the agent's part (:func:`agent_base_config`), then everything the spec fixes for the group."""
+    cfg = agent_base_config(agent, sets, recorded)
     fixed: dict[str, object] = {
         "seed": spec.seed,
         "run_id": f"bench-{group}",
@@ -102,6 +152,11 @@ def job_config(
         g = spec.groups[group]
         sensing = {**spec.sensing, **g.env, "max_steps": spec.track(track).steps_per_episode}
         fixed |= {f"env.{k}": v for k, v in sensing.items()}
+        fixed |= {f"embedder.{k}": v for k, v in (g.embedder or {}).items()}
+        if g.world_changes is not None:
+            from embodmem.envs.changes import WorldChanges
+
+            fixed["world.changes"] = OmegaConf.structured(WorldChanges.from_log(g.world_changes.model_dump()))
         fixed |= {
             "experiment.sequences": list(g.sequences),
             "experiment.start": spec.start,
@@ -128,6 +183,20 @@ def agent_config_sha256(cfg: DictConfig) -> str:
     return sha256_hex(canonical_json(agent_config(cfg)))
 
 
+def check_fixed_sets(spec: BenchSpec, groups: Sequence[str], sets: Sequence[str]) -> None:
+    """Refuse a ``--set`` that contradicts a setting the spec fixes for a group of the run."""
+    for item in sets:
+        key, _, value = item.lstrip("+~").partition("=")
+        for name in groups:
+            fixed = spec.groups[name].embedder if name in spec.groups else None
+            field = key.removeprefix("embedder.")
+            if fixed and key.startswith("embedder.") and field in fixed and value != str(fixed[field]):
+                raise SpecError(
+                    f"--set: {item!r} is not allowed; spec v{spec.version} fixes {key}={fixed[field]} "
+                    f"for group {name!r} (run the other groups with --groups, or leave it unset)"
+                )
+
+
 def check_request(request: RunRequest) -> tuple[BenchSpec, AgentChoice, list[int], list[str]]:
     """Everything checked before any episode: spec, track, split, worlds, groups, agent, overrides,
     the code against the spec, and an output directory that holds no result yet."""
@@ -137,6 +206,7 @@ def check_request(request: RunRequest) -> tuple[BenchSpec, AgentChoice, list[int
     groups = list(request.groups) or list(spec.group_names())
     spec.check_groups(groups)
     check_overrides(list(request.sets))
+    check_fixed_sets(spec, groups, request.sets)
     agent = resolve_agent(request.agent)
     if agent.answerer is None and EQA_GROUP in groups:
         if request.groups:
@@ -161,10 +231,12 @@ def run_benchmark(request: RunRequest) -> BenchResult:
 
     spec, agent, worlds, groups = check_request(request)
     facts = Provenance.collect()  # the commit and machine the episodes run on, taken before they run
-    if spec.scoring.scorer != SCORER:
-        raise SpecError(f"spec v{spec.version} is scored by {spec.scoring.scorer}; this embodmem has {SCORER}")
+    if spec.scoring.scorer not in SCORERS:
+        raise SpecError(
+            f"spec v{spec.version} is scored by {spec.scoring.scorer}; this embodmem has {', '.join(SCORERS)}"
+        )
     configs = {g: job_config(spec, agent, request.track, request.split, g, worlds, request.sets) for g in groups}
-    config_hashes = {agent_config_sha256(c) for c in configs.values()}
+    base = agent_base_config(agent, request.sets)
     started = time.perf_counter()
     records: list[BenchRecord] = []
     for group, cfg in configs.items():
@@ -194,8 +266,8 @@ def run_benchmark(request: RunRequest) -> BenchResult:
             privileged=agent.privileged,
             overrides=[*agent.overrides, *request.sets],
             sets=list(request.sets),
-            config_sha256=sorted(config_hashes)[0],
-            config=agent_config(next(iter(configs.values()))),
+            config_sha256=agent_config_sha256(base),
+            config=agent_config(base),
         ),
         track=TrackRef(name=request.track, **track_spec.model_dump()),
         split=request.split,

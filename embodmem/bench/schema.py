@@ -52,6 +52,20 @@ class Interval(_Model):
         return cls(mean=_defined(mean), lo=_defined(ci[0]), hi=_defined(ci[1]), n=n)
 
 
+class StalenessScore(_Model):
+    """A changing-world sequence's staleness figures, over its revisits in the scored condition (a
+    revisit: a task whose goal the sequence asked for before, in the same world)."""
+
+    changed_spl: Interval
+    """SPL of revisits whose goal was moved, removed, re-dressed or drifted since (``goal_changed``)."""
+    unchanged_spl: Interval
+    """SPL of revisits whose goal stayed where it was."""
+    stale_target_visits: Interval
+    """Entries into a place where the goal stood before a change and no longer stands, per changed-goal revisit."""
+    steps_to_correct: Interval
+    """Steps from the first to the last step in a stale place, over the episodes with such a step."""
+
+
 class SequenceScore(_Model):
     """One sequence's figures over the run's worlds (later tasks: the second task onwards)."""
 
@@ -69,6 +83,8 @@ class SequenceScore(_Model):
     warm_minus_cold_spl: Interval | None
     """Later tasks, paired by world and task; None for agents without memory."""
     steps_cold_over_warm: Interval | None
+    staleness: StalenessScore | None = None
+    """A changing world's figures (None: a static world)."""
 
 
 class GroupScore(_Model):

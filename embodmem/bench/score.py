@@ -8,7 +8,12 @@ file, so the scorer is versioned with the spec (:data:`SCORER` must equal the sp
   success and steps of the later tasks (the second task onwards: where memory can help), SPL of every
   task, and for memory carriers warm minus cold SPL and cold/warm steps, paired by world and task;
 - per group, each world's mean over the sequences of their later-task SPL, then the mean over worlds;
-- question answering: the share answered right.
+- question answering: the share answered right;
+- changing-world sequences (records with ``goal_changed``), from scorer 2 on the same figures plus, over
+  the revisits of the scored condition (tasks whose goal was asked for before in the world): SPL on
+  changed and on unchanged goals, stale-target visits per changed-goal revisit, and steps to correct
+  over the episodes that entered a stale place (:class:`~embodmem.bench.schema.StalenessScore`).
+  Static records score the same under scorer 1 and 2.
 
 Episodes an error stopped count as failures (success 0, SPL 0), never as missing. Every interval is
 the project's 95% percentile bootstrap (embodmem.stats) resampling whole worlds (tours for answers):
@@ -31,11 +36,14 @@ import numpy as np
 from pydantic import JsonValue
 
 from embodmem.bench.records import BenchRecord
-from embodmem.bench.schema import EQAScore, GroupScore, Interval, SequenceScore
+from embodmem.bench.schema import EQAScore, GroupScore, Interval, SequenceScore, StalenessScore
 from embodmem.stats import difference_of_means, mean_ci, paired_ci, ratio_of_means
 
-SCORER = "embodmem-bench-score/1"
-"""The scorer's name and version (a spec's ``scoring.scorer``)."""
+SCORERS: tuple[str, ...] = ("embodmem-bench-score/1", "embodmem-bench-score/2")
+"""Every scorer this package scores with (a spec's ``scoring.scorer``): 2 adds the changing world's
+staleness figures, which static records do not have, so 1 and 2 agree on them."""
+SCORER = SCORERS[-1]
+"""The newest scorer."""
 
 
 def _number(record: dict[str, JsonValue], key: str) -> float:
@@ -112,6 +120,45 @@ def score_sequence(sequence: str, records: list[dict[str, JsonValue]]) -> Sequen
         all_spl=_interval([_number(r, "spl") for r in main], [_world(r) for r in main]),
         warm_minus_cold_spl=warm_minus_cold,
         steps_cold_over_warm=steps_ratio,
+        staleness=score_staleness(main),
+    )
+
+
+def revisits(records: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]:
+    """The records of one condition whose task an earlier task of the same world asked for too."""
+    asked: dict[int, dict[int, str]] = defaultdict(dict)
+    for r in records:
+        asked[_world(r)][_task_index(r)] = str(r.get("task"))
+    return [
+        r
+        for r in records
+        if any(i < _task_index(r) and task == str(r.get("task")) for i, task in asked[_world(r)].items())
+    ]
+
+
+def score_staleness(records: list[dict[str, JsonValue]]) -> StalenessScore | None:
+    """The staleness figures of one condition's records of a changing world (None: a static world).
+
+    >>> recs = [{"world_seed": w, "task_index": t, "task": "wreck", "condition": "warm", "spl": s,
+    ...     "goal_changed": t == 2 and w == 0, "stale_target_visits": v, "steps_to_correct": c}
+    ...     for w, t, s, v, c in [(0, 1, 1.0, 0, None), (0, 2, 0.2, 2, 9), (1, 1, 1.0, 0, None), (1, 2, 0.8, 0, None)]]
+    >>> st = score_staleness(recs)
+    >>> st.changed_spl.mean, st.unchanged_spl.mean, st.stale_target_visits.mean, st.steps_to_correct.mean
+    (0.2, 0.8, 2.0, 9.0)
+    """
+    if not any(r.get("goal_changed") is not None for r in records):
+        return None
+    again = revisits(records)
+    changed = [r for r in again if r.get("goal_changed")]
+    unchanged = [r for r in again if not r.get("goal_changed")]
+    corrected = [r for r in again if isinstance(r.get("steps_to_correct"), int)]
+    return StalenessScore(
+        changed_spl=_interval([_number(r, "spl") for r in changed], [_world(r) for r in changed]),
+        unchanged_spl=_interval([_number(r, "spl") for r in unchanged], [_world(r) for r in unchanged]),
+        stale_target_visits=_interval(
+            [_number(r, "stale_target_visits") for r in changed], [_world(r) for r in changed]
+        ),
+        steps_to_correct=_interval([_number(r, "steps_to_correct") for r in corrected], [_world(r) for r in corrected]),
     )
 
 

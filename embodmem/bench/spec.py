@@ -9,16 +9,22 @@ The file repeats what the code defines (the sequences' tasks, the sensing settin
 the question files' checksums) instead of pointing at it: :func:`check_against_code` refuses to run
 when the code has drifted from the spec, so a changed task can never be scored under an old version.
 
+Versions: v1 (category, instance, lifelong, EQA; the embedder left to the submitter) and v2 (v1's
+tasks, the instance group's embedder fixed to the CLIP that tells appearance variants apart, and two
+changing-world groups scored with staleness measures). A published version is never edited.
+
 Example:
-    >>> spec = load_spec(1)
+    >>> spec = load_spec(2)
     >>> spec.version, sorted(spec.groups)
-    (1, ['category', 'instance', 'lifelong'])
+    (2, ['category', 'changing', 'changing_instance', 'instance', 'lifelong'])
+    >>> spec.groups["instance"].embedder
+    {'model': 'embodmem-tiny-clip', 'pretrained': 'variants'}
     >>> spec.world_seeds("dev", 3)
     [1000, 1001, 1002]
     >>> load_spec(7)
     Traceback (most recent call last):
     ...
-    embodmem.bench.spec.SpecError: spec version 7 does not exist; valid versions: 1
+    embodmem.bench.spec.SpecError: spec version 7 does not exist; valid versions: 1, 2
 """
 
 from __future__ import annotations
@@ -55,6 +61,29 @@ class SplitSpec(_Frozen):
     purpose: str
 
 
+class ChangeSpec(_Frozen):
+    """One change of a changing world, every field of embodmem.envs.changes.WorldChange."""
+
+    action: str
+    object: str
+    task: int
+    instance: int
+    step: int
+    to: str
+    variant: str | None
+    distance: int
+
+
+class WorldChangesSpec(_Frozen):
+    """A changing world's change set, every field of embodmem.envs.changes.WorldChanges (the
+    ``world/changes`` file of the same name must still say the same)."""
+
+    name: str
+    seed: int
+    hoist: bool
+    changes: list[ChangeSpec]
+
+
 class GroupSpec(_Frozen):
     """A family of task sequences run with the same environment changes."""
 
@@ -64,6 +93,11 @@ class GroupSpec(_Frozen):
     sleep_between_tasks: bool
     sequences: dict[str, list[str]]
     """Sequence name -> its tasks, in order."""
+    embedder: dict[str, str | int | float | bool | None] | None = None
+    """Embedder settings every agent of this group perceives with (None: the submitter's choice):
+    instance goals are only comparable when every memory sees through the same CLIP."""
+    world_changes: WorldChangesSpec | None = None
+    """The world's changes between tasks (None: a static world)."""
 
 
 class QuestionFileSpec(_Frozen):
@@ -88,13 +122,15 @@ class CISpec(_Frozen):
 
 class ScoringSpec(_Frozen):
     scorer: str
-    """The scorer's name and version (embodmem.bench.score.SCORER must equal it)."""
+    """The scorer's name and version (one of embodmem.bench.score.SCORERS)."""
     metric: str
     tasks: Literal["later", "all"]
     condition: str
     group_score: str
     eqa_metric: str
     ci: CISpec
+    staleness: str | None = None
+    """What the changing-world groups add to a sequence's figures (None: no changing world)."""
 
 
 class TrackSpec(_Frozen):
@@ -229,6 +265,9 @@ def check_against_code(spec: BenchSpec) -> None:
                     f"sequence {name!r}: spec v{spec.version} freezes {tasks}, the code defines "
                     f"{list(SEQUENCES.get(name, ()))}; this code cannot run spec v{spec.version}"
                 )
+    for group in spec.groups.values():
+        if group.world_changes is not None:
+            check_changes_file(spec, group.world_changes, next(iter(group.sequences)), group.env)
     fields = {f.name for f in dataclasses.fields(EnvConfig)}
     if set(spec.sensing) != fields:
         differ = sorted(set(spec.sensing) ^ fields)
@@ -242,3 +281,22 @@ def check_against_code(spec: BenchSpec) -> None:
         got = json.loads(question_file(q.file).read_text(encoding="utf-8").split("\n", 1)[0]).get("sha256")
         if got != q.sha256 or found.split != name:
             raise SpecError(f"question file {q.file!r}: checksum {got} differs from spec v{spec.version}'s {q.sha256}")
+
+
+def check_changes_file(
+    spec: BenchSpec, frozen: WorldChangesSpec, sequence: str, env: dict[str, bool | int | float | str | None]
+) -> None:
+    """The ``world/changes`` file named by ``frozen`` still declares exactly the frozen changes."""
+    import dataclasses
+
+    import embodmem
+    from embodmem.config import world_changes
+
+    overrides = [f"world/changes={frozen.name}", f"experiment.sequence={sequence}"]
+    overrides += [f"env.{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in env.items()]
+    found = dataclasses.asdict(world_changes(embodmem.compose(overrides)))
+    if found != frozen.model_dump():
+        raise SpecError(
+            f"world/changes={frozen.name}: the file differs from what spec v{spec.version} froze; "
+            f"this code cannot run spec v{spec.version}"
+        )

@@ -6,7 +6,10 @@ the records file beside it has the hash and count the result names; every score,
 budget verdict and the status re-computed from the records by the pinned scorer equal the file's.
 ``--rerun K`` then re-runs K episodes drawn at random (``--seed``) with the runner's own sequential
 loop and requires each record to come back field for field (measured times aside), the way Habitat's
-minival phase checks that local and remote scores agree.
+minival phase checks that local and remote scores agree. The re-run uses the agent, memory and
+embedder values the result recorded (``agent.config``), not today's defaults: a field the code gained
+after the run keeps its default, which must be the old behaviour; a recorded field the code no longer
+has is refused. A record field the record format gained after the run is not compared.
 
 Example:
     >>> verify_result(Path("no/such/result.json"))
@@ -27,7 +30,14 @@ from pydantic import JsonValue, ValidationError
 from embodmem.bench.records import BenchRecord, RecordsError, parse_records
 from embodmem.bench.schema import BenchResult, schema_problem
 from embodmem.bench.score import score_answers, score_groups
-from embodmem.bench.spec import SpecError, available_versions, load_spec, sha256_hex, spec_hash
+from embodmem.bench.spec import (
+    SpecError,
+    available_versions,
+    canonical_json,
+    load_spec,
+    sha256_hex,
+    spec_hash,
+)
 from embodmem.bench.tracks import check_budget, usage_of
 
 NOT_RECOMPUTED = ("wall_time_s", "memory_query_ms", "episode_log", "video", "video_error")
@@ -241,7 +251,7 @@ def check_answers(path: Path, result: BenchResult, records: list[BenchRecord]) -
 def rerun_episodes(path: Path, result: BenchResult, records: list[BenchRecord], k: int, seed: int) -> int:
     """Re-run ``k`` episodes drawn with ``seed`` and compare their records (:class:`VerifyError` on the first difference)."""
     from embodmem.bench.agents import resolve_agent
-    from embodmem.bench.run import agent_config, agent_config_sha256, job_config
+    from embodmem.bench.run import agent_base_config, agent_config_sha256, job_config
 
     episodes = [r for r in records if r.kind == "episode" and not r.record.get("aborted")]
     if not episodes:
@@ -250,21 +260,26 @@ def rerun_episodes(path: Path, result: BenchResult, records: list[BenchRecord], 
     spec = load_spec(result.spec.version)
     agent = resolve_agent(result.agent.name)
     sets = result.agent.overrides[len(agent.overrides) :]
+    recorded = result.agent.config
+    if recorded is not None:  # the run's own values, so a default changed since cannot change the re-run
+        if sha256_hex(canonical_json(recorded)) != result.agent.config_sha256:
+            raise VerifyError(f"{path}: field agent.config does not match agent.config_sha256 (edited)")
+        try:
+            agent_base_config(agent, sets, recorded)
+        except SpecError as err:
+            raise VerifyError(f"{path}: --rerun: {err}") from None
+    else:  # a result that did not record its config: today's defaults must be the run's
+        base = agent_base_config(agent, sets)
+        if agent_config_sha256(base) != result.agent.config_sha256:
+            raise VerifyError(
+                f"{path}: --rerun: agent {result.agent.name!r} resolves to another config here than in the run "
+                "(the result does not record its config; re-run it to record one)"
+            )
     for index in sorted(int(i) for i in picks):
         chosen = episodes[index]
-        cfg = job_config(spec, agent, result.track.name, result.split, chosen.group, result.worlds, sets)
-        if agent_config_sha256(cfg) != result.agent.config_sha256:
-            found = first_difference(result.agent.config, agent_config(cfg), "") if result.agent.config else None
-            detail = (
-                f" (first {found[0].lstrip('.')}: {_short(found[1])} in the run, {_short(found[2])} here)"
-                if found
-                else ""
-            )
-            raise VerifyError(
-                f"{path}: --rerun: agent {result.agent.name!r} resolves to another config here than in the run{detail}"
-            )
+        cfg = job_config(spec, agent, result.track.name, result.split, chosen.group, result.worlds, sets, recorded)
         again = _rerun_one(cfg, chosen.record)
-        for key in sorted(set(chosen.record) | set(again)):
+        for key in sorted(chosen.record):  # a field the record format gained after the run is not compared
             if key in NOT_RECOMPUTED:
                 continue
             if not _same(chosen.record.get(key), again.get(key)):

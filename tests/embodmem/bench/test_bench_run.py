@@ -20,7 +20,10 @@ from embodmem.bench.verify import VerifyError, verify_result
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench") / "random"
-    run_benchmark(RunRequest(agent="random", track="steps200", split="dev", out=out, worlds=2, groups=("category",)))
+    request = RunRequest(
+        agent="random", track="steps200", split="dev", out=out, worlds=2, groups=("category",), spec_version=1
+    )
+    run_benchmark(request)
     return out
 
 
@@ -86,7 +89,8 @@ def test_verify_refuses_records_that_do_not_match_the_hash(copy: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d["spec"].update(version=2), "spec version 2 does not exist in this embodmem; valid versions: 1"),
+        (lambda d: d["spec"].update(version=3), "spec version 3 does not exist in this embodmem; valid versions: 1, 2"),
+        (lambda d: d["spec"].update(version=2), "another edition of the spec"),
         (lambda d: d["spec"].update(sha256="0" * 64), "another edition of the spec"),
         (lambda d: d["track"].update(memory_bytes=1), "track 'steps200' differs from spec v1's"),
         (lambda d: d["track"].update(name="fast"), "valid tracks: open"),
@@ -127,7 +131,7 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path: Path, capsys: pytest.Captur
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 5
     assert "valid tracks: open, mem256k, mem16k, steps200, vlm-lean" in lines[0]
-    assert "'octopus' is unknown" in lines[1] and "valid versions: 1" in lines[2]
+    assert "'octopus' is unknown" in lines[1] and "valid versions: 1, 2" in lines[2]
     assert "--set: 'env.size=8' is not allowed" in lines[3] and "no such result file" in lines[4]
     assert not (tmp_path / "x").exists()  # refused before any work
 

@@ -15,7 +15,7 @@ from pydantic import JsonValue
 
 from embodmem.bench.records import BenchRecord
 from embodmem.bench.schema import Interval
-from embodmem.bench.score import SCORER, score_answers, score_groups, score_sequence, scored_condition
+from embodmem.bench.score import SCORER, SCORERS, score_answers, score_groups, score_sequence, scored_condition
 from embodmem.stats import difference_of_means, mean_ci, paired_ci, ratio_of_means
 
 
@@ -34,7 +34,7 @@ def interval(values: list[float], clusters: list[object]) -> Interval:
 
 
 def test_the_scorer_names_its_version() -> None:
-    assert SCORER == "embodmem-bench-score/1"
+    assert SCORERS == ("embodmem-bench-score/1", "embodmem-bench-score/2") and SCORERS[-1] == SCORER
 
 
 def test_a_sequence_that_ran_warm_is_scored_warm_else_single() -> None:

@@ -14,19 +14,45 @@ from embodmem.bench.spec import (
     available_versions,
     canonical_json,
     check_against_code,
+    check_changes_file,
     load_spec,
     sha256_hex,
     spec_hash,
 )
 
 V1_SHA256 = "5d854041b9531f198bea68fb068e8d9861d5c7b5aab656fd2971795d9394f56b"
+V2_SHA256 = "8c5b21d432dda6764c5de0662c59867250428f6612be259c7b1f609ddd21ce73"
 
 
-def test_spec_v1_hash_is_pinned() -> None:
-    # Changing v1 in any way breaks every result measured on it: publish a v2 instead.
+def test_spec_hashes_are_pinned() -> None:
+    # Changing a published version in any way breaks every result measured on it: publish a new one.
     assert spec_hash(1) == V1_SHA256
     assert spec_hash("v1") == V1_SHA256
-    assert available_versions() == (1,)
+    assert spec_hash(2) == V2_SHA256
+    assert available_versions() == (1, 2)
+
+
+def test_v2_keeps_v1s_tasks_fixes_the_instance_embedder_and_adds_changing_worlds() -> None:
+    v1, v2 = load_spec(1), load_spec(2)
+    for name, group in v1.groups.items():
+        assert v2.groups[name].sequences == group.sequences and v2.groups[name].env == group.env
+    assert v1.groups["instance"].embedder is None
+    assert v2.groups["instance"].embedder == {"model": "embodmem-tiny-clip", "pretrained": "variants"}
+    assert v2.groups["changing_instance"].embedder == v2.groups["instance"].embedder
+    assert list(v2.groups["changing"].sequences) == ["revisit_shallow8"]
+    changes = v2.groups["changing_instance"].world_changes
+    assert changes is not None and changes.name == "moved_goat" and not changes.hoist
+    assert v2.tracks == v1.tracks and v2.splits == v1.splits
+    assert v2.scoring.scorer == "embodmem-bench-score/2" and v2.scoring.staleness
+
+
+def test_a_changed_world_changes_file_is_refused() -> None:
+    spec = load_spec(2)
+    group = spec.groups["changing"]
+    assert group.world_changes is not None
+    moved = group.world_changes.model_copy(update={"seed": 1})
+    with pytest.raises(SpecError, match="world/changes=moved_half: the file differs from what spec v2 froze"):
+        check_changes_file(spec, moved, "revisit_shallow8", group.env)
 
 
 def test_changing_any_task_changes_the_hash() -> None:
@@ -45,9 +71,10 @@ def test_changing_any_task_changes_the_hash() -> None:
         assert sha256_hex(canonical_json(changed)) != V1_SHA256, what
 
 
-def test_the_code_still_defines_what_v1_froze() -> None:
-    spec = load_spec(1)
-    check_against_code(spec)  # sequences, sensing fields, split ranges, question files
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_code_still_defines_what_each_version_froze(version: int) -> None:
+    spec = load_spec(version)
+    check_against_code(spec)  # sequences, sensing fields, split ranges, question files, change sets
     assert spec.world_seeds("test", 2) == [100_000, 100_001]
     assert spec.group_of("goat_mixed10") == "instance"
 
@@ -55,7 +82,8 @@ def test_the_code_still_defines_what_v1_froze() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: load_spec(2), "spec version 2 does not exist; valid versions: 1"),
+        (lambda: load_spec(3), "spec version 3 does not exist; valid versions: 1, 2"),
+        (lambda: load_spec("v0"), "spec version v0 does not exist; valid versions: 1, 2"),
         (lambda: load_spec(1).track("fast"), "valid tracks: open, mem256k, mem16k, steps200, vlm-lean"),
         (lambda: load_spec(1).split("val"), "valid splits: dev, test"),
         (lambda: load_spec(1).check_groups(["maze"]), "valid groups: category, instance, lifelong, eqa"),
@@ -79,4 +107,7 @@ def test_spec_command_prints_the_hash_groups_and_tracks(capsys: pytest.CaptureFi
 
     assert main(["spec"]) == 0
     out = capsys.readouterr().out
-    assert V1_SHA256 in out and "group lifelong: lifelong50" in out and "track mem16k:" in out
+    assert V2_SHA256 in out and "group changing: revisit_shallow8" in out and "track mem16k:" in out
+    assert main(["spec", "--spec", "v1"]) == 0
+    out = capsys.readouterr().out
+    assert V1_SHA256 in out and "group lifelong: lifelong50" in out and "changing" not in out
