@@ -36,7 +36,7 @@ from embodmem.agents.textlog_agent import LogEntry
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, SensorSpec
 from embodmem.eqa.config import ANSWERER_METHODS, EQA_ANSWERERS, resolve_answerer
-from embodmem.eqa.files import Question, QuestionSet, QuestionType, Truth
+from embodmem.eqa.files import POINT_TYPES, Question, QuestionSet, QuestionType, Truth
 from embodmem.eqa.questions import phrase
 from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig
 from embodmem.memory.protocol import Memory
@@ -175,7 +175,7 @@ class OracleAnswerer(Answerer):
 
     def answer(self, question: Question) -> Answer:
         t = self.truths[question.id]
-        if question.type == QuestionType.where:
+        if question.type.value in POINT_TYPES:
             cx, cy = np.mean(np.asarray(t.cells, dtype=float), axis=0)
             return Answer(point=(float(cx), float(cy)))
         return Answer(choice=t.answer)

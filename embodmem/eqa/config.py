@@ -7,8 +7,10 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from embodmem.eqa.files import CHANGING_QUESTION_TYPES
 from embodmem.memory.protocol import missing_memory_members
 from embodmem.plugins import PluginError, describe, installed, is_import_path, load_object
+from embodmem.splits import SPLIT_NAMES
 
 EQA_ANSWERERS: tuple[str, ...] = ("blind", "textlog", "frame_memory", "keep_everything", "vlm", "oracle")
 """Answerers of the question-answering mode (embodmem.eqa.answerers registers each)."""
@@ -63,6 +65,52 @@ def resolve_answerer(name: str) -> PluginAnswerer:
 
 
 @dataclass
+class ChangingEQAConfig:
+    """Questions about a visit of several tasks to a world that changes between them
+    (``experiment=eqa_changing``; :mod:`embodmem.eqa.changing`)."""
+
+    enabled: bool = False
+    """Ask the changing-world questions (visits walked here) instead of a question file's."""
+    split: str = "dev"
+    """Split the visits' worlds come from (test: reported figures only)."""
+    worlds: int = 20
+    """Visits (one a world)."""
+    first: Optional[int] = None
+    """First world seed (None: the split's first)."""
+    types: list[str] = field(
+        default_factory=lambda: ["first_seen", "tasks_ago", "where_before", "appearance", "count_now", "abstention"]
+    )
+    """Question types asked (embodmem.eqa.files.CHANGING_QUESTION_TYPES)."""
+    tasks: int = 4
+    """Tasks of a visit (the world changes between them)."""
+    leg_steps: int = 60
+    """Steps of each task's tour."""
+    prior_worlds: int = 100
+    """Dev visits (from world 1600) the blind answerer's prior is learned from."""
+
+    def __post_init__(self) -> None:
+        """Refuse bad settings in one line naming the key, before any visit is walked."""
+        key = "experiment.eqa.changing"
+        types = list(self.types)
+        unknown = [t for t in types if t not in CHANGING_QUESTION_TYPES]
+        if unknown or not types:
+            shown = repr(unknown[0]) if unknown else "[]"
+            raise ValueError(f"{key}.types: {shown} is not allowed; allowed: {', '.join(CHANGING_QUESTION_TYPES)}")
+        if self.split not in SPLIT_NAMES:
+            raise ValueError(f"{key}.split: {self.split!r} is unknown; allowed: {', '.join(SPLIT_NAMES)}")
+        for name, low, high in (
+            ("worlds", 1, None),
+            ("tasks", 2, 8),
+            ("leg_steps", 10, None),
+            ("prior_worlds", 1, 400),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < low or (high is not None and value > high):
+                allowed = f"an integer >= {low}" if high is None else f"an integer in {low}..{high}"
+                raise ValueError(f"{key}.{name}: {value!r} is not allowed; allowed: {allowed}")
+
+
+@dataclass
 class EQAConfig:
     """Tour + questions mode (``experiment=eqa``): replay recorded tours, ask what the robot saw."""
 
@@ -82,3 +130,9 @@ class EQAConfig:
     """Answer only the first this many tours of the file (None: all)."""
     vlm_frames: int = 6
     """Frames the VLM answerer retrieves and sends with each question."""
+    changing: ChangingEQAConfig = field(default_factory=ChangingEQAConfig)
+    """The changing-world questions (``experiment=eqa_changing``)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.changing, dict):  # as the config layer hands the group over
+            self.changing = ChangingEQAConfig(**self.changing)

@@ -72,7 +72,12 @@ def report(qs: QuestionSet, result: EQAResult) -> str:
 def run_eqa(
     eqa: EQAConfig, vlm_config: VLMConfig, out_dir: Path, embedder: RecognitionEmbedder, progress: bool = True
 ) -> list[EQARecord]:
-    """Answer ``eqa.questions`` with ``eqa.answerers`` into ``out_dir``; the records."""
+    """Answer ``eqa.questions`` with ``eqa.answerers`` into ``out_dir`` (or, with
+    ``eqa.changing.enabled``, the changing-world questions); the records."""
+    if eqa.changing.enabled:
+        from embodmem.eqa.changing_run import run_changing
+
+        return run_changing(eqa.changing, list(eqa.answerers), out_dir, embedder, progress=progress)
     qs, answerers = prepare(eqa, vlm_config, embedder)
     bar = tqdm(total=len(qs.tours), desc="tours", unit="tour", disable=not progress)
 

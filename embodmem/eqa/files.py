@@ -63,17 +63,37 @@ class QuestionType(Enum):
     relation = "relation"
     where = "where"
     attribute = "attribute"
+    first_seen = "first_seen"
+    tasks_ago = "tasks_ago"
+    where_before = "where_before"
+    appearance = "appearance"
+    count_now = "count_now"
+    abstention = "abstention"
 
     def __str__(self) -> str:
         return self.value
 
 
-QUESTION_TYPES: tuple[str, ...] = tuple(t.value for t in QuestionType)
+CHANGING_QUESTION_TYPES: tuple[str, ...] = (
+    "first_seen",
+    "tasks_ago",
+    "where_before",
+    "appearance",
+    "count_now",
+    "abstention",
+)
+"""The questions about a visit of several tasks in a world that changes between them
+(:mod:`embodmem.eqa.changing`)."""
+QUESTION_TYPES: tuple[str, ...] = tuple(t.value for t in QuestionType if t.value not in CHANGING_QUESTION_TYPES)
+"""The questions about one tour of a static world (the shipped question files)."""
+ALL_QUESTION_TYPES: tuple[str, ...] = (*QUESTION_TYPES, *CHANGING_QUESTION_TYPES)
+POINT_TYPES: tuple[str, ...] = ("where", "where_before")
+"""Types answered with a point (x, y in cells), scored by distance; every other type has choices."""
 
 
 def question_type(name: str) -> QuestionType:
-    if name not in QUESTION_TYPES:
-        raise ValueError(f"question type {name!r} is unknown; allowed: {', '.join(QUESTION_TYPES)}")
+    if name not in ALL_QUESTION_TYPES:
+        raise ValueError(f"question type {name!r} is unknown; allowed: {', '.join(ALL_QUESTION_TYPES)}")
     return QuestionType(name)
 
 
@@ -234,8 +254,8 @@ def load_questions(path: str | Path) -> QuestionSet:
                 t = Truth(str(rec["answer"]), tuple((int(c[0]), int(c[1])) for c in rec["cells"]))
                 if q.choices and t.answer not in q.choices:
                     raise ValueError(f"answer {t.answer!r} is not one of the choices {list(q.choices)}")
-                if qtype == QuestionType.where and not t.cells:
-                    raise ValueError("a where question needs the cells of its answer")
+                if qtype.value in POINT_TYPES and not t.cells:
+                    raise ValueError(f"a {qtype.value} question needs the cells of its answer")
                 qs.questions.append(q)
                 qs.truths[q.id] = t
             else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embodmem.eqa.answerers import Answer
-from embodmem.eqa.files import QUESTION_TYPES, Question, QuestionType, Truth
+from embodmem.eqa.files import ALL_QUESTION_TYPES, POINT_TYPES, Question, Truth
 from embodmem.eqa.questions import chance
 from embodmem.stats import paired_ci
 
@@ -45,7 +45,7 @@ class EQARecord:
 
 
 def score(answerer: str, question: Question, truth: Truth, answer: Answer, cell_size_m: float) -> EQARecord:
-    if question.type == QuestionType.where:
+    if question.type.value in POINT_TYPES:
         if answer.point is None:
             return EQARecord(
                 question.tour, question.id, question.type.value, answerer, "", False, False, answer.format_error
@@ -144,13 +144,13 @@ def type_scores(
     for r in records:
         groups[(r.answerer, r.type)].append(r)
     out = []
-    order = {t: i for i, t in enumerate(QUESTION_TYPES)}
+    order = {t: i for i, t in enumerate(ALL_QUESTION_TYPES)}
     for (name, qtype), recs in sorted(groups.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
         _, num, den = _per_tour(recs, "correct")
         acc = float(num.sum() / den.sum())
         ci = paired_ci(num, den, _ratio)
         errors = [r.error_cells for r in recs if r.error_cells is not None]
-        if qtype == QuestionType.where.value:
+        if qtype in POINT_TYPES:
             ch = float(np.mean([where_chance(truths[r.question].cells, world_size) for r in recs]))
         else:
             ch = float(np.mean([chance(questions[r.question]) for r in recs]))
@@ -201,7 +201,7 @@ def paired_difference(records: list[EQARecord], a: str, b: str, qtype: str) -> t
 def format_table(scores: list[TypeScore]) -> str:
     """A markdown table: one row per answerer, accuracy [CI] per type; "where" adds the median
     error in cells."""
-    types = [t for t in QUESTION_TYPES if any(s.type == t for s in scores)]
+    types = [t for t in ALL_QUESTION_TYPES if any(s.type == t for s in scores)]
     names = list(dict.fromkeys(s.answerer for s in scores))
     by = {(s.answerer, s.type): s for s in scores}
     head = "| answerer | " + " | ".join(types) + " |"
