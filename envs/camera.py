@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
+from embodmem.envs.jit import compiled
 from embodmem.envs.kernels import fish_in_view, paint_frames, sonar_ranges
 from embodmem.envs.objects import LOOK_HEIGHTS, LOOK_KIND, TEX, texture_atlas
 from embodmem.envs.torch_kernels import paint_frames_torch, ray_device, sonar_ranges_torch
@@ -311,6 +313,14 @@ class Camera:
         self._background_rows: dict[tuple[float, float], np.ndarray] = {}
         self.atlas_flat = self.atlas.reshape(-1, 3) * 255.0
         self.tex_row_offsets = (np.arange(TEX, dtype=np.int32) * TEX)[None, :]
+        self._paint: Callable[..., None] | None = None
+
+    def _resolve_paint(self) -> Callable[..., None]:
+        """The frame painter on the ray path of :func:`ray_device`, chosen once, at the first frame:
+        a render then calls the compiled loop (or the torch cast) directly, with no per-call lookup."""
+        device = ray_device()
+        self._paint = compiled(paint_frames) if device is None else functools.partial(paint_frames_torch, device=device)
+        return self._paint
 
     def background_rows(self, look: WaterLook) -> np.ndarray:
         """(size, 3) colour (0-255 float) of each row with nothing in front: it depends on the row only."""
@@ -485,8 +495,7 @@ class Camera:
         frames = np.arange(len(x)) if group is None else group
         height, width = padded.shape[1], padded.shape[2]
         base = frames * (height * width) + (y + pad) * width + x + pad
-        device = ray_device()
-        paint = paint_frames if device is None else functools.partial(paint_frames_torch, device=device)
+        paint = self._paint if self._paint is not None else self._resolve_paint()
         paint(
             padded.reshape(-1),
             base,
@@ -634,6 +643,13 @@ class Sonar:
         self._t, self._reach, self._cells = self._tables.t, self._tables.reach_per_beam, self._tables.cells
         self._width = -1
         self._offsets = np.zeros(0, dtype=np.int64)
+        self._cast: Callable[..., None] | None = None
+
+    def _resolve_cast(self) -> Callable[..., None]:
+        """The sonar's cast on the ray path of :func:`ray_device`, chosen once, at the first scan."""
+        device = ray_device()
+        self._cast = compiled(sonar_ranges) if device is None else functools.partial(sonar_ranges_torch, device=device)
+        return self._cast
 
     @property
     def reach(self) -> int:
@@ -658,8 +674,7 @@ class Sonar:
         _check_poses(padded, pad, x, y, heading, self.reach)
         base = np.arange(n) * (height * width) + (y + pad) * width + x + pad
         out = np.empty((n, beams), np.float32)
-        device = ray_device()
-        cast = sonar_ranges if device is None else functools.partial(sonar_ranges_torch, device=device)
+        cast = self._cast if self._cast is not None else self._resolve_cast()
         cast(
             padded.reshape(-1),
             base,

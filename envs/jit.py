@@ -4,7 +4,8 @@ Importing Numba takes about half a second of CPU (it pulls in its compiler, and 
 is installed), which every process that imports the env or the geodesic paid, including a command
 line refused before any work and ``--help``. :func:`njit_on_first_call` keeps the decorator's
 options and defers both the import and the compilation to the first call; the compiled dispatcher
-then runs every call, behind one Python call. A kernel wrapped so cannot be called from another
+then runs every call, behind one Python call (:func:`compiled` hands a hot caller the dispatcher
+itself). A kernel wrapped so cannot be called from another
 Numba kernel (Numba types its globals at compile time): wrap only the entry points.
 
 Example:
@@ -52,6 +53,13 @@ class LazyKernel(Generic[F]):
         if kernel is None:
             kernel = self.compiled()
         return kernel(*args)
+
+
+def compiled(kernel: F) -> F:
+    """The Numba dispatcher behind ``kernel`` (compiled now if it was wrapped by
+    :func:`njit_on_first_call`): a caller that keeps it calls the compiled code with no wrapper's
+    Python call in between, which a kernel run once per env step notices."""
+    return kernel.compiled() if isinstance(kernel, LazyKernel) else kernel  # type: ignore[no-any-return]
 
 
 def njit_on_first_call(**options: Any) -> Callable[[F], F]:

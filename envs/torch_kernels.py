@@ -6,7 +6,8 @@ found with an ``argmax`` over a mask, the pixels looked up in the same tables. O
 and the same single float32 products happen, so the result is bit-identical to the Numba loops on
 any device (tested on the CPU, ``tests/envs/test_torch_rays.py``).
 
-Which path runs is :func:`ray_device`: ``EMBODMEM_RAY_DEVICE`` = ``numba`` (the compiled loops),
+Which path runs is :func:`ray_device`, read once by each camera and sonar at its first cast (a
+step then calls the chosen cast directly): ``EMBODMEM_RAY_DEVICE`` = ``numba`` (the compiled loops),
 ``cpu``, ``cuda`` or ``cuda:N`` (these kernels on that torch device) or ``auto`` (the default: CUDA
 when torch is already imported, as the harness's embedder imports it, and sees a GPU; else Numba).
 ``auto`` never imports torch itself: a Gymnasium user of the env alone does not pay for it.
