@@ -3,7 +3,7 @@
 Every result is verified first (hashes, spec, re-scored records: :func:`embodmem.bench.verify.verify_result`),
 so the board shows nothing its records do not support. Results are grouped by spec version, split and
 track; within a table they are ranked by the overall score, the mean of the episode groups' scores
-(category, instance, lifelong; each a mean later-task SPL). Over-budget runs and privileged controls
+(category, instance, lifelong and, from v2, the changing worlds; each a mean later-task SPL). Over-budget runs and privileged controls
 (the oracle) are listed below the ranked rows, unranked; a run on fewer worlds or groups than the spec
 holds is marked partial.
 
@@ -90,6 +90,8 @@ def settings(result: BenchResult) -> list[str]:
     return [o for o in result.agent.overrides if not o.startswith(SELECTORS)]
 
 
+BOARD_GROUPS = ("category", "instance", "lifelong", "changing", "changing_instance")
+"""The episode groups of every spec version, one column each (a version without one shows a dash)."""
 COLUMNS = (
     "rank",
     "agent",
@@ -97,6 +99,8 @@ COLUMNS = (
     "category",
     "instance",
     "lifelong",
+    "changing",
+    "changing_instance",
     "eqa",
     "memory bytes",
     "steps",
@@ -113,7 +117,7 @@ def _cells(row: BoardRow, rank: int | None) -> list[str]:
         str(rank) if rank is not None else "—",
         f"{r.agent.name} ({r.agent.kind} {r.agent.version})" + "".join(f" {item}" for item in settings(r)),
         f"{row.overall:.3f}" if row.overall is not None else "—",
-        *(format_interval(groups.get(g)) for g in ("category", "instance", "lifelong")),
+        *(format_interval(groups.get(g)) for g in BOARD_GROUPS),
         format_interval(r.eqa.accuracy) if r.eqa is not None else "—",
         f"{memory:,}",
         f"{r.usage.steps_total:,}",
