@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     try:
-        types = check_types([t for t in args.types.split(",") if t])
+        types = check_types([t for t in args.types.split(",") if t], key="--types")
         if (
             args.split == "dev"
             and (args.first or 1000) + args.worlds > PRIOR_FIRST

@@ -72,7 +72,9 @@ class ChangingQuestionError(ValueError):
     """Bad settings of the changing-world questions (one line naming the setting)."""
 
 
-def check_types(types: list[str] | tuple[str, ...]) -> tuple[QuestionType, ...]:
+def check_types(
+    types: list[str] | tuple[str, ...], key: str = "experiment.eqa.changing.types"
+) -> tuple[QuestionType, ...]:
     """The question types named, each one of the changing family; an unknown name is refused in
     one line.
 
@@ -85,14 +87,10 @@ def check_types(types: list[str] | tuple[str, ...]) -> tuple[QuestionType, ...]:
         embodmem.eqa.changing.ChangingQuestionError: experiment.eqa.changing.types: 'colour' is unknown; allowed: first_seen, tasks_ago, where_before, appearance, count_now, abstention
     """
     if not types:
-        raise ChangingQuestionError(
-            f"experiment.eqa.changing.types: empty; allowed: one or more of {', '.join(CHANGING_QUESTION_TYPES)}"
-        )
+        raise ChangingQuestionError(f"{key}: empty; allowed: one or more of {', '.join(CHANGING_QUESTION_TYPES)}")
     for name in types:
         if name not in CHANGING_QUESTION_TYPES:
-            raise ChangingQuestionError(
-                f"experiment.eqa.changing.types: {name!r} is unknown; allowed: {', '.join(CHANGING_QUESTION_TYPES)}"
-            )
+            raise ChangingQuestionError(f"{key}: {name!r} is unknown; allowed: {', '.join(CHANGING_QUESTION_TYPES)}")
     return tuple(question_type(name) for name in types)
 
 

@@ -252,6 +252,11 @@ def run_changing(
     worlds = choose_worlds(changing.split, changing.worlds, changing.first)
     env = env or EnvConfig()
     vs = generate_visit_set(changing.split, worlds, embedder, env, types, changing.tasks, changing.leg_steps)
+    if not vs.questions:
+        print(
+            f"no question survived balancing on {len(vs.visits)} visits (each kind's group needs every answer): "
+            "ask more worlds (experiment.eqa.changing.worlds)"
+        )
     prior = prior_set(embedder, env, changing.prior_worlds, changing.tasks, changing.leg_steps)
     answerers = build_visit_answerers(
         names, embedder, prior.as_question_set(), vs.truths, changing.tasks, changing.leg_steps + 1
