@@ -413,13 +413,15 @@ class FrontierExplorer(Agent, Navigator):
         if cached is not None and np.array_equal(cached[0], occupied):
             return cached[1].copy()
         mask = np.zeros_like(self.grid.free)
-        for (dx, dy), between in self._view_offsets(reach, float(self.half_fov)):
-            gx, gy = cx + dx, cy + dy
-            inside = 0 <= gx < n and 0 <= gy < n and not occupied[gy, gx]
-            if inside and not any(
-                occupied[cy + by, cx + bx] for bx, by in between if 0 <= cx + bx < n and 0 <= cy + by < n
-            ):
-                mask[gy, gx] = True
+        offsets, between, used = self._view_offset_arrays(reach, float(self.half_fov))
+        gx, gy = cx + offsets[:, 0], cy + offsets[:, 1]
+        bx, by = cx + between[..., 0], cy + between[..., 1]
+        inside = (gx >= 0) & (gx < n) & (gy >= 0) & (gy < n)
+        inside &= ~occupied[np.where(inside, gy, 0), np.where(inside, gx, 0)]
+        checked = used & (bx >= 0) & (bx < n) & (by >= 0) & (by < n)
+        blocked = (checked & occupied[np.where(checked, by, 0), np.where(checked, bx, 0)]).any(axis=1)
+        ok = inside & ~blocked
+        mask[gy[ok], gx[ok]] = True
         if self.config.clean_background_stop and mask.any():
             clean = self._clean_background(cell, mask)
             if clean.any():  # none: judge from where it can be judged at all
@@ -442,13 +444,27 @@ class FrontierExplorer(Agent, Navigator):
         if self.mission_kind is not None:  # a cell past the detection range is still found at times
             reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)]) + 1.0
         rays = np.linspace(-0.5 * self.half_fov, 0.5 * self.half_fov, 5)
+        n = self.grid.size
+        foreign = self.grid.occupied.copy()  # occupied cells not of the candidate's own object
+        own_x, own_y = np.array(sorted(own), dtype=np.int64).reshape(-1, 2).T
+        foreign[own_y, own_x] = False
         clean = np.zeros_like(viewing)
-        for gy, gx in zip(*np.nonzero(viewing)):
-            pose = (int(gx), int(gy), facing((int(gx), int(gy)), cell))
-            rows, cols = self.grid.view_cells(pose, rays, reach, occlusion=False)
-            beyond = np.hypot(cols - gx, rows - gy) > np.hypot(cell[0] - gx, cell[1] - gy) + 0.5
-            hit = beyond & self.grid.occupied[rows, cols]
-            clean[gy, gx] = all((int(x), int(y)) in own for x, y in zip(cols[hit], rows[hit]))
+        gy, gx = np.nonzero(viewing)
+        headings = np.array([facing((int(x), int(y)), cell) for x, y in zip(gx, gy)], dtype=np.int64)
+        # Every viewing cell facing one way marches the same fan of rays: one array operation per
+        # heading, the same float64 sums and comparisons as a march from each cell alone.
+        for h in np.unique(headings).tolist():
+            at = np.flatnonzero(headings == h)
+            along_x, along_y = self.grid.rays(h, rays, float(reach))
+            x, y = gx[at, None, None], gy[at, None, None]
+            px = np.floor(x + 0.5 + along_x[None]).astype(np.int64)
+            py = np.floor(y + 0.5 + along_y[None]).astype(np.int64)
+            inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+            px, py = np.where(inside, px, 0), np.where(inside, py, 0)
+            target = np.hypot(cell[0] - x, cell[1] - y) + 0.5
+            beyond = np.hypot(px - x, py - y) > target
+            hit = inside & beyond & foreign[py, px]
+            clean[gy[at], gx[at]] = ~hit.any(axis=(1, 2))
         return clean
 
     @staticmethod
@@ -472,6 +488,22 @@ class FrontierExplorer(Agent, Navigator):
                 } - {(0, 0), (dx, dy)}
                 out.append(((dx, dy), tuple(sorted(between))))
         return tuple(out)
+
+    @staticmethod
+    @functools.cache
+    def _view_offset_arrays(reach: float, half_fov: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_view_offsets` as arrays, for one array operation per judged cell: the offsets
+        (K, 2), the offsets between (K, M, 2, padded with zeros) and which of those are real (K, M)."""
+        views = FrontierExplorer._view_offsets(reach, half_fov)
+        width = max([1] + [len(between) for _, between in views])
+        offsets = np.zeros((len(views), 2), dtype=np.int64)
+        between = np.zeros((len(views), width, 2), dtype=np.int64)
+        used = np.zeros((len(views), width), dtype=bool)
+        for i, (offset, cells) in enumerate(views):
+            offsets[i] = offset
+            between[i, : len(cells)] = np.array(cells, dtype=np.int64).reshape(-1, 2)
+            used[i, : len(cells)] = True
+        return offsets, between, used
 
     def frontier_action(self) -> int | None:
         """Next action toward the nearest frontier (Navigator skill).

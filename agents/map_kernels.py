@@ -283,3 +283,28 @@ def look_view(
                 close[cy, cx] = True
             if j < searched_prefix:
                 searched[cy, cx] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def descend(field: np.ndarray, x: int, y: int) -> np.ndarray:
+    """The cells (K, 2) x, y from (x, y) down a distance field to a cell at 0, excluding (x, y):
+    each step to the first 4-neighbour (east, south, west, north) with a smaller distance
+    (:func:`~embodmem.agents.mapping.plan_path`). Returns (0, 2) at 0 already, and (1, 2) holding
+    (-1, -1) when some cell on the way has no smaller neighbour."""
+    n_y, n_x = field.shape
+    path = np.empty((n_y * n_x + 1, 2), dtype=np.int64)
+    k = 0
+    while field[y, x] > 0:
+        found = False
+        for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
+            nx, ny = x + dx, y + dy
+            if 0 <= nx < n_x and 0 <= ny < n_y and field[ny, nx] < field[y, x]:
+                x, y = nx, ny
+                found = True
+                break
+        if not found:
+            path[0, 0], path[0, 1] = -1, -1
+            return path[:1].copy()
+        path[k, 0], path[k, 1] = x, y
+        k += 1
+    return path[:k].copy()

@@ -13,7 +13,7 @@ import math
 import cv2
 import numpy as np
 
-from embodmem.agents.map_kernels import fit_scan, fold_scan, look_view, mark_in_view
+from embodmem.agents.map_kernels import descend, fit_scan, fold_scan, look_view, mark_in_view
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
@@ -97,7 +97,7 @@ class OccupancyGrid:
         """Sample cells every quarter cell along rays (radians from the heading) from the cell
         centre; returns their x, y, whether inside the map, and whether known occupied."""
         x, y, h = pose
-        along_x, along_y = self._rays(h, np.asarray(angles), float(max_range))
+        along_x, along_y = self.rays(h, np.asarray(angles), float(max_range))
         px = np.floor(x + 0.5 + along_x).astype(np.int64)
         py = np.floor(y + 0.5 + along_y).astype(np.int64)
         n = self.size
@@ -106,7 +106,7 @@ class OccupancyGrid:
         occ[inside] = self.occupied[py[inside], px[inside]]
         return px, py, inside, occ
 
-    def _rays(self, heading: int, angles: np.ndarray, max_range: float) -> tuple[np.ndarray, np.ndarray]:
+    def rays(self, heading: int, angles: np.ndarray, max_range: float) -> tuple[np.ndarray, np.ndarray]:
         """x and y offsets of the quarter-cell samples along rays (radians from ``heading``), kept
         for the few ray fans an agent uses every step (the camera's view, recall's rays)."""
         key = (heading, angles.dtype.str, angles.tobytes(), max_range)
@@ -139,7 +139,7 @@ class OccupancyGrid:
         cells does not mark the cells within that many cells in front of it as seen; with
         ``withhold_across_view`` as well, no other ray of the view marks those cells."""
         x, y, h = pose
-        along_x, along_y = self._rays(h, np.asarray(angles), float(look_range))
+        along_x, along_y = self.rays(h, np.asarray(angles), float(look_range))
         samples = along_x.shape[1]
         close_prefix = -1 if close_range is None else _prefix(close_range)
         searched_prefix = samples if searched_range is None else _prefix(searched_range)
@@ -166,7 +166,7 @@ class OccupancyGrid:
         :data:`TARGET_KINDS` order): one march, each kind a prefix of it (compiled:
         :func:`~embodmem.agents.map_kernels.mark_in_view`)."""
         x, y, h = pose
-        along_x, along_y = self._rays(h, np.asarray(angles), float(ranges.max()))
+        along_x, along_y = self.rays(h, np.asarray(angles), float(ranges.max()))
         prefix = np.array([_prefix(float(reach)) for reach in ranges], dtype=np.int64)
         mark_in_view(self.searched_by_kind, self.occupied, float(x), float(y), along_x, along_y, prefix)
 
@@ -176,7 +176,7 @@ class OccupancyGrid:
         """Mark the whole view cone up to ``reach`` cells, behind what the map knows too, as where
         each ``recognised`` kind ((K,) bool, :data:`TARGET_KINDS` order) was found."""
         x, y, h = pose
-        along_x, along_y = self._rays(h, np.asarray(angles), float(reach))
+        along_x, along_y = self.rays(h, np.asarray(angles), float(reach))
         prefix = np.where(recognised, along_x.shape[1], 0).astype(np.int64)
         mark_in_view(self.recognised_by_kind, self._no_occlusion, float(x), float(y), along_x, along_y, prefix)
 
@@ -338,21 +338,10 @@ def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -
     field = bfs_distance(passable | goals, goals, at_start)
     if not np.isfinite(field[sy, sx]):
         return None
-    path = []
-    x, y = sx, sy
-    n_y, n_x = field.shape
-    while field[y, x] > 0:
-        best = None
-        for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
-            nx, ny = x + dx, y + dy
-            if 0 <= nx < n_x and 0 <= ny < n_y and field[ny, nx] < field[y, x]:
-                best = (nx, ny)
-                break
-        if best is None:
-            return None
-        x, y = best
-        path.append(best)
-    return path
+    cells = descend(field, int(sx), int(sy))
+    if len(cells) and cells[0, 0] < 0:
+        return None
+    return [(x, y) for x, y in cells.tolist()]
 
 
 def step_toward(pose: tuple[int, int, int], cell: tuple[int, int]) -> int:
