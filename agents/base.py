@@ -168,6 +168,11 @@ class MemoryCarrier(ABC):
     def load_state(self, directory: Path) -> None:
         """Replace the carried state by the one :meth:`save_state` wrote."""
 
+    def steps_to_correct(self) -> int | None:
+        """In a changing world: steps from the first observation that contradicted a place its
+        memory sent it to in this task, to its memory's update (None: none, or not updated)."""
+        return None
+
     @abstractmethod
     def implant(self, images: np.ndarray, poses: list[tuple[int, int, int]]) -> None:
         """Store ``images`` as if they had been seen at ``poses`` (false memories, for the

@@ -43,6 +43,7 @@ from embodmem.memory.snapshot import (
     read_memory_design,
     save_map_snapshot,
 )
+from embodmem.memory.updates import CONTRADICTED_WEIGHT, PlaceUpdate, forget_records
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,28 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         """The labeller's probabilities of the last frame (:data:`KIND_PROMPT_NAMES` order)."""
         self.trail: np.ndarray | None = None
         """Cells the robot has stood on, in every task since the memory was last reset."""
+        self.contradicted: np.ndarray | None = None
+        """(K, n, n) bool, per target kind (:data:`TARGET_KINDS` order): cells where memory said the
+        kind was and the robot's own close looks later said it is not (the place-level contradiction
+        check of an updating policy, :meth:`memory_update_policy`); never set under ``keep_first``."""
+        self._misses: dict[tuple[int, tuple[int, int]], tuple[int, set[tuple[int, int]]]] = {}
+        """(kind index, cell) -> (step of the first close look that missed the kind there, the
+        viewpoints of those looks), for cells where the map records the kind as recognised."""
+        self._first_miss_step: int | None = None
+        """Step of the first observation that contradicted the recalled place (None: none yet)."""
+        self._sighting_records: dict[tuple[int, int, int], list[int]] = {}
+        """Record ids of the long-term frames behind each pose of the last :meth:`sightings`."""
+        self._pending: list[PlaceUpdate] = []
+        """``consolidate``: contradicted places whose memory update waits for the end of the task."""
+        self._pending_radius: list[int] = []
+        self._carried_seen: np.ndarray | None = None
+        """What counted as searched for the mission's kind when the task began (carried from earlier
+        tasks): unsearched again once a place memory sent the robot to is contradicted."""
+        self._central_rays = np.linspace(-0.4, 0.4, 5)
+        """Rays straight ahead (radians), along which the place-level check looks."""
+        self.place_updates: list[PlaceUpdate] = []
+        """This task's contradicted places of the mission's kind: where memory sent the robot and
+        the target was not, when that was first observed and when memory was updated."""
 
     def set_context(self, run_id: str, task: str, episode: int) -> None:
         """Labels written with every frame (the runner calls this before each task)."""
@@ -116,12 +139,22 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         self._rechecked = set()
         self._extent_left = set()
         self._query_seconds = []
+        self._misses = {}
+        self._first_miss_step = None
+        self._pending = []
+        self._pending_radius = []
+        self.place_updates = []
+        self._central_rays = np.linspace(-0.6 * self.half_fov, 0.6 * self.half_fov, 5)
+        assert self.grid is not None
+        self._carried_seen = self.grid.seen.copy()
 
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
         assert self.grid is not None
         if self.trail is None or self.trail.shape != self.grid.free.shape:
             self.trail = np.zeros_like(self.grid.free)
+        if self.contradicted is None or self.contradicted.shape[1:] != self.grid.free.shape:
+            self.contradicted = np.zeros((len(TARGET_KINDS), *self.grid.free.shape), dtype=bool)
         if self._loaded_grid is not None:
             shape = self._loaded_grid["trail"].shape
             if shape != self.grid.free.shape:
@@ -133,6 +166,11 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             loaded = dict(self._loaded_grid)
             self._map_records_recognition = all(name in loaded for name in self._KIND_LAYERS)
             self.trail[:] = loaded.pop("trail")
+            self.contradicted[:] = False
+            for k, kind in enumerate(TARGET_KINDS):
+                saved = loaded.pop(f"contradicted.{kind}", None)
+                if saved is not None:
+                    self.contradicted[k] = saved
             self.grid.reset()  # layers an older snapshot lacks start empty
             for name, array in loaded.items():
                 layer, _, kind = name.partition(".")
@@ -149,6 +187,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
     )
     """The grid's per-kind layers, one array a kind (snapshots written before they were kept lack them:
     they load empty, so nothing counts as searched for a kind, nor as contradicted)."""
+    _CONTRADICTED_LAYERS = tuple(f"contradicted.{kind}" for kind in TARGET_KINDS)
+    """:attr:`contradicted`, one array a kind: saved only when a place was ever contradicted."""
     _loaded_grid: dict[str, np.ndarray] | None = None
     _loaded_grid_from: Path = Path()
     _map_records_recognition = True
@@ -163,6 +203,9 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             for name in self._KIND_LAYERS:
                 layer, _, kind = name.partition(".")
                 grid[name] = getattr(self.grid, layer)[TARGET_KINDS.index(kind)]
+            if self.contradicted is not None and self.contradicted.any():  # only an updating policy's
+                for k, kind in enumerate(TARGET_KINDS):
+                    grid[f"contradicted.{kind}"] = self.contradicted[k]
         rejected = RejectedPlaces(
             places={mission: sorted(cells) for mission, cells in self.rejected_places.items()},
             views={mission: sorted(poses) for mission, poses in self.discredited_views.items()},
@@ -177,7 +220,15 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             **{n: np.dtype(np.int16 if n == "evidence" else bool) for n in self._GRID_ARRAYS},
         }
         later = {name: np.dtype(bool) for name in self._KIND_LAYERS}
-        grid, rejected = read_map_snapshot(directory, dtypes, companion_digest, later)
+        try:  # a map that ever had a contradicted place holds those layers too
+            grid, rejected = read_map_snapshot(
+                directory,
+                dtypes,
+                companion_digest,
+                {**later, **dict.fromkeys(self._CONTRADICTED_LAYERS, np.dtype(bool))},
+            )
+        except MemoryLoadError:
+            grid, rejected = read_map_snapshot(directory, dtypes, companion_digest, later)
         self.rejected_places = {m: {(x, y) for x, y in cells} for m, cells in rejected.places.items()}
         self.discredited_views = {m: {(x, y, h) for x, y, h in poses} for m, poses in rejected.views.items()}
         self._loaded_grid = grid
@@ -193,6 +244,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         self.pose_correction[:] = 0.0
         if self.trail is not None:
             self.trail[:] = False
+        if self.contradicted is not None:
+            self.contradicted[:] = False
 
     # ---------------------------------------------------------------- perception + writing
 
@@ -208,6 +261,42 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             with self.timed("mapping"):
                 reach = self.spec.view_range_m / self.spec.cell_size_m
                 self.grid.mark_recognised(self.pose, self.view_rays, reach, recognised)
+        if self.memory_update_policy() != "keep_first":
+            with self.timed("memory_update"):
+                self._check_remembered_places(recognised)
+
+    def memory_update_policy(self) -> str:
+        """How memory updates when what it holds is contradicted (``MemoryConfig.update_policy``);
+        ``keep_first`` (never) for a memory without one. Any other policy turns on the place-level
+        contradiction check (:meth:`_check_remembered_places`)."""
+        return "keep_first"
+
+    def _check_remembered_places(self, recognised: np.ndarray) -> None:
+        """The place-level contradiction check, from the robot's own map and frames: an occupied cell
+        straight ahead, within the range at which a kind is reliably recognised, where the map
+        records that kind as recognised, looked at from two viewpoints by frames that do not show
+        the kind (``recognised``: the labeller's P below ``recheck_probability``), is a place where
+        the kind is no longer (:meth:`_contradict`). A frame that shows the kind again while
+        looking at a contradicted cell clears it (the object may be back)."""
+        assert self.grid is not None and self.contradicted is not None
+        x, y, _ = self.pose
+        reach = float(min(self.config.confirm_range_cells, self.clear_sight))
+        for cell in self.grid.first_hits(self.pose, self._central_rays, reach):
+            cx, cy = cell
+            distance = float(np.hypot(cx - x, cy - y))
+            if distance < 1.5:  # next to it the camera sees a part, not the object
+                continue
+            for k in np.flatnonzero(self.grid.recognised_by_kind[:, cy, cx]).tolist():
+                if distance > self.kind_ranges[k]:
+                    continue
+                if recognised[k]:
+                    self.contradicted[k, cy, cx] = False
+                    self._misses.pop((k, cell), None)
+                elif not self.contradicted[k, cy, cx]:
+                    first, viewpoints = self._misses.setdefault((k, cell), (self.steps, set()))
+                    viewpoints.add((x, y))
+                    if len(viewpoints) >= 2:
+                        self._contradict(PlaceUpdate(TARGET_KINDS[k], cell, first), radius=0)
 
     # ---------------------------------------------------------------- decisions
 
@@ -224,6 +313,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
                 self.recalled = None
             elif self._recalled_place_in_plain_view():
                 self._distant_misses += 1
+                if self._first_miss_step is None:
+                    self._first_miss_step = self.steps
                 if self._distant_misses >= 2:  # it should be visible from here, and is not
                     self._reject_recalled()
             else:
@@ -237,6 +328,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
             due = self.steps - self._last_query_step >= self.config.requery_every
             if (due or self._retry_recall) and self._rejections_this_task < self.config.max_recall_rejections:
                 self.recalled = self.recall_target_place()
+                self._first_miss_step = None
                 self.candidate = None if self.recalled is None else self.recalled.cell
                 self._extent_left = set() if self.recalled is None else set(self.recalled.extent)
                 self._last_query_step = self.steps
@@ -265,6 +357,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         """A part of the recalled place ruled out: the best-voted cell is judged next, then the place
         is given up (one extra look at most, so a false place costs little more than one trip)."""
         super().rule_out(cell)
+        if self.recalled is not None and self._first_miss_step is None:
+            self._first_miss_step = self.steps  # judged from next to it: not there
         if self.recalled is not None and cell != self.recalled.cell and cell in self._extent_left:
             self._extent_left = {self.recalled.cell}
         else:
@@ -297,6 +391,13 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         mission = self.recognizer.mission or ""
         self.rejected_places.setdefault(mission, set()).add(self.recalled.cell)
         self.discredited_views.setdefault(mission, set()).update(self.recalled.views)
+        first = self.steps if self._first_miss_step is None else self._first_miss_step
+        found = PlaceUpdate(self.mission_kind or "", self.recalled.cell, first, views=self.recalled.views)
+        self.place_updates.append(found)
+        if self.mission_kind is None or self.memory_update_policy() == "keep_first":
+            found.updated_step = self.steps  # keep-first's only update: the place joins the rejected
+        else:
+            self._contradict(found, radius=1)
         # Those frames did show the target somewhere in their view (or were false): their whole view
         # cone, also behind what hid it, and the place's surroundings count as unsearched again, so
         # exploration checks them before going far.
@@ -367,8 +468,66 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         if kind is None or not (self.config.contradict_by_map or backed_only):
             return np.zeros_like(self.grid.free)
         if backed_only:  # contains the cells looked at closely without recognising the kind
-            return ~self.grid.recognised_near(kind)
-        return self.grid.looked_at_without_recognising(kind)
+            ruled_out = ~self.grid.recognised_near(kind)
+        else:
+            ruled_out = self.grid.looked_at_without_recognising(kind)
+        if self.contradicted is not None:  # all False under keep_first
+            ruled_out |= self.contradicted[TARGET_KINDS.index(kind)]
+        return ruled_out
+
+    def _contradict(self, update: PlaceUpdate, radius: int) -> None:
+        """Memory said ``update.kind`` was at ``update.cell`` and the robot's own looks say it is
+        not: update now, or, under ``consolidate``, in the pass at the task's end."""
+        if self.memory_update_policy() == "consolidate":
+            self._pending.append(update)
+            self._pending_radius.append(radius)
+        else:
+            self._apply_update(update, radius)
+
+    def _apply_update(self, update: PlaceUpdate, radius: int) -> None:
+        """The cells within ``radius`` of the place stop counting as where the kind was (recall's
+        votes and exploration's rechecks leave them out), and the remembered frames that sent the
+        robot there are updated as the memory's policy says (:meth:`_update_records`)."""
+        assert self.contradicted is not None
+        k = TARGET_KINDS.index(update.kind)
+        n = self.contradicted.shape[1]
+        x, y = update.cell
+        self.contradicted[
+            k, max(0, y - radius) : min(n, y + radius + 1), max(0, x - radius) : min(n, x + radius + 1)
+        ] = True
+        for cell in [
+            c for c in self._misses if c[0] == k and abs(c[1][0] - x) <= radius and abs(c[1][1] - y) <= radius
+        ]:
+            del self._misses[cell]
+        if update.views and self.grid is not None and self._carried_seen is not None:
+            # The kind has moved (or gone): "looked there before, it was not there" is as old as
+            # the sighting, so what earlier tasks searched for it counts as unsearched again.
+            self.grid.searched_by_kind[k] &= ~self._carried_seen
+            if update.kind == self.mission_kind:
+                self.grid.seen &= ~self._carried_seen
+            self._carried_seen = None
+        self._update_records(update)
+        update.updated_step = self.steps
+
+    def _update_records(self, update: PlaceUpdate) -> None:
+        """Update the remembered frames behind a contradicted place (none by default)."""
+
+    def _apply_pending(self) -> None:
+        """``consolidate``: the updates of the task's contradicted places, at its end."""
+        for update, radius in zip(self._pending, self._pending_radius):
+            self._apply_update(update, radius)
+        self._pending = []
+        self._pending_radius = []
+
+    def steps_to_correct(self) -> int | None:
+        """Steps from the first observation that contradicted a place memory sent the robot to for
+        this task's goal, to the update of its memory (keep-first: the place joining the rejected
+        ones, its only update); None when memory sent it nowhere wrong or was not updated."""
+        if not self.place_updates or self.place_updates[0].updated_step is None:
+            return None
+        first = self.place_updates[0]
+        assert first.updated_step is not None
+        return first.updated_step - first.first_step + 1
 
     def _on_trail(self, pose: tuple[int, int, int]) -> bool:
         assert self.trail is not None
@@ -470,6 +629,9 @@ class MemoryAgent(RecallAgent):
     ):
         super().__init__(embedder, config)
         self.memory = memory if memory is not None else AgentMemory(MemoryConfig(dim=embedder.dim))
+        self.contradicted_records: dict[int, float] = {}
+        """Record id -> the weight left to a remembered frame behind a contradicted place, under a
+        policy that keeps it (``decay``: 0, forgotten; ``recency``: one half-life older)."""
 
     @property
     def frame_memory(self) -> Memory:
@@ -503,10 +665,32 @@ class MemoryAgent(RecallAgent):
     def reset_memory(self) -> None:
         """Forget everything: frames, map, occupancy and rejected places (the cold condition)."""
         self.frame_memory.reset()
+        self.contradicted_records = {}
         self._forget_map()
 
     def end_task(self, success: bool) -> None:
+        self._apply_pending()
         self.frame_memory.flush()
+
+    def memory_update_policy(self) -> str:
+        return str(getattr(self.frame_memory.config, "update_policy", "keep_first"))
+
+    def _update_records(self, update: PlaceUpdate) -> None:
+        """The long-term frames that sent the robot to the contradicted place: removed (``overwrite``,
+        ``consolidate``: the memory's own records go, their compute counted in its
+        :class:`~embodmem.memory.updates.UpdateStats`) or down-weighted as sightings (``decay``,
+        ``recency``)."""
+        ids = [i for view in update.views for i in self._sighting_records.get(view, [])]
+        if not ids:
+            return
+        policy = self.memory_update_policy()
+        memory = self.frame_memory
+        if policy in ("overwrite", "consolidate") and isinstance(memory, AgentMemory):
+            forget_records(memory.store, memory.updates, ids)
+        else:
+            weight = CONTRADICTED_WEIGHT.get(policy, 1.0)
+            for i in ids:
+                self.contradicted_records[i] = min(weight, self.contradicted_records.get(i, 1.0))
 
     def update(self, observation: Observation) -> None:
         super().update(observation)
@@ -554,9 +738,15 @@ class MemoryAgent(RecallAgent):
         if not hits:
             return []
         probs = self.recognizer.probability(self.frame_memory.hit_vectors(hits))
+        if self.contradicted_records:  # an updating policy's down-weighted frames
+            probs = probs * np.array([self.contradicted_records.get(h.id, 1.0) for h in hits])
         self.trace.query = self.recognizer.mission
         self.trace.retrievals = [Retrieval.from_hit(h, float(p)) for h, p in zip(hits, probs)]
         poses = [(int(round(h.meta.x)), int(round(h.meta.y)), int(h.meta.heading)) for h in hits]
+        self._sighting_records = {}
+        for pose, hit in zip(poses, hits):
+            if hit.source == "long_term":
+                self._sighting_records.setdefault(pose, []).append(hit.id)
         discredited = self.discredited_views.get(self.recognizer.mission or "", set())
         found = [
             (pose, float(p))

@@ -323,10 +323,15 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     atomic_write_json(out_dir / "profile.json", RunProfile(steps=steps, loop_s=round(loop_s, 3), sections=profile))
     from embodmem.report import print_report, print_table, write_summary
     from embodmem.report.tables import READING_GUIDE, TRANSFER_METRICS
+    from embodmem.staleness import staleness_report
 
     result = write_summary(records, out_dir, plots=cfg.logger.plots)
     trackers.finish(records, result.transfer, TRANSFER_METRICS, result.files)
     print_report(result)
+    stale = staleness_report(records)  # a changing world's records only
+    if stale is not None:
+        print()
+        print(stale)
     print()
     print_table(profile, title=f"Where the time went ({steps} agent steps)")
     print(f"\noutputs: {out_dir}")

@@ -193,7 +193,9 @@ class EpisodeRecord(BaseModel):
     stale_target_visits: int | None = Field(default=None, ge=0)
     """Times the robot entered a place where a goal instance stood before a change and none stands now."""
     steps_to_correct: int | None = Field(default=None, ge=1)
-    """Steps from the first step in a stale place to the last (None: never in one)."""
+    """A memory agent's: steps from the first observation that contradicted a place its memory sent
+    it to, to its memory's update (None: none, or never updated); other agents': from the first
+    step in a stale place to the last (None: never in one)."""
     memory_update_removed: int | None = Field(default=None, ge=0)
     """Records the memory's update policy has removed as contradicted so far (embodmem.memory.updates;
     None: an agent without the stock memory)."""

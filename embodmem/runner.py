@@ -243,8 +243,16 @@ def episode_steps(
         seen_cells,
         visited,
         reported_kinds,
-        stale.get() if stale is not None else None,
+        _with_memory_correction(stale.get(), agent) if stale is not None else None,
     )
+
+
+def _with_memory_correction(staleness: Staleness, agent: Agent) -> Staleness:
+    """A memory agent's steps to correct are its own: from the first observation contradicting a
+    place its memory sent it to, to its memory's update (``MemoryCarrier.steps_to_correct``)."""
+    if not isinstance(agent, MemoryCarrier) or type(agent).steps_to_correct is MemoryCarrier.steps_to_correct:
+        return staleness  # no measure of its own: the behavioural one (first to last step in a stale place)
+    return dataclasses.replace(staleness, steps_to_correct=agent.steps_to_correct())
 
 
 @dataclass

@@ -255,3 +255,83 @@ def correction_summary(
         and r.stat("steps_to_correct") is not None
     ]
     return len(steps), (float(np.median(steps)) if steps else None)
+
+
+# --------------------------------------------------------------------------- the run's report
+
+
+def _spl_cell(row: GoalRow | None) -> str:
+    if row is None:
+        return "-"
+    ci = "-" if np.isnan(row.ci[0]) else f"{row.ci[0]:.2f}, {row.ci[1]:.2f}"
+    return f"{row.spl:.2f} [{ci}]"
+
+
+def staleness_report(records: Sequence[EpisodeRecord]) -> str | None:
+    """The staleness section of a run's printed report (None for a static world's records): per
+    agent and condition, stale-target visits, steps to correct, and SPL after the first task on
+    changed vs unchanged goals with world-clustered 95% CIs (``-`` with fewer than two worlds).
+
+    Example:
+        >>> from embodmem.metrics_record import EpisodeRecord
+        >>> recs = [EpisodeRecord.model_validate({"agent": "memory", "condition": "warm", "world_seed": w,
+        ...     "seed": 0, "sequence": "s", "task_index": 2, "steps": 30, "spl": 0.5, "success": 1,
+        ...     "goal_changed": w % 2 == 0, "stale_target_visits": 1, "steps_to_correct": 3,
+        ...     "world_changes": "m"}) for w in range(4)]
+        >>> print(staleness_report(recs))
+        == changing world: m (stale memory) ==
+        agent   cond  episodes  stale visits  corrected  median steps to correct  SPL changed (95% CI)  SPL unchanged (95% CI)
+        ------  ----  --------  ------------  ---------  -----------------------  --------------------  ----------------------
+        memory  warm         4             4          4                        3  0.50 [0.50, 0.50]     0.50 [0.50, 0.50]
+        >>> staleness_report(recs[:0]) is None
+        True
+    """
+    changing = [r for r in records if r.stat("world_changes") is not None and r.condition is not None]
+    if not changing:
+        return None
+    names = sorted({str(r.stat("world_changes")) for r in changing})
+    header = (
+        "agent",
+        "cond",
+        "episodes",
+        "stale visits",
+        "corrected",
+        "median steps to correct",
+        "SPL changed (95% CI)",
+        "SPL unchanged (95% CI)",
+    )
+    rows: list[tuple[str, ...]] = []
+    seen: list[tuple[str, str]] = []
+    for r in changing:
+        key = (str(r.agent), r.condition.value if r.condition is not None else "")
+        if key not in seen:
+            seen.append(key)
+    for agent, condition in seen:
+        mine = [r for r in changing if r.agent == agent and r.condition is not None and r.condition.value == condition]
+        visits = sum(int(r.stat("stale_target_visits") or 0) for r in mine)
+        corrected, median = correction_summary(mine, agent, condition)
+        spl = {row.goals: row for row in spl_by_goal(mine, agent, condition)}
+
+        rows.append(
+            (
+                agent,
+                condition,
+                str(len(mine)),
+                str(visits),
+                str(corrected),
+                "-" if median is None else f"{median:.0f}",
+                _spl_cell(spl.get("changed")),
+                _spl_cell(spl.get("unchanged")),
+            )
+        )
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    numeric = {2, 3, 4, 5}
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if i in numeric else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths))
+        ).rstrip()
+
+    out = [f"== changing world: {', '.join(names)} (stale memory) ==", line(header), line(["-" * w for w in widths])]
+    out += [line(row) for row in rows]
+    return "\n".join(out)

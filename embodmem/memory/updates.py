@@ -56,6 +56,54 @@ class UpdateStats:
     """Checks run (online: per move into long-term memory; offline: per task)."""
 
 
+@dataclass
+class PlaceUpdate:
+    """A place memory said a kind was at, contradicted by the robot's own looks (the memory agent's
+    place-level check): when that was first observed and when memory was updated."""
+
+    kind: str
+    cell: tuple[int, int]
+    first_step: int
+    """Step of the first observation that contradicted it."""
+    updated_step: int | None = None
+    """Step at which memory was updated (None: not yet; ``consolidate`` waits for the task's end)."""
+    views: frozenset[tuple[int, int, int]] = frozenset()
+    """Poses of the remembered frames that sent the robot there (empty: a place only passed by)."""
+
+
+CONTRADICTED_WEIGHT = {"overwrite": 0.0, "consolidate": 0.0, "decay": 0.0, "recency": 0.5}
+"""What a remembered frame behind a contradicted place still weighs as a sighting, per policy:
+``overwrite`` and ``consolidate`` remove it (now, or at the task's end), ``decay`` forgets it
+(kept, never returned as a sighting again), ``recency`` counts it as one half-life older."""
+
+
+def forget_records(store: LongTermStore, stats: UpdateStats, ids: Sequence[int]) -> int:
+    """Remove the long-term records ``ids`` (those still held) as contradicted, counting the work in
+    ``stats``; the number removed.
+
+    Example:
+        >>> from embodmem.memory.config import MemoryConfig
+        >>> from embodmem.memory.records import FrameMeta
+        >>> store = LongTermStore(MemoryConfig(dim=4))
+        >>> metas = [FrameMeta("r", "t", 0, i, float(i), 0.0, 0) for i in range(3)]
+        >>> _ = store.add(np.eye(4, dtype=np.float32)[:3], metas, np.arange(3))
+        >>> stats = UpdateStats()
+        >>> forget_records(store, stats, [1, 7]), len(store), stats.removed
+        (1, 2, 1)
+    """
+    started = time.perf_counter()
+    held = set(store.meta.ids.tolist())
+    gone = np.array(sorted({int(i) for i in ids} & held), dtype=np.int64)
+    before = store.stats()["code_bytes"]
+    if len(gone):
+        store.remove(gone)
+    stats.removed += len(gone)
+    stats.bytes_freed += before - store.stats()["code_bytes"]
+    stats.seconds += time.perf_counter() - started
+    stats.passes += 1
+    return len(gone)
+
+
 def recency_weights(episodes: np.ndarray, latest: int, half_life: float) -> np.ndarray:
     """0.5 ** (tasks ago / ``half_life``) for records written in ``episodes`` (task positions)."""
     age = np.maximum(latest - np.asarray(episodes, dtype=np.float64), 0.0)
