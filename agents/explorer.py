@@ -185,8 +185,7 @@ class FrontierExplorer(Agent, Navigator):
         turns = _MOVE_TURNS.get(self._last_action) if self._last_action is not None else None
         # Did the last move happen? The odometry's own step says so (a scan match may move the
         # estimate by a cell at the same time, so comparing estimated cells would not).
-        stayed = self._last_raw is not None and float(np.hypot(*(raw - self._last_raw))) < 0.5
-        if turns is not None and stayed:
+        if turns is not None and self._last_raw is not None and float(np.hypot(*(raw - self._last_raw))) < 0.5:
             dx, dy = DIR_TO_VEC[(self.pose[2] + turns) % 4]
             self.grid.mark_occupied(self.pose[0] + dx, self.pose[1] + dy)  # bumped into something unseen
             self.path = []

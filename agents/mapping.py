@@ -167,7 +167,7 @@ class OccupancyGrid:
         :func:`~embodmem.agents.map_kernels.mark_in_view`)."""
         x, y, h = pose
         along_x, along_y = self.rays(h, np.asarray(angles), float(ranges.max()))
-        prefix = np.array([_prefix(float(reach)) for reach in ranges], dtype=np.int64)
+        prefix = _prefixes(np.asarray(ranges, dtype=np.float64).tobytes())
         mark_in_view(self.searched_by_kind, self.occupied, float(x), float(y), along_x, along_y, prefix)
 
     def mark_recognised(
@@ -324,6 +324,14 @@ def _prefix(reach: float) -> int:
     """How many samples of a march lie within ``reach`` cells: a shorter march's samples are the
     first ones of a longer one (the same distances)."""
     return len(np.arange(0.25, float(reach), 0.25))
+
+
+@functools.lru_cache(maxsize=64)
+def _prefixes(ranges: bytes) -> np.ndarray:
+    """:func:`_prefix` of each float64 range in ``ranges`` (their bytes: the ranges stay the same
+    over a task, and this runs every step), as an int64 array shared by the calls (read only by
+    the compiled kernel; writable, as the kernel's cached signature takes it)."""
+    return np.array([_prefix(float(reach)) for reach in np.frombuffer(ranges, dtype=np.float64)], dtype=np.int64)
 
 
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:
