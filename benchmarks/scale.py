@@ -15,9 +15,12 @@ the peak memory of a one-million-frame memory store.
   metadata (benchmarks/bench_memory.py's clustered vectors), each in a fresh process; its peak RSS
   against the same process before the store, and the store's own bytes per frame.
 
-Each size runs in its own process, so each peak is its own. Writes ``benchmarks/results/scale.md``.
-The machine is shared with other engineers' work: wall slopes carry that noise (the load is in the
-table); the memory figures do not depend on it.
+Each size runs in its own process, so each peak is its own. The sizes are run ``--repeats`` times,
+in rounds (ascending, then descending, alternately, so a drift of the machine's load tilts no
+slope one way); each round gives its own least-squares slope, and the table reports the median
+slope with a bootstrap 95% interval over the rounds (:func:`embodmem.stats.mean_ci`), for the wall
+and for the CPU seconds of the suite's processes (which other work on the machine inflates far
+less). Writes ``benchmarks/results/scale.md``. The memory figures do not depend on the load.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from multirun import multirun_command, run_multirun
 
 from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import choose_worlds
+from embodmem.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"]
@@ -64,10 +68,17 @@ def run_suite(experiment: list[str], worlds: list[int]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         cmd = multirun_command(experiment + CORE, "dev", worlds, 2, Path(scratch) / "run", lanes=32)
         wall = run_multirun(cmd)
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         steps = 0
         for path in Path(scratch).rglob("profile.json"):
             steps += json.loads(path.read_text())["steps"]
-    return {"wall_s": wall, "peak_mib": peak_mib(), "steps": steps, "load": os.getloadavg()[0]}
+    return {
+        "wall_s": wall,
+        "cpu_s": used.ru_utime + used.ru_stime,
+        "peak_mib": peak_mib(),
+        "steps": steps,
+        "load": os.getloadavg()[0],
+    }
 
 
 def fill_store(factory: str, frames: int) -> dict[str, float]:
@@ -104,6 +115,18 @@ def slope(xs: list[float], ys: list[float]) -> float:
     return float(np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)[0])
 
 
+def round_slopes(rounds: list[list[tuple[int, dict[str, float]]]], key: str) -> list[float]:
+    """Each round's least-squares slope of ``key`` over the sizes."""
+    return [slope([float(n) for n, _ in runs], [r[key] for _, r in runs]) for runs in rounds]
+
+
+def slope_summary(per_round: list[float]) -> str:
+    """The median of the rounds' slopes and the bootstrap 95% interval of their mean."""
+    low, high = mean_ci(per_round)
+    interval = f" (95% CI {low:.1f} to {high:.1f}, {len(per_round)} rounds)" if len(per_round) > 1 else " (1 round)"
+    return f"{float(np.median(per_round)):.1f}{interval}"
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         what = sys.argv[2]
@@ -117,10 +140,13 @@ def main() -> None:
     parser.add_argument("--worlds", default="4,8,12", help="world counts for the per-world slope")
     parser.add_argument("--tasks", default="2,4,6", help="sequence lengths for the per-task slope")
     parser.add_argument("--task-worlds", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3, help="rounds over the sizes (a slope per round)")
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--factories", default=",SQ8", help="index factories ('' = the memory config's default)")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "scale.md")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats={args.repeats} is not allowed; allowed: >= 1")
     parts = args.parts.split(",")
     lines: list[str] = []
     if "memory" in parts:
@@ -147,18 +173,23 @@ def main() -> None:
         if part not in parts:
             continue
         counts = [int(n) for n in sizes.split(",")]
-        rows = []
-        for n in counts:
-            if part == "worlds":
-                experiment = ["experiment=suite"]
-                worlds = choose_worlds("dev", n, None)
-            else:
-                tour = ["wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"][:n]
-                experiment = ["experiment=suite", "experiment.sequences=[]", f"experiment.tasks=[{','.join(tour)}]"]
-                worlds = choose_worlds("dev", args.task_worlds, None)
-            r = child(["suite", json.dumps(experiment), json.dumps(worlds)])
-            rows.append((n, r))
-            print(f"{part} {n}: {r}", flush=True)
+        runs: dict[int, list[dict[str, float]]] = {n: [] for n in counts}
+        per_round: list[list[tuple[int, dict[str, float]]]] = []
+        for round_ in range(args.repeats):
+            this_round = []
+            for n in counts if round_ % 2 == 0 else counts[::-1]:
+                if part == "worlds":
+                    experiment = ["experiment=suite"]
+                    worlds = choose_worlds("dev", n, None)
+                else:
+                    tour = ["wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"][:n]
+                    experiment = ["experiment=suite", "experiment.sequences=[]", f"experiment.tasks=[{','.join(tour)}]"]
+                    worlds = choose_worlds("dev", args.task_worlds, None)
+                r = child(["suite", json.dumps(experiment), json.dumps(worlds)])
+                runs[n].append(r)
+                this_round.append((n, r))
+                print(f"{part} {n} (round {round_ + 1}): {r}", flush=True)
+            per_round.append(this_round)
         what = (
             "dev worlds, the six sequences of the suite"
             if part == "worlds"
@@ -168,19 +199,26 @@ def main() -> None:
             "",
             f"### Per additional {label}: core suite (memory warm and cold, explorer, oracle), 2 jobs, 32 lanes; N = {what}",
             "",
-            "| N | agent steps | wall s | largest process peak RSS MiB | load average at the end |",
-            "|---:|---:|---:|---:|---:|",
+            f"Medians over {args.repeats} rounds:",
+            "",
+            "| N | agent steps | wall s | CPU s (the suite's processes) | largest process peak RSS MiB | load average at the ends |",
+            "|---:|---:|---:|---:|---:|---:|",
         ]
-        lines += [
-            f"| {n} | {r['steps']:,.0f} | {r['wall_s']:.1f} | {r['peak_mib']:,.0f} | {r['load']:.1f} |" for n, r in rows
-        ]
-        xs = [float(n) for n, _ in rows]
+        for n in counts:
+            rs = runs[n]
+            loads = [r["load"] for r in rs]
+            lines.append(
+                f"| {n} | {np.median([r['steps'] for r in rs]):,.0f} | {np.median([r['wall_s'] for r in rs]):.1f} "
+                f"| {np.median([r['cpu_s'] for r in rs]):.1f} | {np.median([r['peak_mib'] for r in rs]):,.0f} "
+                f"| {min(loads):.1f}-{max(loads):.1f} |"
+            )
+
         lines += [
             "",
-            f"Slope per additional {label} (least squares over {len(rows)} sizes): "
-            f"**{slope(xs, [r['wall_s'] for _, r in rows]):.1f} s wall**, "
-            f"**{slope(xs, [r['peak_mib'] for _, r in rows]):.1f} MiB peak RSS**, "
-            f"{slope(xs, [r['steps'] for _, r in rows]):,.0f} agent steps.",
+            f"Slope per additional {label} (least squares over {len(counts)} sizes in each round; median of the "
+            f"rounds' slopes, bootstrap 95% interval of their mean): **{slope_summary(round_slopes(per_round, 'wall_s'))} s wall**, "
+            f"**{slope_summary(round_slopes(per_round, 'cpu_s'))} CPU s**, {slope_summary(round_slopes(per_round, 'peak_mib'))} MiB peak RSS, "
+            f"{float(np.median(round_slopes(per_round, 'steps'))):,.0f} agent steps.",
         ]
     body = "\n".join(lines)
     print(body)
