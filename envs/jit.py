@@ -59,7 +59,7 @@ def compiled(kernel: F) -> F:
     """The Numba dispatcher behind ``kernel`` (compiled now if it was wrapped by
     :func:`njit_on_first_call`): a caller that keeps it calls the compiled code with no wrapper's
     Python call in between, which a kernel run once per env step notices."""
-    return kernel.compiled() if isinstance(kernel, LazyKernel) else kernel  # type: ignore[no-any-return]
+    return kernel.compiled() if isinstance(kernel, LazyKernel) else kernel
 
 
 def njit_on_first_call(**options: Any) -> Callable[[F], F]:
