@@ -21,7 +21,7 @@ def _vlm_run(out: Path, server: ChatServer) -> RunRequest:
         "agent.vlm.cache_dir=null",
         "agent.vlm.backoff_base_s=0.01",
     )
-    return RunRequest(agent="vlm", track="vlm-lean", split="dev", out=out, worlds=1, groups=("category",), sets=sets)
+    return RunRequest(agent="vlm", track="vlm-lean", split="dev", out=out, worlds=1, groups=("changing",), sets=sets)
 
 
 def test_a_run_over_the_token_budget_is_over_budget(tmp_path: Path) -> None:
@@ -36,7 +36,6 @@ def test_a_run_over_the_token_budget_is_over_budget(tmp_path: Path) -> None:
     assert verify_result(tmp_path / "tokens" / "result.json").result.status == "over_budget"
 
 
-@pytest.mark.slow  # two runs of 32 episodes each (about a minute on a shared machine)
 def test_a_run_over_the_call_budget_is_over_budget_and_one_within_is_scored(tmp_path: Path) -> None:
     limit = load_spec(2).track("vlm-lean").vlm_calls_per_episode
     assert limit == 40
