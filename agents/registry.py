@@ -30,9 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
-from embodmem.agents.base import AGENT_METHODS, MemoryCarrier
 from embodmem.agents.variants import VARIANTS, Variant
-from embodmem.memory.protocol import missing_memory_members
 from embodmem.plugins import PluginError, describe, installed, is_import_path, load_object
 
 if TYPE_CHECKING:
@@ -168,6 +166,10 @@ def unknown_agent_message(key: str, name: str) -> str:
 
 
 def _plugin_spec(name: str, key: str, wanted: Wanted) -> AgentSpec:
+    # The protocols (numpy, pydantic) only for plug-ins: the config checks read the table above alone.
+    from embodmem.agents.base import AGENT_METHODS, MemoryCarrier
+    from embodmem.memory.protocol import missing_memory_members
+
     if "+" in name and wanted != "agent":
         base, _, memory = name.partition("+")
         if base not in VARIANTS or VARIANTS[base].textlog:

@@ -30,12 +30,9 @@ from typing import TYPE_CHECKING, TypeVar, cast
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 import embodmem.configs
-from embodmem.agents.base import Agent, RecognitionEmbedder
 from embodmem.agents.registry import AGENTS, get_agent_spec
-from embodmem.agents.variants import Variant, memory_settings
 from embodmem.atomic import atomic_write_json, atomic_write_text
 from embodmem.condition import Condition
 from embodmem.config import (
@@ -50,24 +47,21 @@ from embodmem.config import (
     validate,
     world_changes,
 )
-from embodmem.envs.entry import make_env
-from embodmem.envs.tasks import get_sequence
-from embodmem.envs.underwater import UnderwaterEnv
-from embodmem.fingerprint import check_new_run, check_resume, write_fingerprint
-from embodmem.lockstep import Lockstep
-from embodmem.metrics_record import METRICS_FILE, EpisodeRecord, PoisonPlace
 from embodmem.preflight import check_feasible
-from embodmem.profiling import Profiler, RunProfile
-from embodmem.runner import ExperimentPlan, RunWriter, run_experiment, sequential_order
-from embodmem.search import check_search, objective
-from embodmem.tracking.run import open_run_trackers
 
+# The environment, the runner, the trackers and the models are imported by the functions that use
+# them: ``embodmem-run --help`` and a command line refused by the preflight check never load them.
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from embodmem.agents.base import Agent, RecognitionEmbedder
+    from embodmem.agents.variants import Variant
     from embodmem.embedding.embedder import ClipEmbedder
+    from embodmem.envs.underwater import UnderwaterEnv
     from embodmem.eqa.scoring import EQARecord
     from embodmem.memory.protocol import Memory
+    from embodmem.metrics_record import EpisodeRecord
+    from embodmem.runner import ExperimentPlan, RunWriter
 
 S = TypeVar("S", bound="DataclassInstance")
 CONFIG_DIR = Path(embodmem.configs.__file__).resolve().parent
@@ -82,6 +76,8 @@ def env_config(cfg: DictConfig) -> EnvConfig:
 
 
 def build_env(cfg: DictConfig, tasks: tuple[str, ...], world_seed: int) -> UnderwaterEnv:
+    from embodmem.envs.entry import make_env
+
     return make_env(env_config(cfg), tasks, world_seed, world_changes(cfg))
 
 
@@ -99,6 +95,7 @@ def build_embedder(cfg: DictConfig) -> ClipEmbedder:
 def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> Memory:
     """The ``memory`` group's settings at the embedder's ``dim``, with ``variant``'s changes, in the
     stock AgentMemory or the variant's plug-in class (checked: one line naming what it lacks)."""
+    from embodmem.agents.variants import memory_settings
     from embodmem.memory import AgentMemory
     from embodmem.memory.protocol import memory_instance_problem, missing_memory_members
     from embodmem.plugins import PluginError, describe, load_object
@@ -217,11 +214,17 @@ def check_plugins_build(plan: ExperimentPlan, cfg: DictConfig, embedder: Recogni
 
 def build_writer(cfg: DictConfig, out_dir: Path) -> RunWriter:
     """The run's writer: metrics.jsonl and episode logs (with the env settings) in ``out_dir``."""
+    from embodmem.runner import RunWriter
+
     return RunWriter(out_dir, cfg.logger.episode_logs, env_config(cfg), resume=cfg.experiment.resume)
 
 
 def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
     """What the config asks to run (validated by :func:`embodmem.config.validate`)."""
+    from embodmem.envs.tasks import get_sequence
+    from embodmem.metrics_record import PoisonPlace
+    from embodmem.runner import ExperimentPlan
+
     exp = cfg.experiment
     if exp.sequences:
         sequences = [(name, get_sequence(name)) for name in exp.sequences]
@@ -262,6 +265,15 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
 def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQARecord]:
     """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records (the
     answers of an EQA run)."""
+    from tqdm import tqdm
+
+    from embodmem.envs.entry import make_env
+    from embodmem.fingerprint import check_new_run, check_resume, write_fingerprint
+    from embodmem.lockstep import Lockstep
+    from embodmem.profiling import Profiler, RunProfile
+    from embodmem.runner import run_experiment, sequential_order
+    from embodmem.tracking.run import open_run_trackers
+
     validate(cfg)
     check_feasible(cfg)  # before any work: world seeds, poison size, the snapshot at the load path
     out_dir = Path(out_dir)
@@ -346,7 +358,9 @@ register_configs()
 def hydra_main(cfg: DictConfig) -> float:
     from embodmem.agents.vlm.backend import VLMError
     from embodmem.failures import classify, debug_requested, report
+    from embodmem.metrics_record import METRICS_FILE, EpisodeRecord
     from embodmem.plugins import PluginError
+    from embodmem.search import check_search, objective
 
     hydra_cfg = HydraConfig.get()
     out_dir = hydra_cfg.runtime.output_dir
@@ -398,9 +412,18 @@ def check_vlm_endpoints(jobs: list[DictConfig]) -> None:
             raise PreflightError(str(err)) from None
 
 
+HELP_FLAGS = frozenset({"--help", "-h", "--hydra-help"})
+
+
 def main() -> None:
     """Console entry point (``embodmem-run``): check the whole command line first, then hand over to Hydra."""
-    from embodmem.preflight import PreflightError, check_command_line, plugin_listing, plugin_overrides
+    from embodmem.preflight import (
+        PreflightError,
+        check_command_line,
+        config_store_shared_by_copies,
+        plugin_listing,
+        plugin_overrides,
+    )
 
     if "--list-plugins" in sys.argv[1:]:  # every name agent, agent.memory and the EQA answerers accept
         print(plugin_listing())
@@ -412,8 +435,10 @@ def main() -> None:
     except PreflightError as err:  # one line, exit 2, before Hydra creates the output directory
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    asks_help = not HELP_FLAGS.isdisjoint(sys.argv[1:])
     try:
-        hydra_main()
+        with config_store_shared_by_copies() if asks_help else contextlib.nullcontext():
+            hydra_main()
     except ValueError as err:  # configuration errors: one clear line, no traceback
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -265,6 +265,13 @@ class WorldConfig:
     added, re-dressed or drifting between (or during) the tasks; ``none`` keeps the world static."""
 
 
+def unchecked_schema(schema: type) -> Any:
+    """The schema node of a part from its declared defaults, without building the part: the memory's
+    own checks need FAISS (it parses the index factory), which composing and refusing a command line
+    must not import. :func:`validate` builds the part from the composed values, checks and all."""
+    return OmegaConf.structured(schema)
+
+
 @dataclass
 class Config:
     """The whole run."""
@@ -272,7 +279,7 @@ class Config:
     env: EnvConfig = field(default_factory=EnvConfig)
     world: WorldConfig = field(default_factory=WorldConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
-    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    memory: MemoryConfig = field(default_factory=lambda: unchecked_schema(MemoryConfig))
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
@@ -284,8 +291,11 @@ class Config:
 
 
 def register_configs() -> None:
-    """Put the schemas into Hydra's ConfigStore (the YAML files in configs/ extend them)."""
+    """Put the schemas into Hydra's ConfigStore (the YAML files in configs/ extend them); once a
+    process: the store keeps them, and building the nodes is most of the config layer's start."""
     cs = ConfigStore.instance()
+    if "config_schema.yaml" in cs.repo:
+        return
     cs.store(name="config_schema", node=Config)
     cs.store(group="env", name="base_env", node=EnvConfig)
     cs.store(group="world/changes", name="base_world_changes", node=WorldChanges)

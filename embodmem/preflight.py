@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.hydra import Hydra
 from hydra._internal.utils import create_config_search_path, get_args_parser
+from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -222,6 +223,21 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
 
 
 @contextmanager
+def config_store_shared_by_copies() -> Iterator[None]:
+    """Hydra copies its config repository for every composition and every config group its help
+    lists (about a hundred), and each copy deep-copies the ConfigStore singleton with every schema in
+    it: seconds of ``--help``, a fifth of a second of each check here. Within this block the copies
+    share the one instance: a copy that Hydra re-initialises fetches that very instance anyway (and
+    Hydra's newer sources stop storing it), and loading a config copies its node, so nothing is
+    written to the store through a copy and every composed config is the same."""
+    setattr(ConfigStore, "__deepcopy__", lambda self, memo: self)  # noqa: B010 (ConfigStore defines none)
+    try:
+        yield
+    finally:
+        delattr(ConfigStore, "__deepcopy__")
+
+
+@contextmanager
 def _hydra(config_dir: Path, extra_config_dir: str | None) -> Iterator[Hydra]:
     """Hydra's own composer on the app's search path (plus ``--config-dir``), cleared afterwards."""
     search_path = create_config_search_path(f"file://{config_dir}")
@@ -232,7 +248,8 @@ def _hydra(config_dir: Path, extra_config_dir: str | None) -> Iterator[Hydra]:
         search_path.prepend(provider="command-line", path=f"file://{extra}")
     GlobalHydra.instance().clear()
     try:
-        yield Hydra.create_main_hydra2(task_name="app", config_search_path=search_path)
+        with config_store_shared_by_copies():
+            yield Hydra.create_main_hydra2(task_name="app", config_search_path=search_path)
     finally:
         GlobalHydra.instance().clear()
 

@@ -9,8 +9,7 @@ Importing ``embodmem`` registers one id per task (``EmbodMem/Wreck-v0`` ...) and
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from embodmem.lazy import lazy_attributes
 
 _HOMES = {
     "Action": "embodmem.envs.spec",
@@ -27,8 +26,4 @@ registers the ids) and a command line refused before any work do not import the 
 
 __all__ = list(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'embodmem.envs' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _HOMES)

@@ -2,8 +2,8 @@
 
 Every kind has a distinct silhouette (height on screen), base colour and texture pattern, so that a
 small CLIP trained on rendered frames can tell a barrel from a wreck in fog. On MiniGrid's grid each
-kind is a :class:`SeabedObject` that never touches MiniGrid's global tables (``OBJECT_TO_IDX``,
-``COLOR_TO_IDX``, ``COLORS``): importing the project must not change stock MiniGrid envs.
+kind is a :class:`~embodmem.envs.seabed_object.SeabedObject`, in its own module: the catalogue here
+imports no MiniGrid, so the config checks that read it (task and kind names) stay light.
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from minigrid.core.constants import OBJECT_TO_IDX
-from minigrid.core.world_object import WorldObj
-from minigrid.utils.rendering import fill_coords, point_in_circle, point_in_rect
 
 TEX = 16
 """Side of every kind's texture, in texels (rows are height, columns run along the face)."""
@@ -312,57 +309,3 @@ def variant_texture(variant: Variant, base: np.ndarray, rng: np.random.Generator
         tex[tear] = np.array([0.02, 0.03, 0.03], dtype=np.float32)
         tex[v < 3] *= 0.45
     return np.clip(tex, 0.0, 1.0).astype(np.float32)
-
-
-# --------------------------------------------------------------------------- MiniGrid's grid
-
-FIRST_SEABED_COLOR_IDX = 6
-"""Colour index of kind 1 in :meth:`SeabedObject.encode`; MiniGrid's own colours use 0-5.
-
-MiniGrid caches rendered tiles by ``encode()``: indices no stock colour uses keep our tiles and
-stock tiles apart in that process-wide cache, without adding anything to MiniGrid's tables.
-"""
-
-
-class SeabedObject(WorldObj):
-    """A MiniGrid cell occupant of one of our kinds (MiniGrid's grid, top-down views and wrappers).
-
-    ``type`` is MiniGrid's nearest word, so tools that read it (``SymbolicObsWrapper``, ``NoDeath``)
-    work: ``"box"`` for a target, ``"wall"`` for everything else (the robot can enter neither).
-    ``color`` is the kind's name. ``encode()`` is ``(OBJECT_TO_IDX[type], FIRST_SEABED_COLOR_IDX +
-    kind id - 1, 0)``: MiniGrid's type index with a colour index of the project's own.
-
-    >>> SeabedObject("wreck").encode(), SeabedObject("rock").encode()
-    ((7, 11, 0), (2, 6, 0))
-    """
-
-    def __init__(self, kind: str, instance: int = -1):
-        if kind not in KIND_INDEX or kind == "water":
-            raise ValueError(f"unknown seabed kind {kind!r}; valid: {[k.name for k in KINDS[1:]]}")
-        # WorldObj.__init__ asserts that type and colour are in MiniGrid's global tables: set its
-        # attributes here instead of registering our kinds there.
-        self.kind = kind
-        self.instance = instance
-        self.kind_info = KINDS[KIND_INDEX[kind]]
-        self.type = "box" if self.kind_info.is_target else "wall"
-        self.color = kind
-        self.contains = None
-        self.init_pos = None
-        self.cur_pos = None
-
-    def encode(self) -> tuple[int, int, int]:
-        return (OBJECT_TO_IDX[self.type], FIRST_SEABED_COLOR_IDX + KIND_INDEX[self.kind] - 1, 0)
-
-    def can_overlap(self) -> bool:
-        return False
-
-    def see_behind(self) -> bool:
-        return self.kind_info.height < 0.5
-
-    def render(self, img: np.ndarray) -> None:
-        color = np.array(self.kind_info.color)
-        if self.kind_info.is_target:
-            fill_coords(img, point_in_rect(0.1, 0.9, 0.1, 0.9), color)
-            fill_coords(img, point_in_circle(0.5, 0.5, 0.18), (0, 0, 0))
-        else:
-            fill_coords(img, point_in_rect(0, 1, 0, 1), color)

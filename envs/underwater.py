@@ -31,8 +31,9 @@ from embodmem.envs.fauna import drift
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
 from embodmem.envs.ground_truth import GroundTruth, StepInfo, path_via_cells_m
-from embodmem.envs.objects import KIND_COLORS, KIND_INDEX, KIND_SYMBOLS, KINDS, SeabedObject
+from embodmem.envs.objects import KIND_COLORS, KIND_INDEX, KIND_SYMBOLS, KINDS
 from embodmem.envs.odometry import DeadReckoning, degrade_sonar
+from embodmem.envs.seabed_object import SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, Observation, SensorSpec
 from embodmem.envs.tasks import ALL_MISSIONS, Task, get_task
 from embodmem.envs.world import World, generate_world

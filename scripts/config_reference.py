@@ -20,6 +20,7 @@ import inspect
 import json
 import sys
 import textwrap
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -82,12 +83,9 @@ def field_docstrings(cls: type) -> dict[str, str]:
 
 
 def _dataclass_of(cls: type, name: str) -> type | None:
-    """The dataclass type of field ``name`` of ``cls``, when its default is one (a nested group)."""
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name == name and f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            value = f.default_factory()  # type: ignore[misc]
-            return type(value) if dataclasses.is_dataclass(value) else None
-    return None
+    """The dataclass type of field ``name`` of ``cls``, when its annotation is one (a nested group)."""
+    hint = typing.get_type_hints(cls).get(name)
+    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
 
 
 def _show(value: Any) -> str:

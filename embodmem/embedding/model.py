@@ -12,9 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import open_clip
 import torch
 import torch.nn.functional as F
+
+from embodmem.lazy import import_refused
+
+with import_refused("wandb"):  # timm (under open_clip) imports wandb when installed: seconds, never used here
+    import open_clip
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_MODEL = "embodmem-tiny-clip"

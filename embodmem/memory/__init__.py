@@ -14,14 +14,40 @@ Example:
 
 from __future__ import annotations
 
-from embodmem.memory.config import MemoryConfig
-from embodmem.memory.episodic import AgentMemory, MemoryStats, WriteContext
-from embodmem.memory.fifo import ShortTermFIFO, merge_adjacent
-from embodmem.memory.persistence import MemoryLoadError
-from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter
-from embodmem.memory.sleep import sleep
-from embodmem.memory.store import LongTermStore
-from embodmem.memory.topomap import TopologicalMap
+from typing import TYPE_CHECKING
+
+from embodmem.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from embodmem.memory.config import MemoryConfig
+    from embodmem.memory.episodic import AgentMemory, MemoryStats, WriteContext
+    from embodmem.memory.fifo import ShortTermFIFO, merge_adjacent
+    from embodmem.memory.persistence import MemoryLoadError
+    from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter
+    from embodmem.memory.sleep import sleep
+    from embodmem.memory.store import LongTermStore
+    from embodmem.memory.topomap import TopologicalMap
+
+_HOMES = {
+    "ANY_RECORD": "embodmem.memory.records",
+    "AgentMemory": "embodmem.memory.episodic",
+    "FrameMeta": "embodmem.memory.records",
+    "Hit": "embodmem.memory.records",
+    "LongTermStore": "embodmem.memory.store",
+    "MemoryConfig": "embodmem.memory.config",
+    "MemoryLoadError": "embodmem.memory.persistence",
+    "MemoryStats": "embodmem.memory.episodic",
+    "QueryFilter": "embodmem.memory.records",
+    "ShortTermFIFO": "embodmem.memory.fifo",
+    "TopologicalMap": "embodmem.memory.topomap",
+    "WriteContext": "embodmem.memory.episodic",
+    "merge_adjacent": "embodmem.memory.fifo",
+    "sleep": "embodmem.memory.sleep",
+}
+"""Where each name lives: imported when first asked for, so that the config checks, which read
+``embodmem.memory.config`` alone, do not import FAISS and the store."""
+
+__getattr__ = lazy_attributes(__name__, _HOMES)
 
 __all__ = [
     "ANY_RECORD",

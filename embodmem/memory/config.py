@@ -14,10 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from embodmem.memory.codec import check_byte_budget, index_facts
 from embodmem.memory.eviction import EVICTIONS
 from embodmem.memory.rawfile import RAW_DTYPES, RAW_MODES
-from embodmem.memory.topomap import NODE_RULES
 
 UPDATE_POLICIES: tuple[str, ...] = ("keep_first", "overwrite", "recency", "decay", "consolidate")
 """The stock memory's update policies (embodmem.memory.updates)."""
@@ -121,6 +119,9 @@ class MemoryConfig:
     """Cells within which two views with the same heading count as the same view."""
 
     def __post_init__(self) -> None:
+        from embodmem.memory.codec import check_byte_budget, index_facts  # FAISS parses the factory
+        from embodmem.memory.topomap import NODE_RULES
+
         def need(ok: bool, name: str, what: str) -> None:
             if not ok:
                 raise ValueError(f"MemoryConfig.{name} must be {what}, got {getattr(self, name)!r}")
@@ -210,6 +211,8 @@ class MemoryConfig:
     @property
     def bytes_hint(self) -> int:
         """Bytes of vector code per record once trained (what the byte budget counts)."""
+        from embodmem.memory.codec import index_facts
+
         return index_facts(self.dim, self.index_factory).code_bytes
 
     def to_dict(self) -> dict[str, int | float | str | bool | None]:

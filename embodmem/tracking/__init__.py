@@ -8,16 +8,42 @@ modules that import them load only when a run uses them.
 
 from __future__ import annotations
 
-from embodmem.tracking.fanout import Trackers, TrackerWarning, open_trackers
-from embodmem.tracking.protocol import EpisodeScalars, EpisodeTags, MediaFile, TrackedRun, Tracker
-from embodmem.tracking.settings import (
-    STOCK_NAMES,
-    MLflowSettings,
-    TensorBoardSettings,
-    TrackingConfigError,
-    WandbSettings,
-    check_backends,
-)
+from typing import TYPE_CHECKING
+
+from embodmem.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from embodmem.tracking.fanout import Trackers, TrackerWarning, open_trackers
+    from embodmem.tracking.protocol import EpisodeScalars, EpisodeTags, MediaFile, TrackedRun, Tracker
+    from embodmem.tracking.settings import (
+        STOCK_NAMES,
+        MLflowSettings,
+        TensorBoardSettings,
+        TrackingConfigError,
+        WandbSettings,
+        check_backends,
+    )
+
+_HOMES = {
+    **dict.fromkeys(("Trackers", "TrackerWarning", "open_trackers"), "embodmem.tracking.fanout"),
+    **dict.fromkeys(
+        ("EpisodeScalars", "EpisodeTags", "MediaFile", "TrackedRun", "Tracker"), "embodmem.tracking.protocol"
+    ),
+    **dict.fromkeys(
+        (
+            "STOCK_NAMES",
+            "MLflowSettings",
+            "TensorBoardSettings",
+            "TrackingConfigError",
+            "WandbSettings",
+            "check_backends",
+        ),
+        "embodmem.tracking.settings",
+    ),
+}
+"""Where each name lives: the config checks read ``settings`` alone, without the fan-out's records
+(pydantic)."""
+__getattr__ = lazy_attributes(__name__, _HOMES)
 
 __all__ = [
     "STOCK_NAMES",

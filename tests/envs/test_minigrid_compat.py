@@ -19,7 +19,8 @@ import pytest
 from minigrid.core import constants as mg_constants
 
 import embodmem.envs.wrappers as wrappers_module
-from embodmem.envs.objects import KIND_SYMBOLS, KINDS, SeabedObject
+from embodmem.envs.objects import KIND_SYMBOLS, KINDS
+from embodmem.envs.seabed_object import SeabedObject
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.envs.wrappers import UNSUPPORTED, ObservationSpace, UnsupportedWrapperError
 

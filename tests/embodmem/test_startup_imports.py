@@ -1,0 +1,84 @@
+"""``embodmem-run --help`` and a refused command line load no model, index, renderer or plotting
+library: the config is composed, every key checked and the one line printed first. Each case runs in
+a fresh interpreter (the imports of this test process prove nothing); what it imported is read back
+from ``sys.modules``, never timed (benchmarks/startup.py measures the time)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("torch", "open_clip", "timm", "wandb", "numba", "faiss", "cv2", "matplotlib", "minigrid", "networkx")
+"""What neither the help nor a refusal needs: the CLIP, the memory index, the renderer, the plots."""
+
+PROBE = """
+import json, sys
+args, heavy = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.argv = ["embodmem-run", *args]
+from embodmem.app import main
+try:
+    main()
+    code = 0
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps({"code": code, "loaded": sorted(m for m in heavy if m in sys.modules)}))
+"""
+
+
+def imports_of(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
+    """Exit code, the heavy modules loaded, and stderr of ``embodmem-run ARGS`` in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(HEAVY)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return int(report["code"]), list(report["loaded"]), done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["agent=nope"],
+        ["env.max_steps=-5"],
+        [
+            "world/changes=moved_half",
+            "experiment.sequence=revisit_shallow8",
+            "world.changes.changes.2.object=kraken",
+        ],
+    ],
+    ids=["unknown-agent", "out-of-range", "bad-world-change"],
+)
+def test_a_refused_command_line_imports_no_heavy_module(args: list[str], tmp_path: Path) -> None:
+    code, loaded, stderr = imports_of(args, tmp_path)
+    assert code == 2 and stderr.startswith("embodmem-run: error: ") and stderr.count("\n") == 1, stderr
+    assert loaded == [], f"refusing {args} imported {loaded}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_imports_no_heavy_module(tmp_path: Path) -> None:
+    code, loaded, stderr = imports_of(["--help"], tmp_path)
+    assert code == 0, stderr
+    assert loaded == [], f"--help imported {loaded}"
+
+
+@pytest.mark.slow  # imports torch and open_clip: tens of seconds on a busy 2-core machine
+def test_the_clip_module_loads_without_wandb(tmp_path: Path) -> None:
+    """timm, under open_clip, would import wandb (an optional extra, seconds to import) at start-up;
+    the embedder's module keeps it out, and wandb still imports afterwards for the trackers."""
+    pytest.importorskip("wandb")
+    probe = (
+        "import sys, embodmem.embedding.model\n"
+        "before = 'wandb' in sys.modules\n"
+        "import wandb\n"
+        "print(before, bool(wandb.__version__))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
