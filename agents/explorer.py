@@ -12,6 +12,7 @@ the view must agree too); otherwise it looks from closer, or rules that cell out
 from __future__ import annotations
 
 import functools
+import math
 from contextlib import AbstractContextManager, nullcontext
 
 import cv2
@@ -19,6 +20,7 @@ import numpy as np
 
 from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig
+from embodmem.agents.map_kernels import clean_views
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
 from embodmem.agents.recognizer import (
     TargetRecognizer,
@@ -38,6 +40,13 @@ _CENTRE = 12
 
 _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.BACKWARD): 2, int(Action.STRAFE_LEFT): 3}
 """Move actions -> quarter turns clockwise from the heading of the cell they try to enter."""
+
+
+@functools.cache
+def _hypot_table(r: int) -> np.ndarray:
+    """``np.hypot(dx, dy)`` at ``[dy + r, dx + r]`` for integer offsets up to ``r`` cells."""
+    offsets = np.arange(-r, r + 1, dtype=np.int64)
+    return np.hypot(offsets[None, :], offsets[:, None])
 
 
 class FrontierExplorer(Agent, Navigator):
@@ -443,27 +452,26 @@ class FrontierExplorer(Agent, Navigator):
         if self.mission_kind is not None:  # a cell past the detection range is still found at times
             reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)]) + 1.0
         rays = np.linspace(-0.5 * self.half_fov, 0.5 * self.half_fov, 5)
-        n = self.grid.size
         foreign = self.grid.occupied.copy()  # occupied cells not of the candidate's own object
         own_x, own_y = np.array(sorted(own), dtype=np.int64).reshape(-1, 2).T
         foreign[own_y, own_x] = False
-        clean = np.zeros_like(viewing)
         gy, gx = np.nonzero(viewing)
-        headings = np.array([facing((int(x), int(y)), cell) for x, y in zip(gx, gy)], dtype=np.int64)
-        # Every viewing cell facing one way marches the same fan of rays: one array operation per
-        # heading, the same float64 sums and comparisons as a march from each cell alone.
-        for h in np.unique(headings).tolist():
-            at = np.flatnonzero(headings == h)
-            along_x, along_y = self.grid.rays(h, rays, float(reach))
-            x, y = gx[at, None, None], gy[at, None, None]
-            px = np.floor(x + 0.5 + along_x[None]).astype(np.int64)
-            py = np.floor(y + 0.5 + along_y[None]).astype(np.int64)
-            inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
-            px, py = np.where(inside, px, 0), np.where(inside, py, 0)
-            target = np.hypot(cell[0] - x, cell[1] - y) + 0.5
-            beyond = np.hypot(px - x, py - y) > target
-            hit = inside & beyond & foreign[py, px]
-            clean[gy[at], gx[at]] = ~hit.any(axis=(1, 2))
+        fans = [self.grid.rays(h, rays, float(reach)) for h in range(4)]
+        # The distances compared are numpy's: the judged cell's from each viewing cell here, a
+        # marched cell's from a table of every offset a march of this reach can reach.
+        target = np.hypot(cell[0] - gx, cell[1] - gy) + 0.5
+        clean = np.zeros_like(viewing)
+        clean[gy, gx] = clean_views(
+            foreign,
+            int(cell[0]),
+            int(cell[1]),
+            gx.astype(np.int64),
+            gy.astype(np.int64),
+            np.stack([fan[0] for fan in fans]),
+            np.stack([fan[1] for fan in fans]),
+            target,
+            _hypot_table(int(math.ceil(reach)) + 2),
+        )
         return clean
 
     @staticmethod

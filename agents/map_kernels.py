@@ -308,3 +308,44 @@ def descend(field: np.ndarray, x: int, y: int) -> np.ndarray:
         path[k, 0], path[k, 1] = x, y
         k += 1
     return path[:k].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def clean_views(
+    foreign: np.ndarray,
+    cx: int,
+    cy: int,
+    gx: np.ndarray,
+    gy: np.ndarray,
+    along_x: np.ndarray,
+    along_y: np.ndarray,
+    target: np.ndarray,
+    hypot_table: np.ndarray,
+) -> np.ndarray:
+    """For each viewing cell (``gx``, ``gy``) facing the judged cell (``cx``, ``cy``): whether no
+    ray of the fan marched from it meets a ``foreign`` cell farther from it than ``target``
+    (:meth:`~embodmem.agents.explorer.FrontierExplorer._clean_background`). ``along_x``,
+    ``along_y``: (heading, ray, sample) offsets from the cell centre; ``hypot_table[dy + r, dx + r]``
+    is ``np.hypot(dx, dy)`` for the integer offsets a march reaches (so the distances are numpy's,
+    bit for bit). The same ``floor(x + 0.5 + offset)`` in float64 as the numpy march."""
+    n = foreign.shape[0]
+    rays, samples = along_x.shape[1], along_x.shape[2]
+    r = (hypot_table.shape[0] - 1) // 2
+    clean = np.ones(len(gx), dtype=np.bool_)
+    for v in range(len(gx)):
+        x, y = gx[v], gy[v]
+        dx, dy = cx - x, cy - y
+        if abs(dx) >= abs(dy):
+            h = 0 if dx > 0 else 2
+        else:
+            h = 1 if dy > 0 else 3
+        for k in range(rays):
+            for s in range(samples):
+                px = int(math.floor(x + 0.5 + along_x[h, k, s]))
+                py = int(math.floor(y + 0.5 + along_y[h, k, s]))
+                if 0 <= px < n and 0 <= py < n and foreign[py, px] and hypot_table[py - y + r, px - x + r] > target[v]:
+                    clean[v] = False
+                    break
+            if not clean[v]:
+                break
+    return clean
