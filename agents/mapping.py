@@ -166,8 +166,8 @@ class OccupancyGrid:
         :data:`TARGET_KINDS` order): one march, each kind a prefix of it (compiled:
         :func:`~embodmem.agents.map_kernels.mark_in_view`)."""
         x, y, h = pose
-        along_x, along_y = self.rays(h, np.asarray(angles), float(ranges.max()))
-        prefix = _prefixes(np.asarray(ranges, dtype=np.float64).tobytes())
+        reach, prefix = _prefixes(np.asarray(ranges, dtype=np.float64).tobytes())
+        along_x, along_y = self.rays(h, np.asarray(angles), reach)
         mark_in_view(self.searched_by_kind, self.occupied, float(x), float(y), along_x, along_y, prefix)
 
     def mark_recognised(
@@ -327,11 +327,12 @@ def _prefix(reach: float) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _prefixes(ranges: bytes) -> np.ndarray:
-    """:func:`_prefix` of each float64 range in ``ranges`` (their bytes: the ranges stay the same
-    over a task, and this runs every step), as an int64 array shared by the calls (read only by
-    the compiled kernel; writable, as the kernel's cached signature takes it)."""
-    return np.array([_prefix(float(reach)) for reach in np.frombuffer(ranges, dtype=np.float64)], dtype=np.int64)
+def _prefixes(ranges: bytes) -> tuple[float, np.ndarray]:
+    """The largest of the float64 ranges in ``ranges`` (their bytes: the ranges stay the same over a
+    task, and this runs every step) and the :func:`_prefix` of each, as an int64 array shared by
+    the calls (read only by the compiled kernel; writable, as the kernel's cached signature takes it)."""
+    values = np.frombuffer(ranges, dtype=np.float64)
+    return float(values.max()), np.array([_prefix(float(reach)) for reach in values], dtype=np.int64)
 
 
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:

@@ -9,7 +9,6 @@ is checked on loading is :mod:`embodmem.memory.snapshot`.
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ import numpy as np
 
 from embodmem.memory import snapshot
 from embodmem.memory.config import MemoryConfig
-from embodmem.memory.fifo import Consolidated
+from embodmem.memory.fifo import Consolidated, copy_meta
 from embodmem.memory.parts import MemoryParts
 from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter, fit_thumbnail
 from embodmem.memory.sleep import SleepReport
@@ -155,7 +154,7 @@ class AgentMemory:
             self.map.break_trajectory()
             counters.segment = seg
         node = self.map.observe(meta.x, meta.y, e)
-        rec = copy.copy(meta)  # dataclasses.replace costs ~15 us; this runs on every step
+        rec = copy_meta(meta)  # dataclasses.replace costs ~15 us, copy.copy ~3 us; this runs on every step
         rec.node, rec.thumbnail, rec.hits = node, thumb, 0
         rec.salience = float(np.float32(rec.salience))  # the precision memory keeps: a snapshot restores it exactly
         out = self.fifo.push(e, rec, counters.next_id)
