@@ -72,6 +72,7 @@ class SequenceContext:
     eval_after: int | None = None
     memory_frames: int = 0
     memory_bytes: int = 0
+    memory_bytes_peak: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,6 +184,8 @@ class EpisodeRecord(BaseModel):
     """Frames kept in memory at the end of the episode."""
     memory_bytes: int | None = Field(default=None, ge=0)
     """Bytes of long-term vector code at the end of the episode."""
+    memory_bytes_peak: int | None = Field(default=None, ge=0)
+    """The most bytes of long-term vector code held after any action of the episode (budgets cap this)."""
     # -- a changing world only (embodmem.staleness; absent from a static world's records) ---------
     world_changes: str | None = None
     """The world's change set (``world.changes.name``; ``<name>_fresh``: the fresh-memory control)."""

@@ -95,6 +95,8 @@ class EpisodeOutcome:
     """Target kinds the agent's recogniser reported during the episode (``AgentTrace.kinds_reported``)."""
     staleness: Staleness | None = None
     """A changing world's staleness measures (embodmem.staleness); None in a static world."""
+    memory_bytes_peak: int = 0
+    """The most bytes of vector code the agent's memory held after any action of the episode."""
 
 
 @dataclass
@@ -185,12 +187,15 @@ def episode_steps(
     seen_cells = set(truth.visible_target_cells)
     visited = {truth.agent_pos}
     reported_kinds: set[str] = set()
+    peak_bytes = 0
     start = time.perf_counter()
     done = False
     while not done:
         yield obs
         with profiler.section("agent"):
             action = int(agent.act(obs))
+        if agent.memory is not None:  # a budget is a cap at every step, not only where a task ends
+            peak_bytes = max(peak_bytes, int(agent.memory.stats()["code_bytes"]))
         if agent.trace.reported:  # judged the frame of the current truth: log where it was taken
             measures.report(truth)
         reported_kinds |= agent.trace.kinds_reported
@@ -413,6 +418,9 @@ def sequence_steps(
             seen_place_spl_bound=seen_place_spl_bound(truth, outcome, seen_cells_before),
             memory_frames=int(mem_stats["frames_kept"]) if mem_stats is not None else 0,
             memory_bytes=int(mem_stats["code_bytes"]) if mem_stats is not None else 0,
+            memory_bytes_peak=max(
+                outcome.memory_bytes_peak, int(mem_stats["code_bytes"]) if mem_stats is not None else 0
+            ),
         )
         staleness = outcome.staleness
         if staleness is not None and isinstance(agent.memory, AgentMemory):  # its update policy's compute so far

@@ -111,7 +111,8 @@ class Usage(_Model):
     steps_total: int
     steps_max_episode: int
     memory_code_bytes_max: int
-    """Bytes of vector code held after any task (the record's ``memory_bytes``)."""
+    """Bytes of vector code held after any action of any task (the record's ``memory_bytes_peak``;
+    ``memory_bytes``, the end of a task, for records made before the runner measured the peak)."""
     carried_state_bytes_max: int
     """Bytes of the state a warm run carries at the end of a sequence (its saved snapshot, every file)."""
     vlm_calls_max_episode: int

@@ -6,9 +6,11 @@ limit, so a task ends there; the others are measured after the fact from the rec
 exceeds any of them is marked ``over_budget`` (listed, never ranked), not scored as if within it.
 Because the figures come from the records, ``verify`` re-checks the budget from the shipped records.
 
-Memory is measured twice, and the larger counts: the vector codes the agent's memory reports after
-every task (``memory_bytes``), and every byte of the state a warm run saves at the end of each
-sequence (its ``save_state`` snapshot: frames, map, log), which covers memories that are no vectors.
+Memory is measured twice, and the larger counts: the vector codes the agent's memory holds after every
+action of every task (``memory_bytes_peak``, the runner's per-step peak; a record made before the
+runner measured it has only ``memory_bytes``, the end of the task), and every byte of the state a warm
+run saves at the end of each sequence (its ``save_state`` snapshot: frames, map, log), which covers
+memories that are no vectors.
 
 Example:
     >>> from embodmem.bench.spec import load_spec
@@ -45,7 +47,9 @@ def usage_of(records: list[BenchRecord]) -> Usage:
         episodes=len(episodes),
         steps_total=sum(steps),
         steps_max_episode=max(steps, default=0),
-        memory_code_bytes_max=max((_int(e, "memory_bytes") for e in episodes), default=0),
+        memory_code_bytes_max=max(
+            (max(_int(e, "memory_bytes"), _int(e, "memory_bytes_peak")) for e in episodes), default=0
+        ),
         carried_state_bytes_max=max((_int(s, "bytes") for s in states), default=0),
         vlm_calls_max_episode=max((_int(e, "vlm_calls") for e in episodes), default=0),
         vlm_tokens_max_episode=max(

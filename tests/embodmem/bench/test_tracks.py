@@ -42,6 +42,16 @@ def test_usage_reads_steps_memory_and_vlm_figures() -> None:
     ]
 
 
+def test_the_memory_budget_caps_the_peak_inside_a_task_not_only_its_end() -> None:
+    # Grown to 20,000 bytes mid-task and evicted back to 4,096 by its end: over mem16k all the same.
+    use = usage_of([_episode(steps=90, memory_bytes=4096, memory_bytes_peak=20_000)])
+    assert use.memory_code_bytes_max == 20_000
+    assert check_budget(load_spec(2).track("mem16k"), use, "mem16k").violations == [
+        "carried memory 20000 bytes > 16384 (mem16k)"
+    ]
+    assert usage_of([_episode(steps=90, memory_bytes=4096)]).memory_code_bytes_max == 4096  # an older record
+
+
 def test_state_records_measure_every_file_of_a_saved_memory(tmp_path: Path) -> None:
     saved = tmp_path / "memory"
     (saved / "deep_pair-world1003" / "memory").mkdir(parents=True)

@@ -4,6 +4,7 @@ and verify re-derives the verdict from the records."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,9 @@ def test_a_run_over_the_token_budget_is_over_budget(tmp_path: Path) -> None:
     assert result.status == "over_budget" and result.usage.vlm_tokens_max_episode == limit + 1
     assert result.budget.violations == [f"VLM tokens in one task {limit + 1} > {limit} (vlm-lean)"]
     assert verify_result(tmp_path / "tokens" / "result.json").result.status == "over_budget"
+    records = [json.loads(line)["record"] for line in (tmp_path / "tokens" / "records.jsonl").read_text().splitlines()]
+    episodes = [r for r in records if "steps" in r]
+    assert episodes and all(r["memory_bytes_peak"] >= r["memory_bytes"] for r in episodes)  # measured every step
 
 
 def test_a_run_over_the_call_budget_is_over_budget_and_one_within_is_scored(tmp_path: Path) -> None:
