@@ -76,7 +76,10 @@ def _spec_text(version: str) -> str:
             f"split {name}: worlds {split.first_world}-{split.first_world + split.worlds - 1} ({split.purpose})"
         )
     for name, group in spec.groups.items():
-        lines.append(f"group {name}: {', '.join(group.sequences)} ({group.description})")
+        fixed = [f"embedder.{k}={v}" for k, v in (group.embedder or {}).items()]
+        fixed += [f"world/changes={group.world_changes.name}"] if group.world_changes is not None else []
+        extra = f" [fixed: {', '.join(fixed)}]" if fixed else ""
+        lines.append(f"group {name}: {', '.join(group.sequences)}{extra} ({group.description})")
     lines.append(f"group eqa: question files {', '.join(f'{k}={q.file}' for k, q in spec.eqa.questions.items())}")
     for name, track in spec.tracks.items():
         lines.append(f"track {name}: {track.description}")

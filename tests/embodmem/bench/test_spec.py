@@ -107,7 +107,12 @@ def test_spec_command_prints_the_hash_groups_and_tracks(capsys: pytest.CaptureFi
 
     assert main(["spec"]) == 0
     out = capsys.readouterr().out
-    assert V2_SHA256 in out and "group changing: revisit_shallow8" in out and "track mem16k:" in out
+    assert V2_SHA256 in out and "group changing: revisit_shallow8 [fixed: world/changes=moved_half]" in out
+    assert (
+        "group instance: goat_wreck_barrel, goat_shallow8, goat_mixed10 [fixed: embedder.model=embodmem-tiny-clip, embedder.pretrained=variants]"
+        in out
+    )
+    assert "track mem16k:" in out
     assert main(["spec", "--spec", "v1"]) == 0
     out = capsys.readouterr().out
     assert V1_SHA256 in out and "group lifelong: lifelong50" in out and "changing" not in out
