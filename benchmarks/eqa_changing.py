@@ -69,7 +69,12 @@ def main() -> None:
     prior = prior_set(embedder, env, PRIOR_WORLDS, VISIT_TASKS, LEG_STEPS)
     walked = time.perf_counter() - start
     answerers = build_visit_answerers(
-        CHANGING_ANSWERERS, embedder, prior.as_question_set(), vs.truths, VISIT_TASKS, LEG_STEPS + 1
+        (*CHANGING_ANSWERERS, "blind_question"),
+        embedder,
+        prior.as_question_set(),
+        vs.truths,
+        VISIT_TASKS,
+        LEG_STEPS + 1,
     )
     start = time.perf_counter()
     result = answer_visits(vs, answerers)

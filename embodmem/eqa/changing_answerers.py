@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import cast
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.agents.recognizer import KIND_PROMPT_NAMES
+from embodmem.envs.spec import SensorSpec
 from embodmem.eqa.answerers import (
     DETECT_PROBABILITY,
     MIN_SIGHTINGS,
@@ -51,6 +53,8 @@ from embodmem.memory import Hit
 
 CHANGING_ANSWERERS: tuple[str, ...] = ("blind", "textlog", "frame_memory", "keep_everything", "oracle")
 """Answerers of the changing-world questions, in the table's order."""
+BLIND_CHECKS: tuple[str, ...] = ("blind", "blind_question")
+"""The question-only answerers whose scores must sit at chance (the report's blind table)."""
 
 
 def _last_step(s: Sighting) -> int:
@@ -224,6 +228,43 @@ class VisitKeepEverything(KeepEverythingAnswerer, VisitReader):
         return self.answer_visit(question)
 
 
+def question_only_key(question: Question) -> tuple[str, ...]:
+    """All a question-only answerer can read from a changing-world question: its type, the kinds
+    it names, the task an abstention question names, the first choice of a first_seen question."""
+    key = (question.type.value, "+".join(sorted(question.kinds)))
+    if question.type == QuestionType.abstention:
+        return (*key, str(abstention_task(question)))
+    if question.type == QuestionType.first_seen:
+        return (*key, question.choices[0])
+    return key
+
+
+class QuestionOnlyAnswerer(Answerer):
+    """A blinder check than ``blind``: the answer most often right in the prior for everything the
+    question says (:func:`question_only_key`), not only its type. On a balanced set it is at chance
+    too when nothing but the type and the kinds carries a prior."""
+
+    name = "blind_question"
+
+    def __init__(self, prior: QuestionSet):
+        self.prior: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
+        for q in prior.questions:
+            self.prior[question_only_key(q)][prior.truths[q.id].answer] += 1
+        self.centre = (prior.env.size / 2.0, prior.env.size / 2.0)
+
+    def start_tour(self, tour: str, spec: SensorSpec) -> None:
+        """Keeps nothing."""
+
+    def observe(self, observation: Observation, step: int) -> None:
+        """Sees nothing."""
+
+    def answer(self, question: Question) -> Answer:
+        if not question.choices:
+            return Answer(point=self.centre)
+        counts = self.prior[question_only_key(question)]
+        return Answer(choice=max(question.choices, key=lambda c: (counts[c], -question.choices.index(c))))
+
+
 def build_visit_answerers(
     names: list[str] | tuple[str, ...],
     embedder: RecognitionEmbedder,
@@ -232,9 +273,10 @@ def build_visit_answerers(
     tasks: int,
     steps_per_task: int,
 ) -> list[Answerer]:
-    """The answerers ``names`` (each one of :data:`CHANGING_ANSWERERS`)."""
+    """The answerers ``names`` (each one of :data:`CHANGING_ANSWERERS` or ``blind_question``)."""
     makers: dict[str, Callable[[], Answerer]] = {
         "blind": lambda: BlindAnswerer(prior),
+        "blind_question": lambda: QuestionOnlyAnswerer(prior),
         "textlog": lambda: VisitTextLog(embedder, tasks, steps_per_task),
         "frame_memory": lambda: VisitFrameMemory(embedder, tasks, steps_per_task),
         "keep_everything": lambda: VisitKeepEverything(embedder, tasks, steps_per_task),

@@ -25,7 +25,7 @@ from embodmem.atomic import atomic_write_jsonl, atomic_write_text
 from embodmem.envs.config import EnvConfig
 from embodmem.eqa.answerers import Answerer
 from embodmem.eqa.changing import NOT_SEEN, VisitSet, check_types, generate_visit_set, replay_visit
-from embodmem.eqa.changing_answerers import CHANGING_ANSWERERS, build_visit_answerers
+from embodmem.eqa.changing_answerers import BLIND_CHECKS, CHANGING_ANSWERERS, build_visit_answerers
 from embodmem.eqa.config import ChangingEQAConfig
 from embodmem.eqa.designs import kept_from_stats
 from embodmem.eqa.files import CHANGING_QUESTION_TYPES
@@ -160,14 +160,18 @@ def format_abstention(scores: list[AbstentionScore]) -> str:
 def blind_lines(scores: list[TypeScore]) -> list[str]:
     """The blind answerer against chance, per type: at chance when the interval holds chance."""
     out = []
-    for s in scores:
-        if s.answerer == "blind":
+    for s in sorted(scores, key=lambda s: s.answerer):
+        if s.answerer in BLIND_CHECKS:
             verdict = "at chance" if s.ci[0] <= s.chance <= s.ci[1] else "NOT at chance"
             out.append(
-                f"| {s.type} | {s.accuracy:.3f} [{s.ci[0]:.3f}, {s.ci[1]:.3f}] | {s.chance:.3f} "
+                f"| {s.answerer} | {s.type} | {s.accuracy:.3f} [{s.ci[0]:.3f}, {s.ci[1]:.3f}] | {s.chance:.3f} "
                 f"| {s.accuracy - s.chance:+.3f} | {verdict} |"
             )
-    return ["| type | blind accuracy [95% CI] | chance | blind - chance | verdict |", "|---|---|---|---|---|", *out]
+    return [
+        "| answerer | type | accuracy [95% CI] | chance | accuracy - chance | verdict |",
+        "|---|---|---|---|---|---|",
+        *out,
+    ]
 
 
 def separation_lines(records: list[EQARecord], types: list[str]) -> list[str]:
@@ -194,7 +198,8 @@ def separation_lines(records: list[EQARecord], types: list[str]) -> list[str]:
 
 def report(vs: VisitSet, result: EQAResult) -> str:
     qs = vs.as_question_set()
-    scores = type_scores(result.records, {q.id: q for q in qs.questions}, qs.truths, vs.env.size)
+    every = type_scores(result.records, {q.id: q for q in qs.questions}, qs.truths, vs.env.size)
+    scores = [s for s in every if s.answerer != "blind_question"]
     types = [t for t in CHANGING_QUESTION_TYPES if any(s.type == t for s in scores)]
     lines = [
         'Accuracy per type [95% interval resampling worlds]; "where_before": share within 2 cells of where the '
@@ -207,10 +212,11 @@ def report(vs: VisitSet, result: EQAResult) -> str:
         "",
         *separation_lines(result.records, types),
         "",
-        "The blind answerer (the question only; per type the answer most often right in the dev prior visits) "
-        "against chance:",
+        "Question-only answerers against chance (their answer: the one most often right in the dev prior "
+        "visits; blind: per type; blind_question: per everything the question says: type, kinds, the task "
+        "an abstention question names, the first choice of a first_seen question):",
         "",
-        *blind_lines(scores),
+        *blind_lines(every),
     ]
     if "abstention" in types:
         truths = {q: t.answer for q, t in vs.truths.items()}
@@ -220,8 +226,10 @@ def report(vs: VisitSet, result: EQAResult) -> str:
             "",
             format_abstention(abstention_scores(result.records, truths)),
         ]
+    if result.invalid:
+        lines.append("")
     for name, n in result.invalid.items():
-        lines.append(f"\n{name}: {n} answers outside the choices or unreadable (scored wrong)")
+        lines.append(f"- {name}: {n} answers outside the choices or unreadable (scored wrong)")
     return "\n".join(lines)
 
 
