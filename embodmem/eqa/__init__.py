@@ -7,5 +7,8 @@ from what entered the robot's camera on that walk (never from what the world mer
 ``tour`` (walk, replay, ground truth), ``questions`` (generation, balance), ``answerers`` (one
 interface, the baselines), ``vlm`` (the VLM answerer), ``scoring`` (exact scores, metres for
 "where", accuracies with CIs), ``run`` (tours x answerers -> records), ``experiment`` (the
-``experiment=eqa`` run mode). docs/eqa.md describes the protocol and the file.
+``experiment=eqa`` run mode). The questions about a world that changes between tasks:
+``changing`` (visits, their changes and ground truth, the questions), ``changing_answerers`` (the
+stock answerers reading time), ``changing_run`` (visits x answerers -> records, the report; the
+``experiment=eqa_changing`` mode). docs/eqa.md describes the protocol and the file.
 """
