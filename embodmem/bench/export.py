@@ -301,6 +301,7 @@ def export_dataset(request: ExportRequest, argv: list[str] | None = None) -> Exp
     require_pyarrow()
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from omegaconf import OmegaConf
 
     from embodmem.agents.base import MemoryCarrier
     from embodmem.agents.registry import get_agent_spec
@@ -309,6 +310,7 @@ def export_dataset(request: ExportRequest, argv: list[str] | None = None) -> Exp
     from embodmem.bench.agents import resolve_agent
     from embodmem.bench.run import job_config
     from embodmem.condition import Condition
+    from embodmem.embedding.embedder import ClipEmbedder
     from embodmem.lockstep import EnvStep
     from embodmem.runner import StepOutput, sequence_steps
 
@@ -325,16 +327,20 @@ def export_dataset(request: ExportRequest, argv: list[str] | None = None) -> Exp
     started = time.perf_counter()
     writer = _Writer(request.out, request.frames_per_file)
     recorder = _Recorder(writer)
-    embedder = None
+    embedders: dict[str, ClipEmbedder] = {}  # one per embedder config: a spec may fix another for a group
     setup = 0.0
     for group in request.groups:
         cfg = job_config(spec, choice, "open", request.split, group, worlds, [])
         plan = experiment_plan(cfg, request.out)
         name = plan.runs[0][0]
-        if embedder is None and get_agent_spec(name).needs_embedder:
-            loading = time.perf_counter()
-            embedder = build_embedder(cfg)
-            setup = time.perf_counter() - loading
+        embedder = None
+        if get_agent_spec(name).needs_embedder:
+            key = OmegaConf.to_yaml(cfg.embedder)
+            if key not in embedders:
+                loading = time.perf_counter()
+                embedders[key] = build_embedder(cfg)
+                setup += time.perf_counter() - loading
+            embedder = embedders[key]
         for sequence, tasks in plan.sequences:
             for world in worlds:
                 env = build_env(cfg, tasks, world)
