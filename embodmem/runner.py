@@ -35,6 +35,7 @@ from embodmem.envs.spec import Action
 from embodmem.episode_log import EpisodeLog, EpisodeTrace, write_log
 from embodmem.lockstep import EnvStep, Lane, Lockstep, Pause, StepOutput, run_lanes
 from embodmem.memory.episodic import AgentMemory
+from embodmem.memory.protocol import Memory
 from embodmem.metrics import EpisodeMeasures, Measures, spl
 from embodmem.metrics_record import (
     METRICS_FILE,
@@ -195,7 +196,7 @@ def episode_steps(
         with profiler.section("agent"):
             action = int(agent.act(obs))
         if agent.memory is not None:  # a budget is a cap at every step, not only where a task ends
-            peak_bytes = max(peak_bytes, int(agent.memory.stats()["code_bytes"]))
+            peak_bytes = max(peak_bytes, _code_bytes(agent.memory))
         if agent.trace.reported:  # judged the frame of the current truth: log where it was taken
             measures.report(truth)
         reported_kinds |= agent.trace.kinds_reported
@@ -250,6 +251,13 @@ def episode_steps(
         reported_kinds,
         _with_memory_correction(stale.get(), agent) if stale is not None else None,
     )
+
+
+def _code_bytes(memory: Memory) -> int:
+    """The memory's vector-code bytes: its cheap ``code_bytes()`` when it has one (the frame memory:
+    its full ``stats()`` walks every record's metadata), else ``stats()["code_bytes"]``."""
+    cheap = getattr(memory, "code_bytes", None)
+    return int(cheap()) if callable(cheap) else int(memory.stats()["code_bytes"])
 
 
 def _with_memory_correction(staleness: Staleness, agent: Agent) -> Staleness:

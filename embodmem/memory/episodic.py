@@ -271,6 +271,10 @@ class AgentMemory:
         """Long-term records most similar to a long-term record's own stored vector (itself excluded)."""
         return self.store.search_by_id(record_id, k, where)
 
+    def code_bytes(self) -> int:
+        """``stats()["code_bytes"]`` alone: the long-term store's vector code, cheap enough for every step."""
+        return self.store.code_bytes()
+
     def stats(self) -> MemoryStats:
         """Counters and sizes: frames written/kept, bytes per frame (vector code), metadata and id
         bytes, map size, evictions, consolidations, sleeps, queries."""

@@ -157,6 +157,9 @@ class LongTermStore:
         [2]
     """
 
+    _code_size_of: tuple[faiss.Index, int] | None = None
+    """The index :meth:`code_bytes` last looked at, and its code bytes per record."""
+
     def __init__(self, config: MemoryConfig) -> None:
         self.config = config
         self.needs_training = index_facts(config.dim, config.index_factory).needs_training
@@ -605,6 +608,14 @@ class LongTermStore:
     def faiss_ids(self) -> np.ndarray:
         """Ids FAISS holds, sorted (must equal ``meta.ids``)."""
         return index_ids(self._index)
+
+    def code_bytes(self) -> int:
+        """Bytes of vector code held (``stats()["code_bytes"]`` alone): cheap enough for every step,
+        as the runner's budget peak reads it (the code size is looked up once per index)."""
+        index = self._index
+        if self._code_size_of is None or self._code_size_of[0] is not index:
+            self._code_size_of = (index, code_bytes_per_vector(index))
+        return self._code_size_of[1] * len(self)
 
     def stats(self) -> StoreStats:
         """Sizes in bytes: vector code, ids, metadata, fixed trained parameters, raw buffer (RAM), and
