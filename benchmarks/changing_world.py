@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", default="moved_half", help="a world/changes file for revisit_shallow8")
     parser.add_argument("--conditions", default="warm", help="comma-separated: warm, cold")
     parser.add_argument("--lanes", type=int, default=0, help="runs advanced together (experiment.lanes)")
+    parser.add_argument(
+        "--suffix", default="", help="appended to the results file's name (e.g. _24 for a 24-world run beside the 8)"
+    )
     args = parser.parse_args(argv)
     variants = args.variants.split(",")
     worlds = get_split(args.split).worlds(args.worlds)
@@ -188,7 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         "(tasks 5-8) only: every goal of it was asked for once before.\n\n" + tables(stale, fresh, variants)
     )
     path = write_results_markdown(
-        RESULTS / f"changing_world_{args.changes}_{args.split}.md", "Changing world: stale memory", body, facts
+        RESULTS / f"changing_world_{args.changes}_{args.split}{args.suffix}.md",
+        "Changing world: stale memory",
+        body,
+        facts,
     )
     print(body)
     print(f"\nwritten: {path}")
