@@ -115,6 +115,9 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         """``consolidate``: contradicted places whose memory update waits for the end of the task."""
         self._pending_radius: list[int] = []
         self._carried_seen: np.ndarray | None = None
+        self._looked_this_task = np.zeros((1, 1), dtype=bool)
+        """Cells looked at for the mission's kind in this task (an updating policy's record, kept until
+        the first contradiction): what the coverage reset leaves searched."""
         """What counted as searched for the mission's kind when the task began (carried from earlier
         tasks): unsearched again once a place memory sent the robot to is contradicted."""
         self._central_rays = np.linspace(-0.4, 0.4, 5)
@@ -147,6 +150,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         self._central_rays = np.linspace(-0.6 * self.half_fov, 0.6 * self.half_fov, 5)
         assert self.grid is not None
         self._carried_seen = self.grid.seen.copy()
+        self._looked_this_task = np.zeros_like(self.grid.seen)
 
     def reset_spatial_memory_if_cold(self) -> None:
         """Warm by default: the occupancy grid survives the task (``reset_memory`` clears it)."""
@@ -264,6 +268,10 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         if self.memory_update_policy() != "keep_first":
             with self.timed("memory_update"):
                 self._check_remembered_places(recognised)
+                if self._carried_seen is not None and self.mission_kind is not None:
+                    reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)])
+                    rows, cols = self.grid.view_cells(self.pose, self.view_rays, reach)
+                    self._looked_this_task[rows, cols] = True
 
     def memory_update_policy(self) -> str:
         """How memory updates when what it holds is contradicted (``MemoryConfig.update_policy``);
@@ -502,9 +510,10 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         if update.views and self.grid is not None and self._carried_seen is not None:
             # The kind has moved (or gone): "looked there before, it was not there" is as old as
             # the sighting, so what earlier tasks searched for it counts as unsearched again.
-            self.grid.searched_by_kind[k] &= ~self._carried_seen
+            stale = self._carried_seen & ~self._looked_this_task  # looked at again since: still good
+            self.grid.searched_by_kind[k] &= ~stale
             if update.kind == self.mission_kind:
-                self.grid.seen &= ~self._carried_seen
+                self.grid.seen &= ~stale
             self._carried_seen = None
         self._update_records(update)
         update.updated_step = self.steps
