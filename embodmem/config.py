@@ -625,6 +625,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(str(err)) from None
     if exp.eqa.enabled:
         _check_eqa_files(exp.eqa)
+        part_config("experiment.eqa", EQAConfig, cfg)  # its own checks: the changing-world settings
 
 
 def _check_eqa_files(eqa: DictConfig) -> None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from embodmem.agents.textlog_agent import LogEntry
 from embodmem.app import build_embedder, run
+from embodmem.config import ConfigError, validate
 from embodmem.eqa.answerers import Answer, BlindAnswerer
 from embodmem.eqa.changing import (
     NOT_SEEN,
@@ -217,6 +218,8 @@ def test_unknown_type_and_bad_settings_are_refused_in_one_line() -> None:
     ):
         ChangingEQAConfig(tasks=1)
     assert tuple(ChangingEQAConfig().types) == CHANGING_QUESTION_TYPES
+    with pytest.raises(ConfigError, match=r"^experiment\.eqa\.changing\.types: 'colour' is not allowed; allowed: "):
+        validate(compose_job(["experiment=eqa_changing", "experiment.eqa.changing.types=[colour]"]))
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "eqa_changing.py"), "--types", "tasks_ago,colour"],
         capture_output=True, text=True, timeout=120,
