@@ -16,10 +16,10 @@ Writes ``benchmarks/results/startup.md`` (or ``--results``).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
+import runpy
 import shutil
 import statistics
 import subprocess
@@ -30,7 +30,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 from embodmem.provenance import Provenance, git_commit, write_results_markdown
 
@@ -72,14 +71,6 @@ LOADED_PROBE = (
     f"[m for m in {HEAVY!r} if m in sys.modules])))\n"
 )
 """Prepended to a command once per tree: which of :data:`HEAVY` it had imported when it exited."""
-
-
-def typecheck_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("typecheck", ROOT / "scripts" / "typecheck.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @contextmanager
@@ -192,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "startup.md")
     args = parser.parse_args(argv)
     facts = Provenance.collect()
-    link_tree = typecheck_script().link_tree
+    link_tree = runpy.run_path(str(ROOT / "scripts" / "typecheck.py"))["link_tree"]  # the installed layout
     before_commit = subprocess.run(
         ["git", "rev-parse", "--short=12", args.before], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
