@@ -48,11 +48,10 @@ from embodmem.eqa.answerers import (
     sightings_of,
 )
 from embodmem.eqa.changing import NOT_SEEN, abstention_task, task_of
+from embodmem.eqa.config import CHANGING_ANSWERERS
 from embodmem.eqa.files import Question, QuestionSet, QuestionType, Truth
 from embodmem.memory import Hit
 
-CHANGING_ANSWERERS: tuple[str, ...] = ("blind", "textlog", "frame_memory", "keep_everything", "oracle")
-"""Answerers of the changing-world questions, in the table's order."""
 BLIND_CHECKS: tuple[str, ...] = ("blind", "blind_question")
 """The question-only answerers whose scores must sit at chance (the report's blind table)."""
 

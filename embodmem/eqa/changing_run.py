@@ -250,7 +250,7 @@ def run_changing(
     """Walk ``changing.worlds`` visits of ``changing.split``, ask the questions of ``changing.types``,
     answer with ``answerer_names``; writes ``eqa.jsonl`` and ``eqa.md`` into ``out_dir``."""
     types = check_types(list(changing.types))
-    names = [n for n in answerer_names if n != "vlm"]
+    names = list(answerer_names)
     bad = [n for n in names if n not in CHANGING_ANSWERERS]
     if bad:
         raise ValueError(

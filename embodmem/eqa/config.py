@@ -18,6 +18,9 @@ ANSWERER_METHODS: tuple[str, ...] = ("start_tour", "observe", "answer", "stats")
 """The methods of the answerer protocol (:class:`embodmem.api.AnswererProtocol`): a plug-in class
 lacking one is refused by name."""
 ANSWERERS_KEY = "experiment.eqa.answerers"
+CHANGING_ANSWERERS: tuple[str, ...] = ("blind", "textlog", "frame_memory", "keep_everything", "oracle")
+"""Answerers of the changing-world questions (embodmem.eqa.changing_answerers builds each), in the
+table's order; the VLM answerer and plug-ins answer single tours only."""
 
 PluginAnswerer = tuple[Literal["answerer", "memory"], object]
 """A plug-in answerer: ``("answerer", class or factory called with the embedder)`` or ``("memory",
@@ -136,3 +139,10 @@ class EQAConfig:
     def __post_init__(self) -> None:
         if isinstance(self.changing, dict):  # as the config layer hands the group over
             self.changing = ChangingEQAConfig(**self.changing)
+        if self.changing.enabled:
+            unable = [name for name in self.answerers if name not in CHANGING_ANSWERERS]
+            if unable:
+                raise ValueError(
+                    f"{ANSWERERS_KEY}: {unable[0]!r} does not answer changing-world questions; "
+                    f"allowed: {', '.join(CHANGING_ANSWERERS)}"
+                )

@@ -220,6 +220,10 @@ def test_unknown_type_and_bad_settings_are_refused_in_one_line() -> None:
     assert tuple(ChangingEQAConfig().types) == CHANGING_QUESTION_TYPES
     with pytest.raises(ConfigError, match=r"^experiment\.eqa\.changing\.types: 'colour' is not allowed; allowed: "):
         validate(compose_job(["experiment=eqa_changing", "experiment.eqa.changing.types=[colour]"]))
+    with pytest.raises(
+        ConfigError, match=r"^experiment\.eqa\.answerers: 'vlm' does not answer changing-world questions"
+    ):
+        validate(compose_job(["experiment=eqa_changing", "experiment.eqa.answerers=[textlog,vlm]"]))
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "eqa_changing.py"), "--types", "tasks_ago,colour"],
         capture_output=True, text=True, timeout=120,
