@@ -428,13 +428,13 @@ def main() -> None:
     if "--list-plugins" in sys.argv[1:]:  # every name agent, agent.memory and the EQA answerers accept
         print(plugin_listing())
         return
-    sys.argv[1:] = plugin_overrides(sys.argv[1:], CONFIG_DIR)  # agent=<plug-in or variant>: the key it sets
     try:
-        jobs = check_command_line(sys.argv[1:], CONFIG_DIR)
+        jobs = check_command_line(sys.argv[1:], CONFIG_DIR)  # it reads agent=<plug-in or variant> as below
         check_vlm_endpoints(jobs)
     except PreflightError as err:  # one line, exit 2, before Hydra creates the output directory
         print(f"embodmem-run: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    sys.argv[1:] = plugin_overrides(sys.argv[1:], CONFIG_DIR)  # agent=<plug-in or variant>: the key it sets
     asks_help = not HELP_FLAGS.isdisjoint(sys.argv[1:])
     try:
         with config_store_shared_by_copies() if asks_help else contextlib.nullcontext():
