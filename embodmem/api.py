@@ -56,6 +56,7 @@ from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, QueryFilt
 from embodmem.memory.protocol import (
     MEMORY_ATTRIBUTES,
     MEMORY_METHODS,
+    MEMORY_OPTIONAL_SETTINGS,
     MEMORY_STATS,
     Memory,
     MemorySettings,
@@ -71,6 +72,7 @@ __all__ = [
     "ANY_RECORD",
     "MEMORY_ATTRIBUTES",
     "MEMORY_METHODS",
+    "MEMORY_OPTIONAL_SETTINGS",
     "MEMORY_STATS",
     "Action",
     "Agent",

@@ -254,10 +254,11 @@ def episode_steps(
 
 
 def _code_bytes(memory: Memory) -> int:
-    """The memory's vector-code bytes: its cheap ``code_bytes()`` when it has one (the frame memory:
-    its full ``stats()`` walks every record's metadata), else ``stats()["code_bytes"]``."""
-    cheap = getattr(memory, "code_bytes", None)
-    return int(cheap()) if callable(cheap) else int(memory.stats()["code_bytes"])
+    """The memory's vector-code bytes: the stock memory's cheap ``code_bytes()`` (its full ``stats()``
+    walks every record's metadata), else the protocol's ``stats()["code_bytes"]``."""
+    if isinstance(memory, AgentMemory):
+        return memory.code_bytes()
+    return int(memory.stats()["code_bytes"])
 
 
 def _with_memory_correction(staleness: Staleness, agent: Agent) -> Staleness:

@@ -66,7 +66,11 @@ class StrictMemory:
 
     def __init__(self, config: MemoryConfig, inner: AgentMemory | None = None) -> None:
         self._inner = inner if inner is not None else AgentMemory(config)
-        self.config = _Only(self._inner.config, api.MEMORY_ATTRIBUTES["config"], "memory.config")
+        self.config = _Only(
+            self._inner.config,
+            (*api.MEMORY_ATTRIBUTES["config"], *api.MEMORY_OPTIONAL_SETTINGS),
+            "memory.config",
+        )
         self.map = _Only(self._inner.map, api.MEMORY_ATTRIBUTES["map"], "memory.map")
 
     def __getattr__(self, name: str) -> Any:

@@ -126,6 +126,10 @@ MEMORY_METHODS: tuple[str, ...] = (
 """The methods of :class:`Memory` (a plug-in class lacking one is refused by name)."""
 MEMORY_ATTRIBUTES: dict[str, tuple[str, ...]] = {"config": ("dim", "keep_thumbnails"), "map": ("positions",)}
 """The attributes of a built :class:`Memory` and what the agents read from each."""
+MEMORY_OPTIONAL_SETTINGS: tuple[str, ...] = ("update_policy",)
+"""Settings of ``memory.config`` the memory agent reads when a memory has them: ``update_policy``
+(:data:`~embodmem.memory.updates.UPDATE_POLICIES`) chooses what a contradicted place does to the
+memory; a memory without it is ``keep_first`` (nothing it holds is changed)."""
 MEMORY_STATS: tuple[str, ...] = ("frames_kept", "code_bytes")
 """The keys of :meth:`Memory.stats` the runner writes into every record."""
 

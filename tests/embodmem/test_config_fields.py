@@ -44,6 +44,7 @@ from embodmem.config import (
 from embodmem.embedding.model import ASSETS, DEFAULT_MODEL
 from embodmem.envs.changes import WorldChanges
 from embodmem.envs.tasks import SEQUENCES
+from embodmem.eqa.config import ChangingEQAConfig
 from embodmem.video import EpisodeRecorder
 
 TEST_MODEL = "embodmem-test-clip"
@@ -239,6 +240,15 @@ VALUES: dict[str, Any] = {
     "experiment.eqa.prior": "my_dev_questions.jsonl",
     "experiment.eqa.tours": 3,
     "experiment.eqa.vlm_frames": 4,
+    # experiment.eqa.changing: questions over a changing world (embodmem/eqa/config.py ChangingEQAConfig)
+    "experiment.eqa.changing.enabled": True,
+    "experiment.eqa.changing.split": "calibration",
+    "experiment.eqa.changing.worlds": 3,
+    "experiment.eqa.changing.first": 1005,
+    "experiment.eqa.changing.types": ["appearance", "abstention"],
+    "experiment.eqa.changing.tasks": 3,
+    "experiment.eqa.changing.leg_steps": 40,
+    "experiment.eqa.changing.prior_worlds": 10,
     # video (embodmem/config.py)
     "video.enabled": True,
     "video.episodes": "failures",
@@ -262,6 +272,7 @@ SCHEMAS: dict[str, type] = {
     "embedder": EmbedderConfig,
     "experiment": ExperimentConfig,
     "experiment.eqa": EQAConfig,
+    "experiment.eqa.changing": ChangingEQAConfig,
     "video": VideoConfig,
     "world": WorldConfig,
     "world.changes": WorldChanges,
@@ -275,7 +286,11 @@ def schema_keys() -> set[str]:
     keys = {f"{prefix}.{f.name}" for prefix, schema in SCHEMAS.items() for f in dataclasses.fields(schema)}
     top = {f.name for f in dataclasses.fields(Config)}
     assert top - set(SCHEMAS) - {"logger"} == set(TOP_LEVEL)
-    return (keys | set(TOP_LEVEL)) - {"agent.vlm", "experiment.eqa", "world.changes"} - NOT_SETTABLE
+    return (
+        (keys | set(TOP_LEVEL))
+        - {"agent.vlm", "experiment.eqa", "experiment.eqa.changing", "world.changes"}
+        - NOT_SETTABLE
+    )
 
 
 def override(key: str, value: Any) -> str:
@@ -351,6 +366,8 @@ def reached(key: str, cfg: DictConfig, tmp: Path, embedder: Any) -> Any:
         return seen[name] if name in seen else getattr(e, name)
     if group == "experiment.eqa":
         return getattr(part_config("experiment.eqa", EQAConfig, cfg), name)
+    if group == "experiment.eqa.changing":
+        return getattr(part_config("experiment.eqa", EQAConfig, cfg).changing, name)
     if group == "world.changes":
         if name == "changes":  # what the env applies
             return [dataclasses.asdict(c) for c in env.changes.changes] if env.changes is not None else []
