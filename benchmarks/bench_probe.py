@@ -73,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     import embodmem
     from embodmem.app import build_embedder
     from embodmem.bench.dataset import OfflineDataset
-    from embodmem.bench.trained_probe import summarise, tour_contents, train_and_score, trained_probe_markdown
+    from embodmem.bench.trained_probe import (
+        kind_ap_markdown,
+        summarise,
+        tour_contents,
+        train_and_score,
+        trained_probe_markdown,
+    )
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="embodmem-probe-") as tmp:
@@ -84,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         train = list(tour_contents(OfflineDataset(dev), embedder))
         held_out = list(tour_contents(OfflineDataset(test), embedder))
         read = time.perf_counter()
-        table = trained_probe_markdown(summarise(train_and_score(designs, train, held_out)))
+        rows = summarise(train_and_score(designs, train, held_out))
+        table = (
+            trained_probe_markdown(rows) + "\n\nPer target kind, the average precision of its per-cell probability "
+            "(over the test tours whose world holds it):\n\n" + kind_ap_markdown(rows)
+        )
         fitted = time.perf_counter()
         readers = ""
         if args.readers:

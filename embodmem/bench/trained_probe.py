@@ -105,6 +105,8 @@ class ProbeScore:
     wall_cells: float
     """Share of cells whose occupancy (anything but open water) was decoded right."""
     wall_iou: float
+    kind_ap: tuple[float, ...]
+    """Per target kind (TARGET_KINDS order): its average precision; nan where the world has none."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,8 @@ class TrainedProbeRow:
     object_ap: Interval
     wall_cells: Interval
     wall_iou: Interval
+    kind_ap: tuple[Interval, ...]
+    """Per target kind (TARGET_KINDS order), over the test tours whose world holds it."""
 
 
 # ----------------------------------------------------------------------------- truth and features
@@ -294,16 +298,20 @@ def score_tour(design: str, tour: TourContents, decoder: CellDecoder) -> ProbeSc
     probs, wall_prob = decoder.predict(features(design, tour))
     said = probs.argmax(axis=1)
     objects = classes > 0
-    present = [k for k in range(1, probs.shape[1]) if (classes == k).any()]
+    kind_ap = tuple(
+        average_precision(probs[:, k], classes == k) if (classes == k).any() else float("nan")
+        for k in range(1, probs.shape[1])
+    )
     said_wall, true_wall = wall_prob >= 0.5, walls > 0.5
     return ProbeScore(
         design,
         tour.world_seed,
         float(np.mean(said == classes)),
         float(np.mean(said[objects] == classes[objects])) if objects.any() else float("nan"),
-        float(np.mean([average_precision(probs[:, k], classes == k) for k in present])) if present else float("nan"),
+        float(np.nanmean(kind_ap)) if not np.isnan(kind_ap).all() else float("nan"),
         float(np.mean(said_wall == true_wall)),
         float(np.sum(said_wall & true_wall)) / max(float(np.sum(said_wall | true_wall)), 1.0),
+        kind_ap,
     )
 
 
@@ -328,20 +336,28 @@ def summarise(scores: list[ProbeScore]) -> list[TrainedProbeRow]:
     def interval(values: list[float], worlds: list[int]) -> Interval:
         pairs = [(v, w) for v, w in zip(values, worlds) if not math.isnan(v)]
         vs, ws = [p[0] for p in pairs], [p[1] for p in pairs]
+        if not vs:
+            return Interval(mean=None, lo=None, hi=None, n=0)
         return Interval.of(float(np.mean(vs)), mean_ci(vs, clusters=ws), len(vs))
 
     rows = []
     for design in dict.fromkeys(s.design for s in scores):
         mine = [s for s in scores if s.design == design]
         worlds = [s.world_seed for s in mine]
+
+        def figure(name: str, mine: list[ProbeScore] = mine, worlds: list[int] = worlds) -> Interval:
+            return interval([float(getattr(s, name)) for s in mine], worlds)
+
         rows.append(
             TrainedProbeRow(
-                design,
-                len(mine),
-                *(
-                    interval([getattr(s, f) for s in mine], worlds)
-                    for f in ("object_cells", "object_kind", "object_ap", "wall_cells", "wall_iou")
-                ),
+                design=design,
+                tours=len(mine),
+                object_cells=figure("object_cells"),
+                object_kind=figure("object_kind"),
+                object_ap=figure("object_ap"),
+                wall_cells=figure("wall_cells"),
+                wall_iou=figure("wall_iou"),
+                kind_ap=tuple(interval([s.kind_ap[k] for s in mine], worlds) for k in range(len(mine[0].kind_ap))),
             )
         )
     return rows
@@ -358,6 +374,17 @@ def trained_probe_markdown(rows: list[TrainedProbeRow]) -> str:
     for r in rows:
         cells = (r.object_cells, r.object_kind, r.object_ap, r.wall_cells, r.wall_iou)
         lines.append(f"| {r.design} | {r.tours} | " + " | ".join(format_interval(c, 3) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def kind_ap_markdown(rows: list[TrainedProbeRow]) -> str:
+    """Per design and target kind: the average precision of the kind's per-cell probability."""
+    from embodmem.bench.board import format_interval
+    from embodmem.envs.objects import TARGET_KINDS
+
+    lines = ["| design | " + " | ".join(TARGET_KINDS) + " |", "|---|" + "---|" * len(TARGET_KINDS)]
+    for r in rows:
+        lines.append(f"| {r.design} | " + " | ".join(format_interval(c, 2) for c in r.kind_ap) + " |")
     return "\n".join(lines)
 
 

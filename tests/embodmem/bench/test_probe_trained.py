@@ -66,6 +66,7 @@ def test_fully_observed_control_beats_blind(tours: tuple[list[TourContents], lis
     assert blind.wall_iou.mean is not None and blind.wall_iou.mean < 0.5
     assert full.object_ap.mean is not None and blind.object_ap.mean is not None
     assert full.object_ap.mean > blind.object_ap.mean
+    assert len(full.kind_ap) == 8 and all(k.mean in (1.0, None) for k in full.kind_ap)
 
 
 def test_unknown_design_is_refused_in_one_line() -> None:
