@@ -14,8 +14,11 @@ is trained on the dev tours' cells. Designs:
   the cells each line's view covers;
 - ``clip_frames``: every frame's CLIP vector with its pose, averaged over the frames whose view covers
   the cell (the keep-everything frame memory);
+- ``frame_memory``: the project's frame memory (:class:`~embodmem.memory.episodic.AgentMemory`, stock
+  config) fed the same vectors: its records, merged frames weighted by how many each holds;
 - ``agent_map``: the generating agent's own map at the tour's end (unknown / free / occupied, searched);
-- ``clip_frames_map``: both (the frame memory answerer's contents: frames and a sonar map);
+- ``clip_frames_map``, ``frame_memory_map``: frames or records with the map (what the frame memory
+  answerers hold: frames and a sonar map);
 - ``fully_observed``: the seabed's kind at the cell (the control; it reaches 1 when the decoder can).
 
 Example:
@@ -46,8 +49,10 @@ TRAINED_DESIGNS: tuple[str, ...] = (
     "blind",
     "textlog",
     "clip_frames",
+    "frame_memory",
     "agent_map",
     "clip_frames_map",
+    "frame_memory_map",
     "fully_observed",
 )
 """Memory designs the trained probe reads, the blind baseline first and the fully observed control last."""
@@ -88,6 +93,12 @@ class TourContents:
     reach: float
     """View range in cells."""
     fov_deg: float
+    record_poses: np.ndarray | None = None
+    """(R, 3) int: the frame memory's records' [x, y, heading] (None: not built)."""
+    record_vectors: np.ndarray | None = None
+    """(R, D) float32: their stored vectors."""
+    record_counts: np.ndarray | None = None
+    """(R,): how many frames each record merged."""
 
 
 @dataclass(frozen=True)
@@ -161,9 +172,9 @@ def _prior(size: int) -> np.ndarray:
     return np.stack([x, y, x * x, y * y, x * y, edge], axis=1)
 
 
-def _frames(tour: TourContents, weights: np.ndarray) -> np.ndarray:
+def _frames(vectors: np.ndarray, weights: np.ndarray) -> np.ndarray:
     count = weights.sum(axis=0)
-    mean = (weights.T @ tour.vectors.astype(np.float64)) / np.maximum(count, 1.0)[:, None]
+    mean = (weights.T @ vectors.astype(np.float64)) / np.maximum(count, 1.0)[:, None]
     return np.concatenate([mean, np.log1p(count)[:, None], (count > 0)[:, None]], axis=1)
 
 
@@ -210,8 +221,13 @@ def features(design: str, tour: TourContents) -> np.ndarray:
         if design == "textlog":
             parts.append(_textlog(tour, weights))
         else:
-            parts.append(_frames(tour, weights))
-    if design in ("agent_map", "clip_frames_map"):
+            parts.append(_frames(tour.vectors, weights))
+    if design in ("frame_memory", "frame_memory_map"):
+        if tour.record_poses is None or tour.record_vectors is None or tour.record_counts is None:
+            raise ValueError(f"design {design!r} needs the frame memory's records (tour_contents builds them)")
+        weights = view_weights(tour.record_poses, size, tour.reach, tour.fov_deg) * tour.record_counts[:, None]
+        parts.append(_frames(tour.record_vectors, weights))
+    if design in ("agent_map", "clip_frames_map", "frame_memory_map"):
         parts.append(_map(tour.agent_map, size))
     if design == "fully_observed":
         parts.append(np.eye(len(KINDS))[tour.seabed.reshape(-1).astype(np.int64)])
@@ -407,6 +423,7 @@ def tour_contents(ds: OfflineDataset, embedder: RecognitionEmbedder) -> Iterator
         kinds, confidence = np.full(len(poses), -1, np.int64), np.zeros(len(poses))
         for s in sightings_of(labeller, vectors, list(range(len(poses))), [tuple(p) for p in poses.tolist()]):
             kinds[s.step], confidence[s.step] = TARGET_KINDS.index(s.kind), round(s.probability, 3)
+        record_poses, record_vectors, record_counts = frame_memory_records(poses, vectors, embedder.dim)
         yield TourContents(
             int(tour[0].meta["world_seed"]),
             tour[-1].seabed,
@@ -417,7 +434,27 @@ def tour_contents(ds: OfflineDataset, embedder: RecognitionEmbedder) -> Iterator
             confidence,
             spec.view_range_m / spec.cell_size_m,
             spec.camera_fov_deg,
+            record_poses,
+            record_vectors,
+            record_counts,
         )
+
+
+def frame_memory_records(poses: np.ndarray, vectors: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the stock frame memory keeps of a tour, fed as
+    :class:`~embodmem.eqa.answerers.FrameMemoryAnswerer` feeds it: its records' poses, vectors and
+    merged-frame counts (the long-term store's, then the short-term buffer's)."""
+    from embodmem.memory import AgentMemory, FrameMeta, MemoryConfig
+
+    memory = AgentMemory(MemoryConfig(dim=dim))
+    for step, ((x, y, h), vector) in enumerate(zip(poses.tolist(), vectors)):
+        memory.observe(vector, FrameMeta("probe", "tour", 0, step, float(x), float(y), int(h)))
+    store, fifo = memory.store, memory.fifo
+    metas = [*store.meta.metas(np.arange(len(store))), *fifo.metas]
+    stored = store.vectors(store.meta.ids) if len(store) else np.zeros((0, dim), np.float32)
+    out_poses = np.array([[round(m.x), round(m.y), m.heading] for m in metas], np.int64).reshape(-1, 3)
+    out_vectors = np.concatenate([stored, fifo.vectors]).astype(np.float32)
+    return out_poses, out_vectors, np.array([m.count for m in metas], np.float64)
 
 
 def _rounded(episode: Episode) -> np.ndarray:

@@ -15,13 +15,14 @@ import pytest
 from embodmem.bench.trained_probe import (
     TRAINED_DESIGNS,
     TourContents,
+    frame_memory_records,
     parse_designs,
     summarise,
     train_and_score,
 )
 from envs.world import generate_world
 
-DESIGNS = ("textlog", "clip_frames")
+DESIGNS = ("textlog", "clip_frames", "frame_memory")
 
 
 def tour(seed: int, steps: int = 40) -> TourContents:
@@ -31,16 +32,18 @@ def tour(seed: int, steps: int = 40) -> TourContents:
     cells = free[rng.integers(0, len(free), steps)]
     poses = np.stack([cells[:, 1], cells[:, 0], rng.integers(0, 4, steps)], axis=1)
     kinds = np.where(rng.random(steps) < 0.3, rng.integers(0, 8, steps), -1)
+    vectors = rng.standard_normal((steps, 16)).astype(np.float32)
     return TourContents(
         world_seed=seed,
         seabed=world.kinds,
         agent_map=None,
         poses=poses,
-        vectors=rng.standard_normal((steps, 16)).astype(np.float32),
+        vectors=vectors,
         log_kind=kinds,
         log_confidence=np.where(kinds >= 0, 0.5, 0.0),
         reach=4.0,
         fov_deg=75.0,
+        **dict(zip(("record_poses", "record_vectors", "record_counts"), frame_memory_records(poses, vectors, 16))),
     )
 
 
