@@ -61,7 +61,17 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("probe", help="decode the object map and the walls from each memory design on a dataset")
     p.add_argument("dataset", type=Path)
-    p.add_argument("--designs", default="frame_memory,keep_everything,textlog")
+    p.add_argument(
+        "--designs",
+        default=None,
+        help="designs to probe (default: frame_memory,keep_everything,textlog; with --train: every trained design)",
+    )
+    p.add_argument(
+        "--train",
+        type=Path,
+        default=None,
+        help="a dataset of dev worlds: train a decoder per design on it and score DATASET (the trained probe)",
+    )
     p.add_argument("--out", type=Path, default=None, help="a markdown results file (with provenance)")
     return parser
 
@@ -177,11 +187,14 @@ def _probe(args: argparse.Namespace) -> int:
     from embodmem.provenance import Provenance, write_results_markdown
 
     facts = Provenance.collect(["embodmem-bench", *sys.argv[1:]])
-    designs = [d for d in args.designs.split(",") if d]
     info = OfflineDataset(args.dataset).info  # a directory that is no dataset: one line before the model loads
-    embedder = build_embedder(embodmem.compose([]))
-    build_answerers(designs, embedder)
-    table = probe_markdown(probe_dataset(args.dataset, designs, embedder))
+    if args.train is not None:
+        table = _trained_probe_table(args)
+    else:
+        designs = [d for d in (args.designs or "frame_memory,keep_everything,textlog").split(",") if d]
+        embedder = build_embedder(embodmem.compose([]))
+        build_answerers(designs, embedder)
+        table = probe_markdown(probe_dataset(args.dataset, designs, embedder))
     print(table)
     if args.out is not None:
         generator = info["generator"]
@@ -193,6 +206,32 @@ def _probe(args: argparse.Namespace) -> int:
         )
         write_results_markdown(args.out, "Memory probing: what each design holds", body, facts)
     return 0
+
+
+def _trained_probe_table(args: argparse.Namespace) -> str:
+    """Decoders trained on ``--train``'s tours (a dev dataset: never test worlds) scored on the dataset's."""
+    import embodmem
+    from embodmem.app import build_embedder
+    from embodmem.bench.dataset import OfflineDataset
+    from embodmem.bench.trained_probe import (
+        TRAINED_DESIGNS,
+        kind_ap_markdown,
+        parse_designs,
+        summarise,
+        tour_contents,
+        train_and_score,
+        trained_probe_markdown,
+    )
+
+    designs = parse_designs(args.designs or ",".join(TRAINED_DESIGNS))
+    train_set = OfflineDataset(args.train)
+    if train_set.info["generator"]["split"] == "test":
+        raise ValueError(f"--train: {args.train} holds test worlds; allowed: a dataset of dev worlds")
+    embedder = build_embedder(embodmem.compose([]))
+    train = list(tour_contents(train_set, embedder))
+    held_out = list(tour_contents(OfflineDataset(args.dataset), embedder))
+    rows = summarise(train_and_score(designs, train, held_out))
+    return trained_probe_markdown(rows) + "\n\nAverage precision per target kind:\n\n" + kind_ap_markdown(rows)
 
 
 if __name__ == "__main__":

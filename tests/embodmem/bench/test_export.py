@@ -62,3 +62,22 @@ def test_probe_decodes_objects_and_walls_per_design(tmp_path: Path) -> None:
     assert rows["textlog"].walls_iou.mean is None  # a text log holds no walls
     for design in ("frame_memory", "keep_everything", "agent_map"):
         assert 0.0 < rows[design].walls_iou.mean < 1.0
+
+
+def test_cli_trains_probes_on_a_dev_dataset_and_refuses_a_test_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from embodmem.bench.cli import main
+
+    out = tmp_path / "ds"
+    export_dataset(ExportRequest(split="dev", out=out, worlds=1, agent="random", groups=("category",)))
+    assert main(["probe", str(out), "--train", str(out), "--designs", "blind,fully_observed"]) == 0
+    table = capsys.readouterr().out
+    assert "| fully_observed |" in table and "| blind |" in table and "textlog" not in table
+    info_file = out / "meta" / "info.json"
+    info = json.loads(info_file.read_text())
+    info["generator"]["split"] = "test"
+    info_file.write_text(json.dumps(info))
+    assert main(["probe", str(out), "--train", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--train:" in err[0] and "dev worlds" in err[0]
