@@ -55,6 +55,7 @@ def _eqa(path: str, column: str) -> tuple[Source, ...]:
 MEMORY_ROWS = ("memory (warm)", "textlog (warm)", "explorer (single)")
 EQA = "benchmarks/results/eqa_test.md"
 EQA_ATTRIBUTE = "benchmarks/results/eqa_attr_test.md"
+EQA_CHANGING = "benchmarks/results/eqa_changing_test.md"
 ENV = "benchmarks/results/env.md"
 ONE_WORLD = "underwater 32x32, camera 64x64"
 BATCH_64 = "batched B=64, 32x32 worlds"
@@ -69,6 +70,9 @@ QUOTES = (
     Quote("EQA accuracy, count", _eqa(EQA, "count")),
     Quote('EQA "where"', _eqa(EQA, "where")),
     Quote("EQA accuracy, attribute", _eqa(EQA_ATTRIBUTE, "attribute")),
+    Quote("EQA in a world that changes between tasks, appearance", _eqa(EQA_CHANGING, "appearance")),
+    Quote("EQA in a changing world, abstention", _eqa(EQA_CHANGING, "abstention")),
+    Quote("EQA in a changing world, which of two", _eqa(EQA_CHANGING, "first_seen")),
     Quote(
         "Speed, one world",
         (
