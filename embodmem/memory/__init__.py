@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING
 
 from embodmem.lazy import lazy_attributes
 
+# Eager: ``sleep`` names both a submodule and its function, and importing the submodule rebinds the
+# package's attribute to the module, so a lazily resolved function could be replaced by the module.
+from embodmem.memory.sleep import sleep
+
 if TYPE_CHECKING:
     from embodmem.memory.config import MemoryConfig
     from embodmem.memory.episodic import AgentMemory, MemoryStats, WriteContext
     from embodmem.memory.fifo import ShortTermFIFO, merge_adjacent
     from embodmem.memory.persistence import MemoryLoadError
     from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter
-    from embodmem.memory.sleep import sleep
     from embodmem.memory.store import LongTermStore
     from embodmem.memory.topomap import TopologicalMap
 
@@ -42,7 +45,6 @@ _HOMES = {
     "TopologicalMap": "embodmem.memory.topomap",
     "WriteContext": "embodmem.memory.episodic",
     "merge_adjacent": "embodmem.memory.fifo",
-    "sleep": "embodmem.memory.sleep",
 }
 """Where each name lives: imported when first asked for, so that the config checks, which read
 ``embodmem.memory.config`` alone, do not import FAISS and the store."""

@@ -9,12 +9,14 @@ drifted away from what it was trained on, and re-indexes.
 from __future__ import annotations
 
 import time
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from embodmem.memory.records import NO_NODE
-from embodmem.memory.store import LongTermStore
+
+if TYPE_CHECKING:  # the store imports FAISS; the package imports this module eagerly (see its __init__)
+    from embodmem.memory.store import LongTermStore
 
 
 def _group_keys(store: LongTermStore, cell: float, same_task: bool) -> np.ndarray:
