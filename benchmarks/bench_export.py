@@ -10,7 +10,7 @@ files, and the frame files alone) and the ratio, into
 
     python benchmarks/bench_export.py --worlds 2
 
-The machine is shared with other engineers while this runs: the ratio is steadier than the rates.
+Other work on the machine moves the rates more than the ratio.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ def main(argv: list[str] | None = None) -> None:
     ]
     body = (
         f"`embodmem-bench export` of the spec v1 category group (5 sequences, warm memory agent) on dev worlds "
-        f"1000-{999 + args.worlds}. One sitting; the machine was shared with other engineers' jobs, so the "
-        "rates are noisy and the ratio of recording to episodes (same process, same minutes) is the steadier figure.\n\n"
+        f"1000-{999 + args.worlds}. One sitting; other work on the machine makes the "
+        "rates noisy and the ratio of recording to episodes (same process, same minutes) is the steadier figure.\n\n"
         "| measure | value |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
     )
     path = write_results_markdown(args.out, "Offline dataset: size and export speed", body, facts)

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         'every cell of the world, seen or not. "object cells: kind right" is over the cells that hold a '
         "target; \"AP per kind\" is each present kind's average precision over the tour's cells, averaged.\n\n"
         f"{table}{readers}\n\n"
-        f"Wall time on this 2-core machine (shared with other engineers' jobs): {exported - started:.0f} s "
+        f"Wall time on this 2-core machine (other work on it slows these): {exported - started:.0f} s "
         f"export, {read - exported:.0f} s CLIP load and embedding, {fitted - read:.0f} s fitting and scoring"
         + (f", {time.perf_counter() - fitted:.0f} s the readers." if args.readers else ".")
     )

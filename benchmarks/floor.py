@@ -356,7 +356,7 @@ def main() -> None:
     lines = [
         f"Core suite (memory warm and cold, explorer, oracle) on {args.split} worlds {worlds[0]}-{worlds[-1]} "
         f"({len(worlds)} worlds), {args.jobs} jobs, {args.lanes} lanes; suite and floor measured one after the other "
-        "in this one run. The machine is shared with other engineers' work: 1-minute load average "
+        "in this one run. 1-minute load average (the suite's own jobs and any other work on the machine) "
         + ", ".join(f"{k} {v:.1f}" for k, v in load.items())
         + f" on {os.cpu_count()} cores.",
         "",

@@ -102,7 +102,7 @@ def main() -> None:
     load = [os.getloadavg()[0]]
     lines = [
         f"Device: {torch.cuda.get_device_name(0) if device.startswith('cuda') else 'CPU'} (torch {torch.__version__}, "
-        f"{torch.get_num_threads()} torch thread(s)). The machine is shared with other engineers' work: see the load "
+        f"{torch.get_num_threads()} torch thread(s)). Other work on the machine shows in the load "
         "average at the end.",
         "",
         "### Batched env steps (task wreck, 64 px camera, 24 sonar beams; random actions)",
