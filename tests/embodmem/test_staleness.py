@@ -4,6 +4,7 @@ and the tables pair episodes with their controls and cluster the intervals by wo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -135,3 +136,44 @@ def test_a_changing_worlds_episode_logs_its_changes_and_replays(tmp_path: Path) 
     )
     plain = next((static / "episodes").glob("*task=3*.json")).read_text()
     assert "world_change" not in plain and "visit_position" not in plain
+
+
+def _changing_record(agent: str, condition: str, world: int, task: int, **fields: object) -> EpisodeRecord:
+    values = {"agent": agent, "condition": condition, "world_seed": world, "seed": 0, "sequence": "s",
+              "task_index": task, "steps": 30, "success": 1, "world_changes": "moved_half", **fields}  # fmt: skip
+    return EpisodeRecord.model_validate(values)
+
+
+def test_the_printed_report_counts_each_agent_and_condition_from_its_own_records() -> None:
+    from embodmem.staleness import staleness_report
+
+    records = [
+        _changing_record("memory", "warm", 0, 2, spl=0.2, goal_changed=True, stale_target_visits=3, steps_to_correct=4),
+        _changing_record("memory", "warm", 1, 2, spl=0.4, goal_changed=True, stale_target_visits=1, steps_to_correct=8),
+        _changing_record("memory", "warm", 0, 3, spl=0.9, goal_changed=False, stale_target_visits=0),
+        _changing_record("memory", "warm", 1, 3, spl=0.7, goal_changed=False, stale_target_visits=0),
+        _changing_record("memory", "warm", 1, 1, spl=0.1, goal_changed=False, stale_target_visits=2),  # first task
+        _changing_record("memory", "cold", 0, 2, spl=0.5, goal_changed=True, stale_target_visits=0, steps_to_correct=5),
+    ]
+    report = staleness_report(records)
+    assert report is not None
+    title, header, rule, *rows = report.splitlines()
+    assert title == "== changing world: moved_half (stale memory) =="
+    assert re.split(r"\s{2,}", header) == [
+        "agent", "cond", "episodes", "stale visits", "corrected", "median steps to correct",
+        "SPL changed (95% CI)", "SPL unchanged (95% CI)",
+    ]  # fmt: skip
+    assert set(rule) == {"-", " "} and not any(line.endswith(" ") for line in report.splitlines())
+    warm, cold = (row.split() for row in rows)
+    changed = spl_by_goal(records, "memory")[0]
+    assert changed.goals == "changed" and changed.spl == 0.30000000000000004
+    assert warm[:6] == ["memory", "warm", "5", "6", "2", "6"]  # 5 episodes, 3+1+2 visits, 2 corrected, median 6
+    assert (
+        warm[6] == f"{changed.spl:.2f}" and warm[7] == f"[{changed.ci[0]:.2f}," and warm[8] == f"{changed.ci[1]:.2f}]"
+    )
+    assert warm[9:] == ["0.80", f"[{spl_by_goal(records, 'memory')[1].ci[0]:.2f},", "0.90]"]
+    assert cold == ["memory", "cold", "1", "0", "1", "5", "0.50", "[-]", "-"]  # one world: no interval, no unchanged
+    assert staleness_report([r for r in records if False]) is None
+    static = EpisodeRecord.model_validate({"agent": "memory", "condition": "warm", "world_seed": 0, "seed": 0,
+                                           "sequence": "s", "task_index": 2, "steps": 30, "spl": 0.5, "success": 1})  # fmt: skip
+    assert staleness_report([static]) is None

@@ -15,7 +15,16 @@ from pydantic import JsonValue
 
 from embodmem.bench.records import BenchRecord
 from embodmem.bench.schema import Interval
-from embodmem.bench.score import SCORER, SCORERS, score_answers, score_groups, score_sequence, scored_condition
+from embodmem.bench.score import (
+    SCORER,
+    SCORERS,
+    revisits,
+    score_answers,
+    score_groups,
+    score_sequence,
+    score_staleness,
+    scored_condition,
+)
 from embodmem.stats import difference_of_means, mean_ci, paired_ci, ratio_of_means
 
 
@@ -231,3 +240,56 @@ def test_accuracy_is_the_share_answered_right_resampling_whole_tours() -> None:
 def test_no_answers_no_eqa_score() -> None:
     assert score_answers([BenchRecord("g", "episode", ep(0, 2))]) is None
     assert score_answers([]) is None
+
+
+def changing(world: int, task: int, name: str, **fields: JsonValue) -> dict[str, JsonValue]:
+    """A warm episode of a changing world (``goal_changed`` present, as its records have it)."""
+    record = ep(world, task, "warm", goal_changed=False, stale_target_visits=0, steps_to_correct=None)
+    record["task"] = name
+    record.update(fields)
+    return record
+
+
+def test_a_revisit_is_a_task_an_earlier_task_of_the_same_world_asked_for() -> None:
+    records = [
+        changing(0, 1, "wreck"), changing(0, 2, "barrel"), changing(0, 3, "wreck"), changing(0, 4, "barrel"),
+        changing(1, 1, "barrel"), changing(1, 2, "wreck"), changing(1, 3, "robot"),
+    ]  # fmt: skip
+    assert [(r["world_seed"], r["task_index"]) for r in revisits(records)] == [(0, 3), (0, 4)]
+    assert revisits([changing(0, 2, "wreck"), changing(0, 1, "wreck")]) == [changing(0, 2, "wreck")]  # any order
+
+
+def test_a_static_world_has_no_staleness_score() -> None:
+    assert score_staleness([ep(0, 1, "warm"), ep(0, 2, "warm")]) is None
+    assert score_sequence("s", [ep(0, 1, "warm"), ep(0, 2, "warm")]).staleness is None
+
+
+def test_staleness_splits_revisits_by_changed_goal_each_clustered_by_world() -> None:
+    rows = [  # world, task, goal, changed, spl, stale visits, steps to correct
+        (0, 1, "wreck", False, 0.9, 0, None), (0, 2, "wreck", True, 0.2, 3, 7), (0, 3, "barrel", False, 0.5, 0, None),
+        (0, 4, "barrel", False, 0.7, 0, None), (1, 1, "wreck", False, 0.8, 0, None), (1, 2, "wreck", True, 0.4, 1, 5),
+        (1, 3, "wreck", False, 0.6, 0, 2), (2, 1, "barrel", False, 1.0, 0, None), (2, 2, "barrel", True, 0.1, 2, None),
+    ]  # fmt: skip
+    records = [
+        changing(w, t, g, goal_changed=c, spl=s, stale_target_visits=v, steps_to_correct=k)
+        for w, t, g, c, s, v, k in rows
+    ]
+    st = score_staleness(records)
+    assert st is not None
+    changed = [(w, s, v) for w, t, g, c, s, v, k in rows if c]
+    unchanged = [(w, s) for w, t, g, c, s, v, k in rows if not c and (w, t) in {(0, 4), (1, 3)}]
+    corrected = [(w, k) for w, t, g, c, s, v, k in rows if k is not None]
+    assert st.changed_spl == interval([s for _, s, _ in changed], [w for w, _, _ in changed])
+    assert st.unchanged_spl == interval([s for _, s in unchanged], [w for w, _ in unchanged])
+    assert st.stale_target_visits == interval([float(v) for _, _, v in changed], [w for w, _, _ in changed])
+    assert st.steps_to_correct == interval([float(k) for _, k in corrected], [w for w, _ in corrected])
+    assert (st.changed_spl.n, st.unchanged_spl.n, st.steps_to_correct.n) == (3, 2, 3)
+    assert st.changed_spl.mean == pytest.approx((0.2 + 0.4 + 0.1) / 3)
+    assert st.steps_to_correct.mean == pytest.approx((7 + 5 + 2) / 3)
+
+
+def test_staleness_without_revisits_has_empty_intervals() -> None:
+    st = score_staleness([changing(0, 1, "wreck"), changing(0, 2, "barrel")])
+    assert st is not None
+    empty = Interval(mean=None, lo=None, hi=None, n=0)
+    assert (st.changed_spl, st.unchanged_spl, st.stale_target_visits, st.steps_to_correct) == (empty,) * 4
