@@ -293,3 +293,14 @@ def test_staleness_without_revisits_has_empty_intervals() -> None:
     assert st is not None
     empty = Interval(mean=None, lo=None, hi=None, n=0)
     assert (st.changed_spl, st.unchanged_spl, st.stale_target_visits, st.steps_to_correct) == (empty,) * 4
+
+
+def test_a_sequence_of_a_changing_world_carries_the_staleness_of_its_scored_condition() -> None:
+    warm = [
+        changing(0, 1, "wreck"), changing(0, 2, "wreck", goal_changed=True, spl=0.1, stale_target_visits=2),
+        changing(1, 1, "wreck"), changing(1, 2, "wreck", goal_changed=True, spl=0.3, stale_target_visits=1),
+    ]  # fmt: skip
+    cold = [{**r, "condition": "cold", "spl": 0.9, "stale_target_visits": 0} for r in warm]
+    s = score_sequence("s", warm + cold)
+    assert s.condition == "warm" and s.staleness == score_staleness(warm)
+    assert s.staleness is not None and s.staleness.changed_spl.mean == pytest.approx(0.2)
