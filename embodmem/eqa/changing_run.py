@@ -11,8 +11,8 @@ abstentions). The ``experiment=eqa_changing`` run mode is :func:`run_changing`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,16 +27,13 @@ from embodmem.eqa.answerers import Answerer
 from embodmem.eqa.changing import NOT_SEEN, VisitSet, check_types, generate_visit_set, replay_visit
 from embodmem.eqa.changing_answerers import BLIND_CHECKS, CHANGING_ANSWERERS, build_visit_answerers
 from embodmem.eqa.config import ChangingEQAConfig
-from embodmem.eqa.designs import kept_from_stats
 from embodmem.eqa.files import CHANGING_QUESTION_TYPES
-from embodmem.eqa.run import EQAResult
+from embodmem.eqa.run import EQAResult, answer_replays
 from embodmem.eqa.scoring import (
     EQARecord,
-    InvalidAnswerCounter,
     TypeScore,
     format_table,
     paired_difference,
-    score,
     type_scores,
 )
 from embodmem.splits import choose_worlds, get_split
@@ -49,33 +46,8 @@ PRIOR_FIRST = 1600
 
 def answer_visits(vs: VisitSet, answerers: list[Answerer], on_visit: Callable[[], None] | None = None) -> EQAResult:
     """Replay every visit to every answerer, ask its questions, score the answers."""
-    result = EQAResult()
-    counter = InvalidAnswerCounter()
-    by_visit = vs.by_visit()
-    for visit in vs.visits:
-        questions = by_visit.get(visit.key, [])
-        if questions:
-            for step, obs, spec in replay_visit(vs.env, visit):
-                if step == 0:
-                    for a in answerers:
-                        a.start_tour(visit.key, spec)
-                for a in answerers:
-                    a.observe(obs, step)
-            for q in questions:
-                for a in answerers:
-                    start = time.perf_counter()
-                    answer = a.answer(q)
-                    result.answer_ms.setdefault(a.name, []).append((time.perf_counter() - start) * 1000)
-                    record = score(a.name, q, vs.truths[q.id], answer, vs.env.cell_size_m)
-                    counter.add(record, q)
-                    result.records.append(record)
-            for a in answerers:
-                result.kept.setdefault(a.name, []).append(kept_from_stats(a.stats()))
-        if on_visit is not None:
-            on_visit()
-    result.invalid = dict(counter.counts)
-    result.stats = {a.name: a.stats() for a in answerers}
-    return result
+    visits = ((visit.key, functools.partial(replay_visit, vs.env, visit)) for visit in vs.visits)
+    return answer_replays(visits, vs.by_visit(), vs.truths, vs.env.cell_size_m, answerers, on_visit)
 
 
 # ----------------------------------------------------------------------------- abstention

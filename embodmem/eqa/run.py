@@ -6,16 +6,18 @@ are paired question by question), then answers that tour's questions; each answe
 
 from __future__ import annotations
 
+import functools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from embodmem.agents.base import RecognitionEmbedder
+from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.envs.config import EnvConfig
+from embodmem.envs.spec import SensorSpec
 from embodmem.eqa.answerers import Answerer
 from embodmem.eqa.designs import KeptAfterTour, kept_from_stats
-from embodmem.eqa.files import QuestionSet, QuestionType
+from embodmem.eqa.files import Question, QuestionSet, QuestionType, Truth
 from embodmem.eqa.questions import balance, generate
 from embodmem.eqa.scoring import EQARecord, InvalidAnswerCounter, score
 from embodmem.eqa.tour import replay_tour, walk_tour
@@ -63,28 +65,37 @@ class EQAResult:
     """Per answerer, the wall time of each answer (not in the records: they stay reproducible)."""
 
 
-def answer_question_set(
-    qs: QuestionSet, answerers: list[Answerer], on_tour: Callable[[], None] | None = None
+ReplaySteps = Callable[[], Iterator[tuple[int, Observation, SensorSpec]]]
+"""A tour's observations replayed from its record, started only when the tour has questions."""
+
+
+def answer_replays(
+    tours: Iterable[tuple[str, ReplaySteps]],
+    questions: Mapping[str, list[Question]],
+    truths: Mapping[str, Truth],
+    cell_size_m: float,
+    answerers: list[Answerer],
+    on_tour: Callable[[], None] | None = None,
 ) -> EQAResult:
-    """Replay every tour to every answerer, ask its questions, score the answers."""
+    """Replay every tour (its key and its replay) to every answerer, ask the tour's questions, score
+    the answers; the static tours and the changing world's visits both run through here."""
     result = EQAResult()
     counter = InvalidAnswerCounter()
-    by_tour = qs.by_tour()
-    for tour in qs.tours:
-        questions = by_tour.get(tour.key, [])
-        if questions:
-            for step, obs, spec in replay_tour(qs.env, tour):
+    for key, replay in tours:
+        asked = questions.get(key, [])
+        if asked:
+            for step, obs, spec in replay():
                 if step == 0:
                     for a in answerers:
-                        a.start_tour(tour.key, spec)
+                        a.start_tour(key, spec)
                 for a in answerers:
                     a.observe(obs, step)
-            for q in questions:
+            for q in asked:
                 for a in answerers:
                     start = time.perf_counter()
                     answer = a.answer(q)
                     result.answer_ms.setdefault(a.name, []).append((time.perf_counter() - start) * 1000)
-                    record = score(a.name, q, qs.truths[q.id], answer, qs.env.cell_size_m)
+                    record = score(a.name, q, truths[q.id], answer, cell_size_m)
                     counter.add(record, q)
                     result.records.append(record)
             for a in answerers:
@@ -94,3 +105,11 @@ def answer_question_set(
     result.invalid = dict(counter.counts)
     result.stats = {a.name: a.stats() for a in answerers}
     return result
+
+
+def answer_question_set(
+    qs: QuestionSet, answerers: list[Answerer], on_tour: Callable[[], None] | None = None
+) -> EQAResult:
+    """Replay every tour to every answerer, ask its questions, score the answers."""
+    tours = ((tour.key, functools.partial(replay_tour, qs.env, tour)) for tour in qs.tours)
+    return answer_replays(tours, qs.by_tour(), qs.truths, qs.env.cell_size_m, answerers, on_tour)
