@@ -141,10 +141,15 @@ class BlindAnswerer(Answerer):
     name = "blind"
 
     def __init__(self, prior: QuestionSet):
-        self.prior: dict[QuestionType, Counter[str]] = defaultdict(Counter)
+        self.prior: dict[object, Counter[str]] = defaultdict(Counter)
         for q in prior.questions:
-            self.prior[q.type][prior.truths[q.id].answer] += 1
+            self.prior[self.prior_key(q)][prior.truths[q.id].answer] += 1
         self.centre = (prior.env.size / 2.0, prior.env.size / 2.0)
+
+    @staticmethod
+    def prior_key(question: Question) -> object:
+        """What of the question the prior is kept per: its type."""
+        return question.type
 
     def start_tour(self, tour: str, spec: SensorSpec) -> None:
         """Keeps nothing between tours."""
@@ -155,7 +160,7 @@ class BlindAnswerer(Answerer):
     def answer(self, question: Question) -> Answer:
         if not question.choices:
             return Answer(point=self.centre)
-        counts = self.prior[question.type]
+        counts = self.prior[self.prior_key(question)]
         return Answer(choice=max(question.choices, key=lambda c: (counts[c], -question.choices.index(c))))
 
 

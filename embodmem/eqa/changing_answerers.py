@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import cast
 
@@ -29,7 +28,6 @@ import numpy as np
 
 from embodmem.agents.base import Observation, RecognitionEmbedder
 from embodmem.agents.recognizer import KIND_PROMPT_NAMES
-from embodmem.envs.spec import SensorSpec
 from embodmem.eqa.answerers import (
     DETECT_PROBABILITY,
     MIN_SIGHTINGS,
@@ -238,30 +236,16 @@ def question_only_key(question: Question) -> tuple[str, ...]:
     return key
 
 
-class QuestionOnlyAnswerer(Answerer):
+class QuestionOnlyAnswerer(BlindAnswerer):
     """A blinder check than ``blind``: the answer most often right in the prior for everything the
     question says (:func:`question_only_key`), not only its type. On a balanced set it is at chance
     too when nothing but the type and the kinds carries a prior."""
 
     name = "blind_question"
 
-    def __init__(self, prior: QuestionSet):
-        self.prior: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
-        for q in prior.questions:
-            self.prior[question_only_key(q)][prior.truths[q.id].answer] += 1
-        self.centre = (prior.env.size / 2.0, prior.env.size / 2.0)
-
-    def start_tour(self, tour: str, spec: SensorSpec) -> None:
-        """Keeps nothing."""
-
-    def observe(self, observation: Observation, step: int) -> None:
-        """Sees nothing."""
-
-    def answer(self, question: Question) -> Answer:
-        if not question.choices:
-            return Answer(point=self.centre)
-        counts = self.prior[question_only_key(question)]
-        return Answer(choice=max(question.choices, key=lambda c: (counts[c], -question.choices.index(c))))
+    @staticmethod
+    def prior_key(question: Question) -> object:
+        return question_only_key(question)
 
 
 def build_visit_answerers(
