@@ -286,31 +286,6 @@ def look_view(
 
 
 @numba.njit(cache=True, nogil=True)
-def descend(field: np.ndarray, x: int, y: int) -> np.ndarray:
-    """The cells (K, 2) x, y from (x, y) down a distance field to a cell at 0, excluding (x, y):
-    each step to the first 4-neighbour (east, south, west, north) with a smaller distance
-    (:func:`~embodmem.agents.mapping.plan_path`). Returns (0, 2) at 0 already, and (1, 2) holding
-    (-1, -1) when some cell on the way has no smaller neighbour."""
-    n_y, n_x = field.shape
-    path = np.empty((n_y * n_x + 1, 2), dtype=np.int64)
-    k = 0
-    while field[y, x] > 0:
-        found = False
-        for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
-            nx, ny = x + dx, y + dy
-            if 0 <= nx < n_x and 0 <= ny < n_y and field[ny, nx] < field[y, x]:
-                x, y = nx, ny
-                found = True
-                break
-        if not found:
-            path[0, 0], path[0, 1] = -1, -1
-            return path[:1].copy()
-        path[k, 0], path[k, 1] = x, y
-        k += 1
-    return path[:k].copy()
-
-
-@numba.njit(cache=True, nogil=True)
 def clean_views(
     foreign: np.ndarray,
     cx: int,
@@ -349,3 +324,66 @@ def clean_views(
             if not clean[v]:
                 break
     return clean
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_goal_path(free: np.ndarray, goals: np.ndarray, sx: int, sy: int) -> np.ndarray:
+    """The cells (K, 2) x, y of a shortest 4-connected path over ``free`` from (sx, sy) to the
+    nearest ``goals`` cell, excluding (sx, sy) (:func:`~embodmem.agents.mapping.plan_path`): (0, 2)
+    at a goal already, (1, 2) holding (-1, -1) when no goal can be reached.
+
+    The path is the one a descent of the goals' distance field takes (at each cell the first
+    4-neighbour, east, south, west, north, one step nearer a goal), found from the start instead: a
+    search from the start to the first level holding a goal, then back from that level's goals over
+    cells one level nearer the start each step. Those marked cells are the ones whose distance to a
+    goal is the nearest goal's distance less their own from the start, the ones the descent may step
+    on; the search covers a disc as wide as the nearest goal is far, not the whole map (a frontier
+    is often large and near)."""
+    height, width = free.shape
+    none = np.full((1, 2), -1, dtype=np.int64)
+    if not (0 <= sx < width and 0 <= sy < height) or not free[sy, sx]:
+        return none
+    if goals[sy, sx]:
+        return np.empty((0, 2), dtype=np.int64)
+    depth = np.full((height, width), -1, dtype=np.int64)
+    queue = np.empty(height * width, dtype=np.int64)
+    depth[sy, sx] = 0
+    queue[0] = sy * width + sx
+    head, tail, level, found = 0, 1, 0, False
+    while head < tail and not found:
+        level += 1
+        end = tail
+        while head < end:
+            y, x = queue[head] // width, queue[head] % width
+            head += 1
+            for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
+                nx, ny = x + dx, y + dy
+                if 0 <= nx < width and 0 <= ny < height and free[ny, nx] and depth[ny, nx] < 0:
+                    depth[ny, nx] = level
+                    queue[tail] = ny * width + nx
+                    tail += 1
+                    if goals[ny, nx]:
+                        found = True
+    if not found:
+        return none
+    on_path = np.zeros((height, width), dtype=np.bool_)
+    for i in range(tail - 1, -1, -1):  # the queue holds the levels in order: walk them back
+        y, x = queue[i] // width, queue[i] % width
+        d = depth[y, x]
+        if not (on_path[y, x] or (d == level and goals[y, x])):
+            continue
+        on_path[y, x] = True
+        for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
+            nx, ny = x + dx, y + dy
+            if 0 <= nx < width and 0 <= ny < height and depth[ny, nx] == d - 1:
+                on_path[ny, nx] = True
+    path = np.empty((level, 2), dtype=np.int64)
+    x, y = sx, sy
+    for k in range(level):
+        for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
+            nx, ny = x + dx, y + dy
+            if 0 <= nx < width and 0 <= ny < height and on_path[ny, nx] and depth[ny, nx] == k + 1:
+                x, y = nx, ny
+                break
+        path[k, 0], path[k, 1] = x, y
+    return path

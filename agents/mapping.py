@@ -13,8 +13,7 @@ import math
 import cv2
 import numpy as np
 
-from embodmem.agents.map_kernels import descend, fit_scan, fold_scan, look_view, mark_in_view
-from embodmem.envs.geodesic import bfs_distance
+from embodmem.agents.map_kernels import fit_scan, fold_scan, look_view, mark_in_view, nearest_goal_path
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
@@ -338,16 +337,12 @@ def _prefixes(ranges: bytes) -> tuple[float, np.ndarray]:
 def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -> list[tuple[int, int]] | None:
     """Shortest 4-connected path from ``start`` to the nearest goal cell, excluding ``start``.
 
-    One BFS wavefront from the goals gives every cell's distance; the path descends it greedily.
+    The path descending the goals' distance field greedily (east, south, west, north first),
+    searched from the start (compiled: :func:`~embodmem.agents.map_kernels.nearest_goal_path`).
     Returns ``None`` when no goal is reachable, ``[]`` when ``start`` is already a goal.
     """
-    sx, sy = start
-    at_start = np.zeros_like(goals)
-    at_start[sy, sx] = True
-    field = bfs_distance(passable | goals, goals, at_start)
-    if not np.isfinite(field[sy, sx]):
-        return None
-    cells = descend(field, int(sx), int(sy))
+    free = np.ascontiguousarray(passable | goals, dtype=np.bool_)
+    cells = nearest_goal_path(free, np.ascontiguousarray(goals, dtype=np.bool_), int(start[0]), int(start[1]))
     if len(cells) and cells[0, 0] < 0:
         return None
     return [(x, y) for x, y in cells.tolist()]
