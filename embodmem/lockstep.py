@@ -39,7 +39,8 @@ there (:class:`LaneActions`), so that ``benchmarks/floor.py`` can step the same 
 same steps in the same batches without the agents."""
 
 StepOutput = tuple[Observation, SupportsFloat, bool, bool, object]
-"""What ``env.step`` returns (Gymnasium): observation, reward, terminated, truncated, info."""
+"""What ``env.step`` returns (Gymnasium): observation, reward, terminated, truncated, info (None from
+the lockstep driver's batched worlds: the runner reads the ground truth, not the info)."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,8 @@ def run_lanes(lanes: Iterable[Lane], lockstep: Lockstep, profiler: Profiler | No
 
 def step_envs(pending: Sequence[EnvStep], lanes: Sequence[Lane]) -> list[StepOutput]:
     """Each pending env step: underwater worlds that share a :func:`~embodmem.envs.vector.batch_key`
-    in one batch, any other env alone. An error in a world is raised inside its lane."""
+    in one batch, any other env alone. An error in a world is raised inside its lane. A batched
+    world's info is None: a lane reads its env's ``ground_truth()``, never the info."""
     outputs: list[StepOutput | None] = [None] * len(pending)
     groups: dict[tuple[object, ...], list[tuple[int, UnderwaterEnv]]] = {}
     for i, step in enumerate(pending):
@@ -186,7 +188,7 @@ def step_envs(pending: Sequence[EnvStep], lanes: Sequence[Lane]) -> list[StepOut
                 _raise_in(lanes[i], error)
     for members in groups.values():
         try:
-            results = step_together([env for _, env in members], [pending[i].action for i, _ in members])
+            results = step_together([env for _, env in members], [pending[i].action for i, _ in members], infos=False)
         except SubEnvError as error:
             cause = error.__cause__ if isinstance(error.__cause__, Exception) else error
             _raise_in(lanes[members[error.index][0]], cause)

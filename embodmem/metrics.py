@@ -554,20 +554,34 @@ class EpisodeMeasures:
             self.target_seen,
             self.reports,
         )
+        self._last_only = (
+            self.wrong_instance,
+            self.success,
+            self.path_length,
+            self.collisions,
+            self.geodesic,
+            self.final_distances,
+        )
+        """Measures whose value is read from the last step alone: fed that step once, by :meth:`get`
+        (an update then costs two counters, not nine calls, at every step of a run)."""
+        self._last: tuple[Any, TruthReading] | None = None
         self._started = False
 
     def reset(self, first: TruthReading) -> None:
         """Start a new episode from the ground truth after ``env.reset``."""
         for m in self._measures:
             m.reset(first)
+        self._last = None
         self._started = True
 
     def update(self, action: Any, truth: TruthReading) -> None:
-        """Account for one step: the action taken and the ground truth after ``env.step``."""
+        """Account for one step: the action taken and the ground truth after ``env.step`` (kept,
+        not copied: a reading must not change once handed over, as the env's frozen ground truth)."""
         if not self._started:
             raise RuntimeError("EpisodeMeasures.update called before reset(first_info)")
-        for m in self._measures:
-            m.update(action, truth)
+        self.steps.update(action, truth)
+        self.target_seen.update(action, truth)
+        self._last = (action, truth)
 
     def report(self, truth: TruthReading) -> None:
         """The agent reported the target while seeing the observation that came with ``truth``."""
@@ -579,6 +593,10 @@ class EpisodeMeasures:
         """The episode's measures, with the names used in ``metrics.jsonl``."""
         if not self._started:
             raise RuntimeError("EpisodeMeasures.get called before reset(first_info)")
+        if self._last is not None:
+            for m in self._last_only:
+                m.update(*self._last)
+            self._last = None
         success = self.success.get()
         shortest, d_final = self.geodesic.get()
         taken = self.path_length.get()

@@ -24,7 +24,7 @@ from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
 from minigrid.minigrid_env import MiniGridEnv
 
-from embodmem.envs.camera import Camera, Sonar, WaterLook, pad_kinds
+from embodmem.envs.camera import BatchVisibility, Camera, Sonar, WaterLook, pad_kinds
 from embodmem.envs.changes import ChangeEvent, Due, WorldChanges, apply_changes
 from embodmem.envs.config import EXTRA_VIEWS, EnvConfig
 from embodmem.envs.fauna import drift
@@ -117,6 +117,9 @@ def _check(cond: bool, name: str, value: Any, why: str) -> None:
 
 FrameColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """A frame's columns, both layers: kind, cell x, cell y, instance at that cell (-1: none), pixels."""
+
+BatchRow = tuple[BatchVisibility, int]
+"""A frame's row of a batch's visibility (the batched env's frames; cut out only when read)."""
 
 
 class UnderwaterEnv(MiniGridEnv):
@@ -611,13 +614,21 @@ class UnderwaterEnv(MiniGridEnv):
         return self._observation(image, visibility, views, self.sonar.scan(self._padded, self._pad, x, y, d))
 
     def _observation(
-        self, image: np.ndarray, visibility: dict[str, np.ndarray], views: dict[str, np.ndarray], sonar: np.ndarray
+        self,
+        image: np.ndarray,
+        visibility: dict[str, np.ndarray] | BatchRow,
+        views: dict[str, np.ndarray],
+        sonar: np.ndarray,
     ) -> Observation:
         """The observation from what the sensors caught this step (camera frame and its visibility,
-        extra views, clean sonar ranges in cells); ``gen_obs`` and the batched env (envs/vector.py)
-        both end here, so anything an observation sets belongs here."""
-        self._visibility = visibility
+        or its row of a batch's, extra views, clean sonar ranges in cells); ``gen_obs`` and the
+        batched env (envs/vector.py) both end here, so anything an observation sets belongs here."""
+        if isinstance(visibility, dict):
+            self._frame_visibility: dict[str, np.ndarray] | None = visibility
+        else:
+            self._frame_visibility, self._batch_row = None, visibility
         self._columns: FrameColumns | None = None  # this frame's, once read (_frame_columns)
+        self._target_cells_now: frozenset[tuple[str, int, int]] | None = None  # once read (ground_truth)
         self._last_image = image
         obs = cast(Observation, {"image": image, **views})  # keys in the order of observation_space
         if self.topdown:
@@ -648,6 +659,15 @@ class UnderwaterEnv(MiniGridEnv):
             [min(max(px, -self.width), 2 * self.width), min(max(py, -self.height), 2 * self.height), self.agent_dir],
             dtype=np.float32,
         )
+
+    @property
+    def _visibility(self) -> dict[str, np.ndarray]:
+        """The last frame's visibility record (:meth:`Camera.render`'s dict). A batched frame's is cut
+        from its batch when first read: most steps show no target and never read it."""
+        if self._frame_visibility is None:
+            batch, row = self._batch_row
+            self._frame_visibility = batch.of(row)
+        return self._frame_visibility
 
     def visible_pixels(self) -> dict[str, float]:
         """Fog-weighted pixel count per kind in the last camera frame (for captions and metrics)."""
@@ -703,12 +723,24 @@ class UnderwaterEnv(MiniGridEnv):
         success = self._task_maps(self.task)["success"]
         return path_via_cells_m(self.world.free(), success, start, cells, self.cell_size_m, self.success_distance_m)
 
+    def _note_step(self, success: bool, visible: set[tuple[str, int]] | None = None) -> None:
+        """Keep what :meth:`ground_truth` and :meth:`_info` read of this reset or step: its success
+        and, when the batched env has found them for every world at once, the frame's
+        :meth:`visible_instances` (None: found when first read)."""
+        self._success_now = success
+        self._visible_now = visible
+
+    def _visible(self) -> set[tuple[str, int]]:
+        """The last frame's :meth:`visible_instances`, found once."""
+        if self._visible_now is None:
+            self._visible_now = self.visible_instances()
+        return self._visible_now
+
     def _info(self, success: bool, visible: set[tuple[str, int]] | None = None) -> StepInfo:
-        """Gymnasium's info for this step; ``visible``: the frame's :meth:`visible_instances`, when
-        the batched env has found them for every world at once."""
+        """Gymnasium's info for this step (:meth:`_note_step` with the same arguments, then the dict)."""
+        self._note_step(success, visible)
         x, y = self.agent_pos
-        visible = self.visible_instances() if visible is None else visible
-        self._visible_now, self._success_now = visible, success  # for ground_truth()
+        visible = self._visible()
         return {
             "task": self.task.name,
             "task_index": self.task_index,
@@ -734,7 +766,11 @@ class UnderwaterEnv(MiniGridEnv):
         """The privileged state after the last reset or step, as one view (:mod:`embodmem.envs.ground_truth`):
         what the measures, the runner, the oracle and the video read; never the agents."""
         x, y = self.agent_pos
-        visible = self._visible_now
+        visible = self._visible()
+        cells = self._target_cells_now
+        if cells is None:
+            cells = self._target_cells_now = frozenset(self._target_cells(visible))
+        maps = self._maps
         return GroundTruth(
             world_seed=self.world_seed,
             world=self.world,
@@ -746,18 +782,18 @@ class UnderwaterEnv(MiniGridEnv):
             agent_pos=(int(x), int(y)),
             agent_dir=int(self.agent_dir),
             start_pose=self.start_pose,
-            distance_m=float(self._maps["nearest"][y, x]),
-            geodesic_m=float(self._maps["geodesic"][y, x]),
-            instance_distances_m=self._maps["instances"][:, y, x].tolist(),
+            distance_m=float(maps["nearest"][y, x]),
+            geodesic_m=float(maps["geodesic"][y, x]),
+            instance_distances_m=maps["instances"][:, y, x].tolist(),
             path_length_m=self.path_length_m,
             collisions=self.collisions,
             target_in_view=any(k == self.task.target for k, _ in visible),
             visible_instances=sorted(visible),
-            visible_target_cells=frozenset(self._target_cells(visible)),
+            visible_target_cells=cells,
             success=self._success_now,
             wrong_instance=self._stopped_at_wrong_instance,
-            geodesic_field=self._maps["geodesic"],
-            success_cells=self._maps["success"],
+            geodesic_field=maps["geodesic"],
+            success_cells=maps["success"],
             cell_size_m=self.cell_size_m,
             success_distance_m=self.success_distance_m,
             fish=self.fish,

@@ -396,6 +396,8 @@ class BatchObservation:
     views: dict[str, np.ndarray]
     observations: list[Observation]
     infos: list[StepInfo]
+    """Each world's info (empty when not asked for: each world then only keeps what its
+    ``ground_truth`` reads)."""
 
 
 def observe_together(
@@ -406,13 +408,15 @@ def observe_together(
     padded: np.ndarray,
     kinds: np.ndarray,
     views: Sequence[str],
+    infos: bool = True,
 ) -> BatchObservation:
     """The end of ``UnderwaterEnv.step`` for B worlds that have acted (``_act``) and drawn their fauna
     draws: move every world's fish in one call, render every camera (and the extra ``views``) in one
     ray cast, scan every sonar in one cast, then make each world's observation and info, in the
     single env's order of random draws. ``padded`` / ``kinds`` are the worlds' look and kind maps
     stacked; ``indices`` name the worlds in errors. The worlds must share one camera and sonar
-    setup and their fish and particle counts (:func:`batch_key`)."""
+    setup and their fish and particle counts (:func:`batch_key`). ``infos=False``: no info dicts
+    (a caller that reads the ground truth instead saves building them)."""
     first = envs[0]
     particles = np.stack([env.particles for env in envs])  # moved in place by drift
     fish = drift(np.stack([env.fish for env in envs]), particles, kinds, draws, first.camera.size)
@@ -429,20 +433,23 @@ def observe_together(
     ranges = first.sonar.scan_batch(padded, pad, x, y, heading)
     visible = visible_together(envs, visibility)
     observations: list[Observation] = []
-    infos: list[StepInfo] = []
+    infos_made: list[StepInfo] = []
     for k, (i, env) in enumerate(zip(indices, envs)):
         with _naming(i, env.world_seed):
             env.fish = fish[k]
             env.particles = particles[k]
             sub_obs = env._observation(
-                images[k], visibility.of(k), {view: f[k] for view, f in frames.items()}, ranges[k]
+                images[k], (visibility, k), {view: f[k] for view, f in frames.items()}, ranges[k]
             )
             columns = visible[k][1]
             if columns is not None:
                 env._columns = columns  # _observation has just forgotten the last frame's
             observations.append(sub_obs)
-            infos.append(env._info(bool(successes[k]), visible[k][0]))
-    return BatchObservation(images, frames, observations, infos)
+            if infos:
+                infos_made.append(env._info(bool(successes[k]), visible[k][0]))
+            else:
+                env._note_step(bool(successes[k]), visible[k][0])
+    return BatchObservation(images, frames, observations, infos_made)
 
 
 FEW_TARGET_FRAMES = 4
@@ -456,18 +463,20 @@ target kind (the measures read them again for the visible target cells); None: n
 
 def visible_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility) -> list[VisibleFound]:
     """Each world's ``visible_instances`` for its frame (its row of ``visibility``), found for the
-    B frames in one batch, or left to each world when few frames show a target kind."""
-    nothing: list[VisibleFound] = [(None, None)] * len(envs)
+    B frames in one batch: none for a frame that shows no target kind, and, when few frames show
+    one, those few left to their worlds."""
     if len(envs) < FEW_TARGET_FRAMES:
-        return nothing
+        return [(None, None)] * len(envs)
     kind, kind2 = visibility.kinds()
     rows = np.flatnonzero(shows_target_kind(kind, kind2)).tolist()
+    found: list[VisibleFound] = [(set(), None) for _ in envs]  # a set of its own for each world
     if len(rows) < FEW_TARGET_FRAMES:
-        return nothing
+        for k in rows:
+            found[k] = (None, None)
+        return found
     first = envs[0]
     kinds, xs, ys, pixels = layered_columns(visibility.of(rows), first.width, first.height)
     instances = np.stack([envs[k].world.instances[ys[i], xs[i]] for i, k in enumerate(rows)])
-    found: list[VisibleFound] = [(set(), None) for _ in envs]  # a set of its own for each world
     for i, (k, seen) in enumerate(zip(rows, visible_instances_of(kinds, instances, pixels, first.camera.size))):
         found[k] = (seen, (kinds[i], xs[i], ys[i], instances[i], pixels[i]))
     return found
@@ -488,8 +497,9 @@ def act_together(
     return ends, np.stack(draws)
 
 
-StepResult = tuple[Observation, float, bool, bool, StepInfo]
-"""What ``UnderwaterEnv.step`` returns: observation, reward, terminated, truncated, info."""
+StepResult = tuple[Observation, float, bool, bool, StepInfo | None]
+"""What ``UnderwaterEnv.step`` returns: observation, reward, terminated, truncated, info (None
+when :func:`step_together` was not asked for infos)."""
 
 
 def batch_key(env: UnderwaterEnv) -> tuple[object, ...]:
@@ -508,18 +518,21 @@ def batch_key(env: UnderwaterEnv) -> tuple[object, ...]:
     )
 
 
-def step_together(envs: Sequence[UnderwaterEnv], actions: Sequence[int]) -> list[StepResult]:
+def step_together(envs: Sequence[UnderwaterEnv], actions: Sequence[int], infos: bool = True) -> list[StepResult]:
     """``env.step(action)`` for each of B worlds of one :func:`batch_key`, their fish, cameras and
     sonars in one batch (:func:`observe_together`): each world's result is bit-identical to its own
     ``step``, random draws included. Each observation owns its arrays (no row of a shared batch),
-    so a caller may keep one as long as it likes. An error names the world's index and seed."""
+    so a caller may keep one as long as it likes. An error names the world's index and seed.
+    ``infos=False``: each info is None (a caller reading ``ground_truth()`` instead, as the runner
+    does, saves building dicts it would drop)."""
     ends, draws = act_together(envs, actions, range(len(envs)))
     successes = np.array([success for _, _, success in ends])
     padded = np.stack([env._padded for env in envs])
     kinds = np.stack([env.world.kinds for env in envs])
-    batch = observe_together(envs, draws, successes, range(len(envs)), padded, kinds, envs[0].extra_views)
+    batch = observe_together(envs, draws, successes, range(len(envs)), padded, kinds, envs[0].extra_views, infos)
+    made: list[StepInfo | None] = list(batch.infos) if infos else [None] * len(envs)
     results: list[StepResult] = []
-    for obs, info, (terminated, truncated, success) in zip(batch.observations, batch.infos, ends):
+    for obs, info, (terminated, truncated, success) in zip(batch.observations, made, ends):
         for view in ("image", *batch.views):
             obs[view] = obs[view].copy()  # type: ignore[literal-required]
         results.append((obs, float(success), terminated, truncated, info))

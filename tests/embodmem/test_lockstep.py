@@ -168,9 +168,9 @@ def test_the_lanes_worlds_are_stepped_in_one_batch_each_as_alone(monkeypatch: py
     batches: list[int] = []
     real = lockstep_module.step_together
 
-    def counting(envs, actions):
+    def counting(envs, actions, **options):
         batches.append(len(envs))
-        return real(envs, actions)
+        return real(envs, actions, **options)
 
     monkeypatch.setattr(lockstep_module, "step_together", counting)
     plans = {4: [2, 2, 1, 2], 9: [0, 2, 2], 21: [2, 1]}
