@@ -20,7 +20,7 @@ import numpy as np
 
 from embodmem.agents.base import Agent, Navigator, Observation, RecognitionEmbedder
 from embodmem.agents.config import ExplorerConfig
-from embodmem.agents.map_kernels import clean_views
+from embodmem.agents.map_kernels import clean_views, joined_cells, viewing_mask
 from embodmem.agents.mapping import OccupancyGrid, facing, move_toward, plan_path, step_toward, turn_toward
 from embodmem.agents.recognizer import (
     TargetRecognizer,
@@ -88,6 +88,8 @@ class FrontierExplorer(Agent, Navigator):
         self._favoured_count = 0
         self._last_small: np.ndarray | None = None
         self.frames_embedded = 0
+        self._fans: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
+        """:meth:`_background_fans` by the view's half width and the reach."""
 
     def timed(self, name: str) -> AbstractContextManager[object]:
         """Context manager timing ``agent/<name>`` when a profiler is attached."""
@@ -156,7 +158,7 @@ class FrontierExplorer(Agent, Navigator):
         self.rejected = set()
         self._look_closer = set()
         self._judged_clean = set()
-        self._viewing: dict[tuple[tuple[int, int], float], tuple[np.ndarray, np.ndarray]] = {}
+        self._viewing: dict[tuple[tuple[int, int], float], tuple[bytes, np.ndarray]] = {}
         self.candidate = None
         self.path = []
         self.goal_kind = ""
@@ -409,28 +411,21 @@ class FrontierExplorer(Agent, Navigator):
 
     def viewing_cells(self, cell: tuple[int, int]) -> np.ndarray:
         """Cells (a bool mask) from which to judge ``cell``: next to it, or up to ``stop_range_cells``
-        away with ``cell`` straight ahead and nothing known in between."""
+        away with ``cell`` straight ahead and nothing known in between (compiled:
+        :func:`~embodmem.agents.map_kernels.viewing_mask`)."""
         assert self.grid is not None
-        n = self.grid.size
         cx, cy = cell
         occupied = self.grid.occupied
         reach = 1.0 if cell in self._look_closer else self.config.stop_range_cells
         # The answer depends only on the cell, the reach and the occupied cells: an approach asks
         # several times a step, and over many steps of an unchanged map (``_clean_background`` marches
-        # rays from every viewing cell, which dominated long tours).
+        # rays from every viewing cell, which dominated long tours). The map is compared as bytes.
+        occupied_now = occupied.tobytes()
         cached = self._viewing.get((cell, reach))
-        if cached is not None and np.array_equal(cached[0], occupied):
+        if cached is not None and cached[0] == occupied_now:
             return cached[1].copy()
-        mask = np.zeros_like(self.grid.free)
         offsets, between, used = self._view_offset_arrays(reach, float(self.half_fov))
-        gx, gy = cx + offsets[:, 0], cy + offsets[:, 1]
-        bx, by = cx + between[..., 0], cy + between[..., 1]
-        inside = (gx >= 0) & (gx < n) & (gy >= 0) & (gy < n)
-        inside &= ~occupied[np.where(inside, gy, 0), np.where(inside, gx, 0)]
-        checked = used & (bx >= 0) & (bx < n) & (by >= 0) & (by < n)
-        blocked = (checked & occupied[np.where(checked, by, 0), np.where(checked, bx, 0)]).any(axis=1)
-        ok = inside & ~blocked
-        mask[gy[ok], gx[ok]] = True
+        mask = viewing_mask(occupied, int(cx), int(cy), offsets, between, used)
         if self.config.clean_background_stop and mask.any():
             clean = self._clean_background(cell, mask)
             if clean.any():  # none: judge from where it can be judged at all
@@ -438,7 +433,7 @@ class FrontierExplorer(Agent, Navigator):
                 self._judged_clean.add(cell)
         if len(self._viewing) > 256:
             self._viewing.clear()
-        self._viewing[(cell, reach)] = (occupied.copy(), mask.copy())
+        self._viewing[(cell, reach)] = (occupied_now, mask.copy())
         return mask
 
     def _clean_background(self, cell: tuple[int, int], viewing: np.ndarray) -> np.ndarray:
@@ -448,16 +443,14 @@ class FrontierExplorer(Agent, Navigator):
         recognised target can only be ``cell``. From elsewhere a target behind a low cable or rock
         would be confirmed at the cable."""
         assert self.grid is not None and self.spec is not None
-        own = self.grid.occupied_around(cell, 2)
         reach = self.config.look_range_cells
         if self.mission_kind is not None:  # a cell past the detection range is still found at times
             reach = float(self.kind_ranges[TARGET_KINDS.index(self.mission_kind)]) + 1.0
-        rays = np.linspace(-0.5 * self.half_fov, 0.5 * self.half_fov, 5)
         foreign = self.grid.occupied.copy()  # occupied cells not of the candidate's own object
-        own_x, own_y = np.array(sorted(own), dtype=np.int64).reshape(-1, 2).T
-        foreign[own_y, own_x] = False
+        own = joined_cells(foreign, int(cell[0]), int(cell[1]), 2)
+        foreign[own[:, 1], own[:, 0]] = False
         gy, gx = np.nonzero(viewing)
-        fans = [self.grid.rays(h, rays, float(reach)) for h in range(4)]
+        along_x, along_y = self._background_fans(float(reach))
         # The distances compared are numpy's: the judged cell's from each viewing cell here, a
         # marched cell's from a table of every offset a march of this reach can reach.
         target = np.hypot(cell[0] - gx, cell[1] - gy) + 0.5
@@ -466,14 +459,28 @@ class FrontierExplorer(Agent, Navigator):
             foreign,
             int(cell[0]),
             int(cell[1]),
-            gx.astype(np.int64),
-            gy.astype(np.int64),
-            np.stack([fan[0] for fan in fans]),
-            np.stack([fan[1] for fan in fans]),
+            gx.astype(np.int64, copy=False),
+            gy.astype(np.int64, copy=False),
+            along_x,
+            along_y,
             target,
             _hypot_table(int(math.ceil(reach)) + 2),
         )
         return clean
+
+    def _background_fans(self, reach: float) -> tuple[np.ndarray, np.ndarray]:
+        """The rays of the middle of the view marched by :meth:`_clean_background`, (heading, ray,
+        sample) x and y offsets, for each heading: kept, as the view's width and the reach stay the
+        same over a task."""
+        assert self.grid is not None
+        key = (float(self.half_fov), reach)
+        fans = self._fans.get(key)
+        if fans is None:
+            rays = np.linspace(-0.5 * self.half_fov, 0.5 * self.half_fov, 5)
+            marched = [self.grid.rays(h, rays, reach) for h in range(4)]
+            fans = (np.stack([fan[0] for fan in marched]), np.stack([fan[1] for fan in marched]))
+            self._fans[key] = fans
+        return fans
 
     @staticmethod
     @functools.cache

@@ -387,3 +387,67 @@ def nearest_goal_path(free: np.ndarray, goals: np.ndarray, sx: int, sy: int) -> 
                 break
         path[k, 0], path[k, 1] = x, y
     return path
+
+
+@numba.njit(cache=True, nogil=True)
+def joined_cells(occupied: np.ndarray, cx: int, cy: int, radius: int) -> np.ndarray:
+    """The occupied cells (K, 2) x, y joined to (cx, cy) (8-connected) within ``radius`` cells of it
+    (the window clipped to the map), row by row (:meth:`~embodmem.agents.mapping.OccupancyGrid.occupied_around`);
+    (cx, cy) alone when it is not occupied. A flood fill over the window: the component OpenCV's
+    connected-component labelling would give, without labelling the rest of the window."""
+    height, width = occupied.shape
+    x0, y0 = max(cx - radius, 0), max(cy - radius, 0)
+    x1, y1 = min(cx + radius + 1, width), min(cy + radius + 1, height)
+    if not occupied[cy, cx]:
+        out = np.empty((1, 2), dtype=np.int64)
+        out[0, 0], out[0, 1] = cx, cy
+        return out
+    joined = np.zeros((y1 - y0, x1 - x0), dtype=np.bool_)
+    stack = np.empty((y1 - y0) * (x1 - x0), dtype=np.int64)
+    joined[cy - y0, cx - x0] = True
+    stack[0] = (cy - y0) * (x1 - x0) + (cx - x0)
+    top, count = 1, 1
+    while top > 0:
+        top -= 1
+        wy, wx = stack[top] // (x1 - x0), stack[top] % (x1 - x0)
+        for dy in range(-1, 2):
+            for dx in range(-1, 2):
+                ny, nx = wy + dy, wx + dx
+                if 0 <= ny < y1 - y0 and 0 <= nx < x1 - x0 and not joined[ny, nx] and occupied[ny + y0, nx + x0]:
+                    joined[ny, nx] = True
+                    stack[top] = ny * (x1 - x0) + nx
+                    top += 1
+                    count += 1
+    out = np.empty((count, 2), dtype=np.int64)
+    k = 0
+    for wy in range(y1 - y0):
+        for wx in range(x1 - x0):
+            if joined[wy, wx]:
+                out[k, 0], out[k, 1] = wx + x0, wy + y0
+                k += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def viewing_mask(
+    occupied: np.ndarray, cx: int, cy: int, offsets: np.ndarray, between: np.ndarray, used: np.ndarray
+) -> np.ndarray:
+    """The cells (an (n, n) bool mask) from which to judge (cx, cy): each of ``offsets`` ((K, 2) from
+    it) inside the map and not occupied, with none of its ``between`` cells ((K, M, 2) offsets, the
+    ``used`` ones) inside the map and occupied
+    (:meth:`~embodmem.agents.explorer.FrontierExplorer.viewing_cells`)."""
+    n = occupied.shape[0]
+    mask = np.zeros_like(occupied)
+    for k in range(len(offsets)):
+        gx, gy = cx + offsets[k, 0], cy + offsets[k, 1]
+        if not (0 <= gx < n and 0 <= gy < n) or occupied[gy, gx]:
+            continue
+        blocked = False
+        for m in range(between.shape[1]):
+            bx, by = cx + between[k, m, 0], cy + between[k, m, 1]
+            if used[k, m] and 0 <= bx < n and 0 <= by < n and occupied[by, bx]:
+                blocked = True
+                break
+        if not blocked:
+            mask[gy, gx] = True
+    return mask

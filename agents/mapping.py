@@ -13,7 +13,7 @@ import math
 import cv2
 import numpy as np
 
-from embodmem.agents.map_kernels import fit_scan, fold_scan, look_view, mark_in_view, nearest_goal_path
+from embodmem.agents.map_kernels import fit_scan, fold_scan, joined_cells, look_view, mark_in_view, nearest_goal_path
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
@@ -292,15 +292,12 @@ class OccupancyGrid:
 
     def occupied_around(self, cell: tuple[int, int], radius: int) -> set[tuple[int, int]]:
         """Occupied cells joined to ``cell`` (8-connected) within ``radius`` cells of it, ``cell``
-        included: the parts of one object, as far as the map can tell."""
+        included: the parts of one object, as far as the map can tell (compiled:
+        :func:`~embodmem.agents.map_kernels.joined_cells`)."""
         cx, cy = cell
-        x0, y0 = max(cx - radius, 0), max(cy - radius, 0)
-        window = self.occupied[y0 : cy + radius + 1, x0 : cx + radius + 1].astype(np.uint8)
-        if not window[cy - y0, cx - x0]:
+        if not self.occupied[cy, cx]:
             return {cell}
-        _, labels = cv2.connectedComponents(window, connectivity=8)
-        ys, xs = np.nonzero(labels == labels[cy - y0, cx - x0])
-        return {(int(x) + x0, int(y) + y0) for x, y in zip(xs, ys)}
+        return {(x, y) for x, y in joined_cells(self.occupied, int(cx), int(cy), int(radius)).tolist()}
 
     def first_hits(self, pose: tuple[int, int, int], angles: np.ndarray, max_range: float) -> list[tuple[int, int]]:
         """First cell known to be occupied along each ray (radians from the heading), within range.

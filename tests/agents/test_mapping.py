@@ -377,3 +377,29 @@ def test_where_a_kind_was_recognised_the_map_does_not_rule_it_out() -> None:
     assert ruled_out[16, 17] and ruled_out[10, 10]
     assert not grid.recognised_by_kind[TARGET_KINDS.index("wreck")].any()
     assert not grid.looked_at_without_recognising("wreck").any()  # never looked at for wrecks
+
+
+def test_occupied_around_is_the_connected_component_in_the_window() -> None:
+    """The compiled flood fill gives OpenCV's 8-connected component of the cell's window, cell for
+    cell and in the same (row by row) order."""
+    import cv2
+
+    from embodmem.agents.map_kernels import joined_cells
+
+    spec = SensorSpec(5.0, 64, 75.0, 40.0, 3, 60.0, 40.0, 12)
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        grid = OccupancyGrid(spec)
+        grid.occupied[:] = rng.random((12, 12)) < 0.4
+        cell, radius = (int(rng.integers(12)), int(rng.integers(12))), int(rng.integers(0, 4))
+        cx, cy = cell
+        x0, y0 = max(cx - radius, 0), max(cy - radius, 0)
+        window = grid.occupied[y0 : cy + radius + 1, x0 : cx + radius + 1].astype(np.uint8)
+        if window[cy - y0, cx - x0]:
+            _, labels = cv2.connectedComponents(window, connectivity=8)
+            ys, xs = np.nonzero(labels == labels[cy - y0, cx - x0])
+            expected = [(int(x) + x0, int(y) + y0) for x, y in zip(xs, ys)]
+            assert [(x, y) for x, y in joined_cells(grid.occupied, cx, cy, radius).tolist()] == expected
+        else:
+            expected = [cell]
+        assert list(grid.occupied_around(cell, radius)) == list(set(expected)) and len(expected) == len(set(expected))
