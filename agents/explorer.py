@@ -75,7 +75,7 @@ class FrontierExplorer(Agent, Navigator):
         self.steps = 0
         self._last_action: int | None = None
         self._last_pose: tuple[int, int, int] | None = None
-        self._last_raw: np.ndarray | None = None
+        self._last_raw: tuple[float, float] | None = None
         self.relocalising = self.config.relocalise
         self.face_passing_objects = False
         self.pose_correction = np.zeros(2, dtype=np.float64)
@@ -190,13 +190,14 @@ class FrontierExplorer(Agent, Navigator):
         """Pose, bumps and sonar into the grid; the frame into a vector and a target probability."""
         assert self.grid is not None
         pose = observation["pose"]
-        raw = np.array([float(pose[0]), float(pose[1])])
+        raw = (float(pose[0]), float(pose[1]))
         with self.timed("mapping"):
             self.pose = self.localise(raw, int(pose[2]), observation["sonar"])
         turns = _MOVE_TURNS.get(self._last_action) if self._last_action is not None else None
         # Did the last move happen? The odometry's own step says so (a scan match may move the
         # estimate by a cell at the same time, so comparing estimated cells would not).
-        if turns is not None and self._last_raw is not None and float(np.hypot(*(raw - self._last_raw))) < 0.5:
+        last = self._last_raw
+        if turns is not None and last is not None and math.hypot(raw[0] - last[0], raw[1] - last[1]) < 0.5:
             dx, dy = DIR_TO_VEC[(self.pose[2] + turns) % 4]
             self.grid.mark_occupied(self.pose[0] + dx, self.pose[1] + dy)  # bumped into something unseen
             self.path = []
@@ -237,20 +238,23 @@ class FrontierExplorer(Agent, Navigator):
         self.trace.extra["p_target"] = self.last_probability
         self.trace.reported = self.last_probability >= self.config.detect_probability
 
-    def localise(self, raw: np.ndarray, heading: int, sonar_m: np.ndarray) -> tuple[int, int, int]:
+    def localise(self, raw: tuple[float, float], heading: int, sonar_m: np.ndarray) -> tuple[int, int, int]:
         """The robot's cell: the dead-reckoned position plus the last correction, moved to a
         neighbouring cell when the sonar scan fits the map clearly better there. When a scan fits
         one cell clearly (a fix), the correction is renewed from it, so the odometry's error since
         the last fix is all that remains: errors do not compound over a visit."""
         assert self.grid is not None
         n = self.grid.size
-        bx, by = (raw + self.pose_correction).tolist()
+        # Plain floats: the same float64 sums as numpy's, without an array op per step.
+        correction_x, correction_y = self.pose_correction.tolist()
+        bx, by = raw[0] + correction_x, raw[1] + correction_y
         # round() is numpy's round half to even; on two numbers plain Python is several times faster.
-        cell = np.array([min(max(round(bx), 0), n - 1), min(max(round(by), 0), n - 1)], dtype=np.int64)
+        x, y = min(max(round(bx), 0), n - 1), min(max(round(by), 0), n - 1)
         margin, enough = self.config.relocalise_margin, self.config.relocalise_min_hits
         # A cell's fit is at most its echoes on obstacles: with fewer echoes than a fix needs, no
         # cell can move the estimate or fix it, so the match is skipped (same outcome, no cost).
         if self.relocalising and len(sonar_m) and self.grid.echoes(sonar_m) >= enough and self.grid.occupied.any():
+            cell = np.array([x, y], dtype=np.int64)
             candidates = cell[None, :] + _NEIGHBOURHOOD
             scores = self.grid.scan_fit(candidates, heading, sonar_m)
             best = int(np.argmax(scores))
@@ -261,14 +265,15 @@ class FrontierExplorer(Agent, Navigator):
                 self._favoured_count = self._favoured_count + 1 if offset == self._favoured else 1
                 self._favoured = offset
                 if self._favoured_count >= self.config.relocalise_agree:
-                    cell = candidates[best]
-                    self.pose_correction = cell - raw
+                    x, y = int(candidates[best][0]), int(candidates[best][1])
+                    self.pose_correction = np.array([x - raw[0], y - raw[1]])
                     self.relocalisations += 1
                     self._favoured, self._favoured_count = None, 0
             elif here >= enough and here - float(others.max()) >= margin:
-                self.pose_correction = cell - raw  # a fix where the odometry said: renew the correction
+                # A fix where the odometry said: renew the correction.
+                self.pose_correction = np.array([x - raw[0], y - raw[1]])
                 self._favoured, self._favoured_count = None, 0
-        return int(cell[0]), int(cell[1]), heading
+        return int(x), int(y), heading
 
     def episode_stats(self) -> dict[str, float]:
         return {"relocalisations": self.relocalisations}
@@ -533,7 +538,7 @@ class FrontierExplorer(Agent, Navigator):
         if self.path and self.goal_kind in ("frontier", "unknown"):
             gx, gy = self.path[-1]
             still_goal = (
-                self.grid.unseen_goals()[gy, gx]
+                not (self.grid.seen[gy, gx] or self.grid.occupied[gy, gx])  # an unseen goal still
                 if self.goal_kind == "frontier"
                 else not (self.grid.free[gy, gx] or self.grid.occupied[gy, gx])
             )

@@ -39,19 +39,24 @@ def fold_scan(
     dx: np.ndarray,
     dy: np.ndarray,
     t: np.ndarray,
-    r: np.ndarray,
+    readings: np.ndarray,
+    cell_size: float,
     max_range: float,
 ) -> None:
     """Fold one scan at (x, y) into the grid's arrays, in place (:meth:`OccupancyGrid.update`).
 
     ``dx``, ``dy``: (beams, samples) offsets of the beam samples from the cell's corner for the
-    scan's heading; ``t``: the samples' distances (cells); ``r``: the readings (cells). Each cell in
+    scan's heading; ``t``: the samples' distances (cells); ``readings``: the ranges (metres, each
+    divided by ``cell_size`` in float64, as numpy would, into cells). Each cell in
     the window the samples cover gets -1 per beam that passed through it and +2 per echo from it,
     clipped to +-8 a scan; evidence stays in [-20, 100]; a cell is occupied while its evidence is
     positive, and free cells that became occupied are free no more.
     """
     n = evidence.shape[0]
     beams, samples = dx.shape
+    r = np.empty(len(readings), dtype=np.float64)
+    for b in range(len(readings)):
+        r[b] = np.float64(readings[b]) / cell_size
     x0, x1, y0, y1 = n, -1, n, -1
     for b in range(beams):
         for s in (0, samples - 1):  # along a beam the cells move one way: its ends bound the window

@@ -229,9 +229,23 @@ class OccupancyGrid:
         cover changes (compiled: :func:`~embodmem.agents.map_kernels.fold_scan`).
         """
         x, y, h = pose
-        r = np.asarray(sonar_m, dtype=np.float64).reshape(-1) / self.spec.cell_size_m
-        dx, dy = (self._dx[h], self._dy[h]) if len(r) else (self._dx[h][:0], self._dy[h][:0])  # no readings: no beams
-        fold_scan(self.evidence, self.occupied, self.free, float(x), float(y), dx, dy, self._t, r, self.max_range)
+        # The env's scan goes in as it is: the kernel turns metres into cells (the same float64 division).
+        one_row = isinstance(sonar_m, np.ndarray) and sonar_m.ndim == 1
+        readings = sonar_m if one_row else np.asarray(sonar_m, dtype=np.float64).reshape(-1)
+        dx, dy = (self._dx[h], self._dy[h]) if len(readings) else (self._dx[h][:0], self._dy[h][:0])  # no beams
+        fold_scan(
+            self.evidence,
+            self.occupied,
+            self.free,
+            float(x),
+            float(y),
+            dx,
+            dy,
+            self._t,
+            readings,
+            float(self.spec.cell_size_m),
+            self.max_range,
+        )
 
     def echoes(self, sonar_m: np.ndarray) -> int:
         """Beams of a scan that echoed (read short of the maximum range), as :meth:`scan_fit` counts
