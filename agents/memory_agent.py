@@ -717,8 +717,11 @@ class MemoryAgent(RecallAgent):
         shows (its labeller probabilities; none below ``detect_probability``), with its probability
         as the salience."""
         x, y, h = pose
-        kinds, probs = KindLabeller.best(kind_probabilities[None])
-        seen = float(probs[0]) >= self.config.detect_probability
+        # KindLabeller.best for one frame, on a Python list: numpy's per-call cost is most of it here
+        target_probs = kind_probabilities[: len(TARGET_KINDS)].tolist()
+        best = max(range(len(target_probs)), key=target_probs.__getitem__)  # the first on ties, as argmax
+        prob = target_probs[best]
+        seen = prob >= self.config.detect_probability
         return FrameMeta(
             run_id=self.context["run_id"],
             task=self.context["task"],
@@ -727,8 +730,8 @@ class MemoryAgent(RecallAgent):
             x=float(x),
             y=float(y),
             heading=int(h),
-            label=kinds[0] if seen else "",
-            salience=float(probs[0]) if seen else 0.0,
+            label=TARGET_KINDS[best] if seen else "",
+            salience=prob if seen else 0.0,
             thumbnail=image if self.frame_memory.config.keep_thumbnails else None,
         )
 

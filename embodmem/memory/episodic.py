@@ -20,9 +20,9 @@ import numpy as np
 
 from embodmem.memory import snapshot
 from embodmem.memory.config import MemoryConfig
-from embodmem.memory.fifo import Consolidated, copy_meta
+from embodmem.memory.fifo import Consolidated
 from embodmem.memory.parts import MemoryParts
-from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter, fit_thumbnail
+from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter, copy_meta, fit_thumbnail
 from embodmem.memory.sleep import SleepReport
 from embodmem.memory.sleep import sleep as sleep_pass
 from embodmem.memory.updates import RECENCY_OVERFETCH, UpdateStats, remove_contradicted, weigh_by_age
@@ -165,8 +165,9 @@ class AgentMemory:
         return node
 
     def _store(self, out: Consolidated) -> None:
-        if len(out.ids):
-            self.store.add(out.vectors, out.metas, out.ids)
+        if len(out.ids):  # the FIFO's merged frames, each checked when it was written
+            columns = self.store.meta.columns_from_metas(out.ids, out.metas, checked=True)
+            self.store.add(out.vectors, columns, out.ids)
             self.counters.consolidations += 1
             if self.config.update_policy == "overwrite":
                 c = self.config

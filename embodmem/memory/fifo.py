@@ -8,26 +8,13 @@ stretch of time, so its step span and pose stay meaningful.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, MetaTable, QueryFilter, merge_metas
-
-
-def copy_meta(meta: FrameMeta) -> FrameMeta:
-    """A shallow copy of ``meta`` (its fields shared, as :func:`copy.copy` shares them), made by
-    copying the instance dictionary: a quarter of ``copy.copy``'s cost, on every write and hit.
-
-    >>> meta = FrameMeta("run", "wreck", 0, 3, 1.0, 2.0)
-    >>> twin = copy_meta(meta)
-    >>> twin == meta, twin is meta
-    (True, False)
-    """
-    twin = object.__new__(type(meta))
-    twin.__dict__.update(meta.__dict__)
-    return twin
+from embodmem.memory.records import ANY_RECORD, FrameMeta, Hit, QueryFilter, copy_meta, merge_metas
 
 
 def merge_adjacent(
@@ -75,39 +62,52 @@ def merge_adjacent(
             raise ValueError(f"barriers must have {max(n - 1, 0)} entries, got {b.shape}")
         blocked[: n - 1] = b
     # Linked list over the survivors; sims[i] is the cosine of i and its right neighbour (-inf: none).
+    # A full buffer is merged every few steps: counts and flags are Python lists and each merge is
+    # worked in place on rows of ``v`` (the same arithmetic as whole-array expressions, bit for bit).
     nxt = list(range(1, n + 1))
     prv = list(range(-1, n - 1))
     sims = np.full(n, -np.inf)
     if n > 1:
         sims[:-1] = np.einsum("ij,ij->i", v[:-1], v[1:])
     sims[blocked] = -np.inf
+    block = blocked.tolist()
+    count = c.tolist()
     groups: list[list[int] | None] = [[i] for i in range(n)]
     alive = n
+    merged = np.empty(v.shape[1:], dtype=np.float64)
+    other = np.empty_like(merged)
+    minus_inf = -math.inf
     while alive > target:
-        i = int(np.argmax(sims))  # earliest pair on ties
-        if sims[i] == -np.inf:
+        i = int(sims.argmax())  # earliest pair on ties
+        if sims[i] == minus_inf:
             break
         j = nxt[i]
-        merged = c[i] * v[i] + c[j] * v[j]
-        norm = float(np.sqrt(merged @ merged))
-        v[i] = merged / norm if norm > 1e-12 else v[j]
-        c[i] += c[j]
+        vi, vj = v[i], v[j]
+        np.multiply(vi, count[i], out=merged)
+        np.multiply(vj, count[j], out=other)
+        merged += other
+        norm = math.sqrt(merged @ merged)
+        if norm > 1e-12:
+            np.divide(merged, norm, out=vi)
+        else:
+            vi[:] = vj
+        count[i] += count[j]
         gi, gj = groups[i], groups[j]
         assert gi is not None and gj is not None  # both alive: linked-list neighbours
         gi.extend(gj)
         groups[j] = None
-        nxt[i] = nxt[j]
-        if nxt[j] < n:
-            prv[nxt[j]] = i
-        blocked[i] = blocked[j]
-        sims[j] = -np.inf
-        sims[i] = -np.inf if (nxt[i] >= n or blocked[i]) else float(v[i] @ v[nxt[i]])
+        k = nxt[i] = nxt[j]
+        if k < n:
+            prv[k] = i
+        block[i] = block[j]
+        sims[j] = minus_inf
+        sims[i] = minus_inf if (k >= n or block[i]) else float(vi @ v[k])
         p = prv[i]
-        if p >= 0 and not blocked[p]:
-            sims[p] = float(v[p] @ v[i])
+        if p >= 0 and not block[p]:
+            sims[p] = float(v[p] @ vi)
         alive -= 1
     keep = [i for i in range(n) if groups[i] is not None]
-    v, c = v[keep], c[keep]
+    v, c = v[keep], np.asarray([count[i] for i in keep], dtype=np.int64)
     groups = [groups[i] for i in keep]
     return v.astype(np.float32), c, groups  # type: ignore[return-value]
 
@@ -198,13 +198,10 @@ class ShortTermFIFO:
 
     def _matching(self, where: QueryFilter) -> list[int]:
         """Positions of the held frames passing ``where`` (the long-term store's rules:
-        :meth:`~embodmem.memory.records.MetaTable.filter_mask` over the held frames' columns)."""
+        :meth:`QueryFilter.matches <embodmem.memory.records.QueryFilter.matches>`)."""
         if where.is_empty():
             return list(range(len(self.metas)))
-        table = MetaTable(None)
-        table.append(table.columns_from_metas(np.asarray(self.ids, np.int64), self.metas))
-        mask = table.filter_mask(where)
-        return list(range(len(self.metas))) if mask is None else np.flatnonzero(mask).tolist()
+        return [i for i, meta in enumerate(self.metas) if where.matches(meta)]
 
     def search(self, queries: np.ndarray, k: int, where: QueryFilter = ANY_RECORD) -> list[list[Hit]]:
         """Exact top-``k`` over the held frames for each query row, restricted to ``where``. Each hit

@@ -99,6 +99,8 @@ class TopologicalMap:
         self._agg = np.zeros((64, self.dim), dtype=np.float32)
         self._visits = np.zeros(64, dtype=np.int64)
         self._grid: dict[tuple[int, int], list[int]] = {}
+        self._stale: set[int] = set()  # nodes whose row of self._agg lags their embedding sum
+        self._last: tuple[float, float, int | None] | None = None  # the last localise's pose and answer
         self.prev: int | None = None
 
     def __len__(self) -> int:
@@ -121,8 +123,22 @@ class TopologicalMap:
 
     @property
     def embeddings(self) -> np.ndarray:
-        """``(n, dim)`` unit aggregate embeddings (zero rows for nodes that saw none)."""
+        """``(n, dim)`` unit aggregate embeddings (zero rows for nodes whose embeddings sum to zero,
+        or that saw none)."""
+        self._settle()
         return self._agg[: self._n]
+
+    def _settle(self) -> None:
+        """Bring the stale rows of the aggregates up to date: folding an embedding in only adds it to
+        the node's sum (every step), the unit aggregate is its direction, worked out when read."""
+        for node in self._stale:
+            s = self._sum[node]
+            norm = math.sqrt(float(s @ s))
+            if norm > 0:
+                np.divide(s, norm, out=self._agg[node])
+            else:
+                self._agg[node] = 0.0
+        self._stale.clear()
 
     @property
     def visits(self) -> np.ndarray:
@@ -147,9 +163,27 @@ class TopologicalMap:
         return out
 
     def localise(self, x: float, y: float) -> int | None:
-        """The nearest node within ``node_distance`` of the pose, or ``None``."""
-        near = self._near(float(x), float(y))
-        return min(near)[1] if near else None
+        """The nearest node within ``node_distance`` of the pose (the lowest id on ties), or ``None``.
+
+        It runs on every step, often at the pose of the step before (a turn on the spot): that
+        answer is kept until a node is added."""
+        x, y = float(x), float(y)
+        last = self._last
+        if last is not None and last[0] == x and last[1] == y:
+            return last[2]
+        cx, cy = self._cell(x, y)
+        lim = self.node_distance**2
+        xs, ys, grid = self._xs, self._ys, self._grid
+        best: int | None = None
+        best_d2 = math.inf
+        for gx in (cx - 1, cx, cx + 1):
+            for gy in (cy - 1, cy, cy + 1):
+                for i in grid.get((gx, gy), ()):
+                    d2 = (xs[i] - x) ** 2 + (ys[i] - y) ** 2
+                    if d2 <= lim and (d2 < best_d2 or (d2 == best_d2 and i < best)):  # type: ignore[operator]
+                        best, best_d2 = i, d2
+        self._last = (x, y, best)
+        return best
 
     def nearest_node(self, x: float, y: float) -> int | None:
         """The nearest node at any distance (``None`` for an empty map)."""
@@ -229,9 +263,9 @@ class TopologicalMap:
         if e is not None:
             s = self._sum[node]
             s += e
-            norm = math.sqrt(float(s @ s))
-            if norm > 0:
-                np.divide(s, norm, out=self._agg[node])
+            self._stale.add(node)
+            if rule != "pose":  # the embedding rules read the aggregates at the next step
+                self._settle()
         if self.prev is not None and self.prev != node:
             self._link(self.prev, node)
         self.prev = node
@@ -248,6 +282,7 @@ class TopologicalMap:
         self._xs.append(x)
         self._ys.append(y)
         self._grid.setdefault(self._cell(x, y), []).append(n)
+        self._last = None
         self._graph.add_node(n, x=x, y=y, visits=0)
         self._n += 1
         return n

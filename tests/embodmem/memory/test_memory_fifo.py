@@ -249,3 +249,14 @@ def test_merge_of_far_apart_frames_is_their_renormalised_mean() -> None:
     assert counts.dtype == np.int64
     with pytest.raises(ValueError, match=r"^barriers must have 0 entries, got \(1,\)$"):
         merge_adjacent(v[:1], [1], 1, barriers=[True])
+
+
+def test_place_filter_compares_in_float64_whatever_the_field_types() -> None:
+    """A frame written with float32 coordinates is filtered by place in float64, as the long-term
+    table's columns are (float32 arithmetic would round 0.1 - 0.1 to zero)."""
+    meta = FrameMeta("r", "t", 0, 1, np.float32(0.1), 2.0)
+    assert not QueryFilter(near=(0.1, 2.0, 0.0)).matches(meta)
+    assert QueryFilter(near=(float(np.float32(0.1)), 2.0, 0.0)).matches(meta)
+    fifo = ShortTermFIFO(dim=2, capacity=4, consolidate_to=2)
+    fifo.push(np.array([1, 0], np.float32), meta, 0)
+    assert fifo.search(np.eye(2, dtype=np.float32)[:1], 1, QueryFilter(near=(0.1, 2.0, 0.0))) == [[]]

@@ -199,11 +199,18 @@ def test_memory_from_before_variants_refused_by_name(tmp_path: Path) -> None:
         ("meta_salience", 1.5, "metadata column 'salience' has values outside \\[0, 1\\]"),
         ("fifo_salience", np.nan, "metadata column 'salience' has values outside"),
         ("meta_label", "", "metadata column 'salience' is non-zero for records with no label"),
+        ("meta_episode", -1, r"metadata column 'episode' has values outside \[0, 2\*\*31\), e.g. -1"),
+        ("fifo_heading", 4, r"arrays.*npz: inconsistent arrays .metadata column 'heading' has values outside \[0, 4\)"),
+        ("meta_count", 0, r"metadata column 'count' has values outside \[1, 2\*\*31\), e.g. 0"),
+        ("meta_node", -2, r"metadata column 'node' has values outside \[-1, 2\*\*62\)"),
+        ("meta_x", np.inf, "metadata column 'x' has values that are not finite numbers"),
+        ("meta_step_min", 10**9, "metadata columns 'step_min', 'step', 'step_max' are out of order"),
     ],
 )
-def test_bad_label_columns_refused_by_name(tmp_path: Path, array: str, value: object, pattern: str) -> None:
+def test_bad_metadata_columns_refused_by_name(tmp_path: Path, array: str, value: object, pattern: str) -> None:
     """arrays.npz rewritten with valid checksums but labels outside the vocabulary, saliences outside
-    [0, 1], or a salience on a record with no label: refused, naming the column."""
+    [0, 1], a salience on a record with no label, or a field outside what a FrameMeta allows:
+    refused, naming the column (records are read back from the columns without a per-record check)."""
     _, d, man = _saved(tmp_path)
     name = man["files"]["arrays.npz"]["path"]
     with np.load(d / name) as z:

@@ -15,7 +15,7 @@ from embodmem.memory import FrameMeta, LongTermStore, sleep
 from embodmem.memory.codec import build_index, code_bytes_per_vector, codec_of
 from embodmem.memory.config import MemoryConfig
 from embodmem.memory.eviction import EVICTIONS, kinds_eviction_order
-from embodmem.memory.records import QueryFilter
+from embodmem.memory.records import MetaTable, QueryFilter
 
 D = 16
 
@@ -521,3 +521,27 @@ def test_disk_mode_same_seed_same_store_other_seed_differs() -> None:
     assert a.raw_file is not None and b.raw_file is not None
     assert np.array_equal(a.raw_file.get(np.arange(len(a))), b.raw_file.get(np.arange(len(b))))
     assert faiss.serialize_index(a.index).tobytes() != faiss.serialize_index(c.index).tobytes()
+
+
+def test_columns_of_checked_records_equal_the_checked_columns_and_read_back_equal() -> None:
+    """``checked=True`` (memory's own records) skips the per-record checks and builds the same
+    columns; a record read back from the table equals the one written."""
+    metas = [
+        FrameMeta(
+            "r", "t", 2, 7, 1.5, 2.0, heading=3, node=4, count=2, step_min=5, hits=1, label="wreck", salience=0.5
+        ),
+        FrameMeta("r", "u", 2, 9, 1.0, 0.0),
+    ]
+    table = MetaTable(None)
+    plain = table.columns_from_metas(np.arange(2), metas)
+    trusted = table.columns_from_metas(np.arange(2), metas, checked=True)
+    assert plain.keys() == trusted.keys()
+    assert all(plain[k].dtype == trusted[k].dtype and plain[k].tolist() == trusted[k].tolist() for k in plain)
+    table.append(trusted)
+    assert table.metas([0, 1]) == metas and [type(v) for v in vars(table.meta(0)).values()] == [
+        type(v) for v in vars(metas[0]).values()
+    ]
+    assert table.columns_from_metas(np.zeros(0), [])["step"].shape == (0,)
+    metas[1].heading = 9
+    with pytest.raises(ValueError, match=r"FrameMeta.heading must be an int in \[0, 4\), got 9"):
+        table.columns_from_metas(np.arange(2), metas)

@@ -127,3 +127,20 @@ def test_observe_at_1000_nodes_localises_without_new_nodes() -> None:
     for v in e[:500]:  # views seen before: each matches its own node
         emb.observe(0.0, 0.0, v)
     assert len(emb) == nodes
+
+
+def test_localise_answers_again_after_a_node_is_added_and_aggregates_follow_the_sums() -> None:
+    """``localise`` keeps its last answer for the same pose only until a node is added; the pose
+    rule works out the unit aggregates when they are read, as the direction of each node's sum
+    (zero for a sum of zero)."""
+    m = TopologicalMap(dim=2, node_distance=2.0)
+    m.observe(0, 0, _e(1, 0))
+    assert m.localise(4, 0) is None and m.localise(4, 0) is None
+    assert m.observe(4, 0, _e(0, 1)) == 1 and m.localise(4, 0) == 1
+    assert m.localise(2, 0) == 0  # equidistant: the lower id
+    m.observe(0.5, 0, _e(1, 1))
+    m.observe(4, 0.5, -_e(0, 1))
+    expected = np.stack([_e(1, 0) + _e(1, 1), np.zeros(2, np.float32)])
+    expected[0] /= np.float32(np.sqrt(float(expected[0] @ expected[0])))
+    assert m.embeddings.tolist() == expected.tolist()
+    assert m.most_similar(_e(1, 0.4))[0] == 0
