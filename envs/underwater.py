@@ -31,7 +31,7 @@ from embodmem.envs.fauna import drift
 from embodmem.envs.geodesic import bfs_distance
 from embodmem.envs.goals import goal_instance, instance_distance_maps, render_goal_view
 from embodmem.envs.ground_truth import GroundTruth, StepInfo, path_via_cells_m
-from embodmem.envs.objects import KIND_COLORS, KIND_INDEX, KIND_SYMBOLS, KINDS
+from embodmem.envs.objects import KIND_COLORS, KIND_SYMBOLS, KINDS
 from embodmem.envs.odometry import DeadReckoning, degrade_sonar
 from embodmem.envs.seabed_object import SeabedObject
 from embodmem.envs.spec import ACTION_NAMES, DIR_TO_VEC, Action, Observation, SensorSpec
@@ -47,12 +47,12 @@ START_MODES = ("fixed0", "fixed1", "random", "continue")
 _IS_TARGET = np.array([k.is_target for k in KINDS])
 _KIND_NAMES = tuple(k.name for k in KINDS)
 _MAX_INSTANCES = 64
-"""Instances of one kind a world may hold (the slots of :func:`visible_instances_of`'s sums)."""
+"""Instances of one kind a world may hold (the slots of :func:`visible_targets_of`'s sums)."""
 
 
 def shows_target_kind(kind: np.ndarray, kind2: np.ndarray) -> np.ndarray:
     """Whether each frame, from the kinds of its columns' two layers (..., N), shows a target kind:
-    a frame that does not shows no target instance (:func:`visible_instances_of` skips it)."""
+    a frame that does not shows no target instance (:func:`visible_targets_of` skips it)."""
     return _IS_TARGET[kind].any(axis=-1) | _IS_TARGET[kind2].any(axis=-1)
 
 
@@ -70,25 +70,39 @@ def layered_columns(
     )
 
 
-def visible_instances_of(
-    kinds: np.ndarray, instances: np.ndarray, pixels: np.ndarray, frame_size: int
-) -> list[set[tuple[str, int]]]:
-    """Target instances (kind, instance) clearly visible in each of R frames of ``frame_size``
-    pixels that show a target kind, from their columns (arrays (R, N): kind, the world's instance at
-    the cell hit (-1: none), fog-weighted visible pixels). One ``bincount`` serves every frame, and
-    each frame's sums add its own columns in their order, as the frame alone would: the batched env
-    gets the single env's sets.
+VisibleTargets = tuple[set[tuple[str, int]], frozenset[tuple[str, int, int]]]
+"""A frame's clearly visible target instances (kind, instance) and the cells of theirs that it
+shows (kind, x, y): what the ground truth's ``visible_instances`` and ``visible_target_cells`` hold."""
+
+
+def visible_targets_of(
+    kinds: np.ndarray, xs: np.ndarray, ys: np.ndarray, instances: np.ndarray, pixels: np.ndarray, frame_size: int
+) -> list[VisibleTargets]:
+    """The :data:`VisibleTargets` of each of R frames of ``frame_size`` pixels that show a target
+    kind, from their columns (arrays (R, N): kind, cell x and y, the world's instance at the cell hit
+    (-1: none), fog-weighted visible pixels). An instance is clearly visible when its pixels cover
+    ``VISIBLE_FRACTION`` of the frame; its cells shown are those of its columns with pixels. One
+    ``bincount`` serves every frame, and each frame's sums add its own columns in their order, as
+    the frame alone would: the batched env gets the single env's sets.
     """
     rows = len(kinds)
     keep = (instances >= 0) & (kinds > 0) & (pixels > 0)
     per_frame = len(KINDS) * _MAX_INSTANCES
     key = (np.arange(rows)[:, None] * len(KINDS) + kinds) * _MAX_INSTANCES + instances
-    totals = np.bincount(key[keep], weights=pixels[keep])
+    kept = key[keep]
+    clear = np.bincount(kept, weights=pixels[keep]) >= VISIBLE_FRACTION * frame_size**2
     found: list[set[tuple[str, int]]] = [set() for _ in range(rows)]
-    for k in np.flatnonzero(totals >= VISIBLE_FRACTION * frame_size**2).tolist():
+    for k in np.flatnonzero(clear).tolist():
         row, slot = divmod(k, per_frame)
         found[row].add((_KIND_NAMES[slot // _MAX_INSTANCES], slot % _MAX_INSTANCES))
-    return found
+    cells: list[set[tuple[str, int, int]]] = [set() for _ in range(rows)]
+    if any(found):
+        shown = np.zeros_like(keep)
+        shown[keep] = clear[kept]  # a column with pixels of a clearly visible instance
+        r, c = np.nonzero(shown)
+        for row, kind, x, y in zip(r.tolist(), kinds[r, c].tolist(), xs[r, c].tolist(), ys[r, c].tolist()):
+            cells[row].add((_KIND_NAMES[kind], x, y))
+    return [(seen, frozenset(shown_cells)) for seen, shown_cells in zip(found, cells)]
 
 
 def robot_triangle(center: tuple[float, float], heading: int, radius: float) -> np.ndarray:
@@ -317,6 +331,9 @@ class UnderwaterEnv(MiniGridEnv):
         """Changes applied in this visit so far, in order (privileged: ground truth, logs, video)."""
         self.visit_position = 0
         """Position (from 0) of the current task in the visit: which changes have happened."""
+        self._success_now = False
+        self._targets_now: VisibleTargets | None = None
+        """The last frame's visible targets once found (:meth:`_visible_targets`)."""
         self._build_world(self.world_seed)
 
     # ------------------------------------------------------------------ world and task
@@ -628,7 +645,6 @@ class UnderwaterEnv(MiniGridEnv):
         else:
             self._frame_visibility, self._batch_row = None, visibility
         self._columns: FrameColumns | None = None  # this frame's, once read (_frame_columns)
-        self._target_cells_now: frozenset[tuple[str, int, int]] | None = None  # once read (ground_truth)
         self._last_image = image
         obs = cast(Observation, {"image": image, **views})  # keys in the order of observation_space
         if self.topdown:
@@ -688,28 +704,24 @@ class UnderwaterEnv(MiniGridEnv):
 
     def visible_instances(self) -> set[tuple[str, int]]:
         """Target instances (kind, instance) clearly visible in the last frame."""
-        vis = self._visibility
-        if not shows_target_kind(vis["kind"], vis["kind2"]):
-            return set()
-        kinds, _, _, inst, pixels = self._frame_columns()
-        return visible_instances_of(kinds[None], inst[None], pixels[None], self.camera.size)[0]
+        return set(self._visible_targets()[0])
 
     def visible_target_cells(self) -> set[tuple[str, int, int]]:
         """(kind, x, y) of the cells of clearly visible target instances that the last frame shows."""
-        return self._target_cells(self.visible_instances())
+        return set(self._visible_targets()[1])
 
-    def _target_cells(self, visible: set[tuple[str, int]]) -> set[tuple[str, int, int]]:
-        """:meth:`visible_target_cells` given the frame's :meth:`visible_instances`."""
-        if not visible:
-            return set()
-        kinds, xs, ys, inst, pixels = self._frame_columns()
-        wanted = np.array([KIND_INDEX[name] * _MAX_INSTANCES + i for name, i in visible], dtype=np.int64)
-        key = kinds.astype(np.int64) * _MAX_INSTANCES + inst
-        shown = (pixels > 0) & (inst >= 0) & (key[:, None] == wanted).any(axis=1)  # a few instances at most
-        return {
-            (_KIND_NAMES[k], x, y)
-            for k, x, y in zip(kinds[shown].tolist(), xs[shown].tolist(), ys[shown].tolist())  # plain ints
-        }
+    def _visible_targets(self) -> VisibleTargets:
+        """The last frame's :data:`VisibleTargets`, found once (unless the batched env found them)."""
+        if self._targets_now is None:
+            vis = self._visibility
+            if not shows_target_kind(vis["kind"], vis["kind2"]):
+                self._targets_now = (set(), frozenset())
+            else:
+                kinds, xs, ys, inst, pixels = self._frame_columns()
+                self._targets_now = visible_targets_of(
+                    kinds[None], xs[None], ys[None], inst[None], pixels[None], self.camera.size
+                )[0]
+        return self._targets_now
 
     def path_via_cells_m(self, start: tuple[int, int], cells: set[tuple[int, int]]) -> float:
         """Metres walked by an oracle told only ``cells`` of the current target (e.g. the parts seen
@@ -723,24 +735,18 @@ class UnderwaterEnv(MiniGridEnv):
         success = self._task_maps(self.task)["success"]
         return path_via_cells_m(self.world.free(), success, start, cells, self.cell_size_m, self.success_distance_m)
 
-    def _note_step(self, success: bool, visible: set[tuple[str, int]] | None = None) -> None:
+    def _note_step(self, success: bool, targets: VisibleTargets | None = None) -> None:
         """Keep what :meth:`ground_truth` and :meth:`_info` read of this reset or step: its success
         and, when the batched env has found them for every world at once, the frame's
-        :meth:`visible_instances` (None: found when first read)."""
+        :data:`VisibleTargets` (None: found when first read)."""
         self._success_now = success
-        self._visible_now = visible
+        self._targets_now = targets
 
-    def _visible(self) -> set[tuple[str, int]]:
-        """The last frame's :meth:`visible_instances`, found once."""
-        if self._visible_now is None:
-            self._visible_now = self.visible_instances()
-        return self._visible_now
-
-    def _info(self, success: bool, visible: set[tuple[str, int]] | None = None) -> StepInfo:
+    def _info(self, success: bool, targets: VisibleTargets | None = None) -> StepInfo:
         """Gymnasium's info for this step (:meth:`_note_step` with the same arguments, then the dict)."""
-        self._note_step(success, visible)
+        self._note_step(success, targets)
         x, y = self.agent_pos
-        visible = self._visible()
+        visible = self._visible_targets()[0]
         return {
             "task": self.task.name,
             "task_index": self.task_index,
@@ -766,10 +772,7 @@ class UnderwaterEnv(MiniGridEnv):
         """The privileged state after the last reset or step, as one view (:mod:`embodmem.envs.ground_truth`):
         what the measures, the runner, the oracle and the video read; never the agents."""
         x, y = self.agent_pos
-        visible = self._visible()
-        cells = self._target_cells_now
-        if cells is None:
-            cells = self._target_cells_now = frozenset(self._target_cells(visible))
+        visible, cells = self._visible_targets()
         maps = self._maps
         return GroundTruth(
             world_seed=self.world_seed,

@@ -46,11 +46,11 @@ from embodmem.envs.ground_truth import StepInfo
 from embodmem.envs.spec import ACTION_NAMES, Observation
 from embodmem.envs.tasks import MISSIONS
 from embodmem.envs.underwater import (
-    FrameColumns,
     UnderwaterEnv,
+    VisibleTargets,
     layered_columns,
     shows_target_kind,
-    visible_instances_of,
+    visible_targets_of,
 )
 from embodmem.envs.wrappers import MISSION_INDEX
 
@@ -441,14 +441,11 @@ def observe_together(
             sub_obs = env._observation(
                 images[k], (visibility, k), {view: f[k] for view, f in frames.items()}, ranges[k]
             )
-            columns = visible[k][1]
-            if columns is not None:
-                env._columns = columns  # _observation has just forgotten the last frame's
             observations.append(sub_obs)
             if infos:
-                infos_made.append(env._info(bool(successes[k]), visible[k][0]))
+                infos_made.append(env._info(bool(successes[k]), visible[k]))
             else:
-                env._note_step(bool(successes[k]), visible[k][0])
+                env._note_step(bool(successes[k]), visible[k])
     return BatchObservation(images, frames, observations, infos_made)
 
 
@@ -456,29 +453,25 @@ FEW_TARGET_FRAMES = 4
 """Below this many frames that show a target kind, each world finds its visible instances alone
 (``UnderwaterEnv._info``): the batch's numpy calls cost more than a few worlds' own."""
 
-VisibleFound = tuple[set[tuple[str, int]] | None, FrameColumns | None]
-"""A world's visible target instances found in the batch, and its frame's columns when it shows a
-target kind (the measures read them again for the visible target cells); None: not found there."""
 
-
-def visible_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility) -> list[VisibleFound]:
-    """Each world's ``visible_instances`` for its frame (its row of ``visibility``), found for the
-    B frames in one batch: none for a frame that shows no target kind, and, when few frames show
-    one, those few left to their worlds."""
+def visible_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility) -> list[VisibleTargets | None]:
+    """Each world's visible target instances and cells for its frame (its row of ``visibility``),
+    found for the B frames in one batch: none for a frame that shows no target kind, and, when few
+    frames show one, those few left to their worlds (None)."""
     if len(envs) < FEW_TARGET_FRAMES:
-        return [(None, None)] * len(envs)
+        return [None] * len(envs)
     kind, kind2 = visibility.kinds()
     rows = np.flatnonzero(shows_target_kind(kind, kind2)).tolist()
-    found: list[VisibleFound] = [(set(), None) for _ in envs]  # a set of its own for each world
+    found: list[VisibleTargets | None] = [(set(), frozenset()) for _ in envs]  # a set of its own for each world
     if len(rows) < FEW_TARGET_FRAMES:
         for k in rows:
-            found[k] = (None, None)
+            found[k] = None
         return found
     first = envs[0]
     kinds, xs, ys, pixels = layered_columns(visibility.of(rows), first.width, first.height)
     instances = np.stack([envs[k].world.instances[ys[i], xs[i]] for i, k in enumerate(rows)])
-    for i, (k, seen) in enumerate(zip(rows, visible_instances_of(kinds, instances, pixels, first.camera.size))):
-        found[k] = (seen, (kinds[i], xs[i], ys[i], instances[i], pixels[i]))
+    for k, targets in zip(rows, visible_targets_of(kinds, xs, ys, instances, pixels, first.camera.size)):
+        found[k] = targets
     return found
 
 

@@ -144,13 +144,13 @@ def test_worlds_stepped_together_are_each_world_stepped_alone(monkeypatch: pytes
     settings = dict(tasks=("wreck", "deep_barrel"), image_size=32, extra_views=["image_left"], max_steps=50, **NOISY)
     seeds = [4, 9, 21, 30, 41, 57]
     batched_steps = []
-    real_visible_instances_of = vector.visible_instances_of
+    real_visible_targets_of = vector.visible_targets_of
 
     def counting(*args: Any) -> Any:
         batched_steps.append(len(args[0]))
-        return real_visible_instances_of(*args)
+        return real_visible_targets_of(*args)
 
-    monkeypatch.setattr(vector, "visible_instances_of", counting)
+    monkeypatch.setattr(vector, "visible_targets_of", counting)
     together = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
     alone = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
     rng = np.random.default_rng(3)
