@@ -444,6 +444,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         """Mark what remembered frames at ``views`` looked at as not yet searched for this mission
         (``through``: the whole view cone up to the visibility, behind occupied cells too)."""
         assert self.grid is not None and self.spec is not None
+        if not views:  # most recalls: nothing to unsearch, and the map's verdicts cost a pass over it
+            return
         reach = self.spec.view_range_m / self.spec.cell_size_m if through else self.config.look_range_cells * 2
         ruled_out = self._ruled_out_by_map()
         for view in views:
@@ -554,6 +556,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         travel wins.
         """
         assert self.spec is not None and self.grid is not None
+        if not sightings:
+            return None
         rejected = self.rejected_places.get(self.recognizer.mission or "", set()) | self.rejected
         reach = self.spec.view_range_m / self.spec.cell_size_m
         if self.config.recall_within_found_range and self.mission_kind is not None:

@@ -227,27 +227,35 @@ class AgentMemory:
         q = np.asarray(vec_or_vecs, dtype=np.float32)
         single = q.ndim == 1
         q = np.atleast_2d(q)
-        norms = np.linalg.norm(q, axis=1, keepdims=True)
+        norms = np.sqrt(np.add.reduce(q * q, axis=1, keepdims=True))  # np.linalg.norm's own sum, less its checks
         if q.shape[1] != self.config.dim or not np.all(norms > 0):
             raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
         q = np.ascontiguousarray(q / norms)
         c = self.config
         by_age = c.update_policy in ("recency", "decay")
         fetch = k * RECENCY_OVERFETCH if by_age else k
-        lt = self.store.search(q, fetch, where)
-        st = self.fifo.search(q, fetch, where) if include_short_term else [[] for _ in q]
+        lt = self.store.search_rows(q, fetch, where)
+        st = self.fifo.search_positions(q, fetch, where) if include_short_term else [([], []) for _ in q]
         results = []
-        for a, b in zip(lt, st):
-            hits = sorted(a + b, key=lambda h: -h.score)[:fetch]
+        for (long_scores, long_rows), (short_scores, short_positions) in zip(lt, st):
+            # The best ``fetch`` of both, long-term first on ties; only those become hits.
+            scores = long_scores.tolist() + short_scores
+            n_long = len(long_rows)
+            best = sorted(range(len(scores)), key=lambda i: -scores[i])[:fetch]
+            taken = [i for i in best if i < n_long]
+            long_hits = self.store.hits(long_scores[taken], long_rows[taken])
+            next_long = iter(long_hits).__next__
+            hits = [next_long() if i < n_long else self.fifo.hit(scores[i], short_positions[i - n_long]) for i in best]
             if by_age:
                 latest = self.counters.segment[2] if self.counters.segment is not None else 0
                 floor = c.decay_floor if c.update_policy == "decay" else None
                 hits = weigh_by_age(hits, k, latest, c.recency_half_life, floor)
             results.append(hits)
             if count_hits:
-                lt_ids = [h.id for h in hits if h.source == "long_term"]
-                if lt_ids:
-                    self.store.meta.add_hits(self.store.meta.rows_of(np.asarray(lt_ids)))
+                row_of = dict(zip((h.id for h in long_hits), long_rows[taken].tolist()))
+                lt_rows = [row_of[h.id] for h in hits if h.source == "long_term"]
+                if lt_rows:
+                    self.store.meta.add_hits(np.asarray(lt_rows, dtype=np.int64))
                 st_ids = {h.id for h in hits if h.source == "short_term"}
                 for m, rid in zip(self.fifo.metas, self.fifo.ids):
                     if rid in st_ids:
@@ -258,15 +266,15 @@ class AgentMemory:
     def hit_vectors(self, hits: Sequence[Hit]) -> np.ndarray:
         """Stored vectors of ``hits`` (decoded for quantised stores, raw when kept on disk), e.g. to
         re-score them."""
-        if not hits:
-            return np.zeros((0, self.config.dim), np.float32)
-        short = {rid: i for i, rid in enumerate(self.fifo.ids)}
-        vecs = self.fifo.vectors
-        long_ids = [h.id for h in hits if h.source != "short_term"]
-        long = dict(zip(long_ids, self.store.vectors(long_ids))) if long_ids else {}
-        return np.stack([vecs[short[h.id]] if h.source == "short_term" else long[h.id] for h in hits]).astype(
-            np.float32
-        )
+        out = np.empty((len(hits), self.config.dim), np.float32)
+        long_at = [j for j, h in enumerate(hits) if h.source != "short_term"]
+        if long_at:
+            out[long_at] = self.store.vectors([hits[j].id for j in long_at])
+        if len(long_at) < len(hits):
+            short = {rid: i for i, rid in enumerate(self.fifo.ids)}
+            short_at = [j for j, h in enumerate(hits) if h.source == "short_term"]
+            out[short_at] = self.fifo.vectors[[short[hits[j].id] for j in short_at]]
+        return out
 
     def search_by_id(self, record_id: int, k: int = 5, where: QueryFilter = ANY_RECORD) -> list[Hit]:
         """Long-term records most similar to a long-term record's own stored vector (itself excluded)."""

@@ -206,7 +206,14 @@ class ShortTermFIFO:
     def search(self, queries: np.ndarray, k: int, where: QueryFilter = ANY_RECORD) -> list[list[Hit]]:
         """Exact top-``k`` over the held frames for each query row, restricted to ``where``. Each hit
         holds its own copy of the frame's metadata (as the long-term store's hits do)."""
-        out: list[list[Hit]] = [[] for _ in range(len(queries))]
+        return [[self.hit(s, p) for s, p in zip(*found)] for found in self.search_positions(queries, k, where)]
+
+    def search_positions(
+        self, queries: np.ndarray, k: int, where: QueryFilter = ANY_RECORD
+    ) -> list[tuple[list[float], list[int]]]:
+        """:meth:`search` as ``(scores, positions in the buffer)`` per query row, best first (ties
+        oldest first): a caller that keeps only some builds those hits alone (:meth:`hit`)."""
+        out: list[tuple[list[float], list[int]]] = [([], []) for _ in range(len(queries))]
         if not self.metas:
             return out
         keep = self._matching(where)
@@ -215,7 +222,9 @@ class ShortTermFIFO:
         sims = queries @ self.vectors[keep].T
         for qi, row in enumerate(sims):
             order = np.argsort(-row, kind="stable")[:k]
-            out[qi] = [
-                Hit(float(row[j]), self.ids[keep[j]], copy_meta(self.metas[keep[j]]), "short_term") for j in order
-            ]
+            out[qi] = (row[order].tolist(), [keep[j] for j in order.tolist()])
         return out
+
+    def hit(self, score: float, position: int) -> Hit:
+        """The hit of the held frame at ``position`` (a copy of its metadata) with ``score``."""
+        return Hit(score, self.ids[position], copy_meta(self.metas[position]), "short_term")

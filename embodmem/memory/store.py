@@ -473,22 +473,32 @@ class LongTermStore:
         ``rerank`` candidates per query, which are re-scored exactly from the raw file; hit
         scores are then exact cosines (of the stored, possibly float16, vectors).
         """
+        out = []
+        for scores, rows in self.search_rows(queries, k, where):
+            out.append(self.hits(scores, rows))
+            if count_hits and len(rows):
+                self.meta.add_hits(rows)
+        return out
+
+    def search_rows(
+        self, queries: np.ndarray, k: int, where: QueryFilter = ANY_RECORD
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`search` as ``(scores, rows)`` per query row, best first: a caller that keeps only
+        some of them (merging with the short-term frames) builds the :class:`Hit` of those alone
+        (:meth:`hits`)."""
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if q.shape[1] != self.config.dim:
             raise ValueError(f"queries must have {self.config.dim} columns, got shape {q.shape}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        out: list[list[Hit]] = [[] for _ in range(len(q))]
         if len(self) == 0:
-            return out
-        mask = self.meta.filter_mask(where)
-        results = self._search_rows(q, k, mask)
-        for qi, (scores, rows) in enumerate(results):
-            ids = self.meta.ids[rows].tolist()
-            out[qi] = [Hit(s, i, m) for s, i, m in zip(scores.tolist(), ids, self.meta.metas(rows))]
-            if count_hits and len(rows):
-                self.meta.add_hits(rows)
-        return out
+            return [(np.zeros(0, np.float32), np.zeros(0, np.int64)) for _ in range(len(q))]
+        return self._search_rows(q, k, self.meta.filter_mask(where))
+
+    def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
+        """The :class:`Hit` of each of ``rows`` with its score, in order."""
+        ids = self.meta.ids[rows].tolist()
+        return [Hit(s, i, m) for s, i, m in zip(scores.tolist(), ids, self.meta.metas(rows))]
 
     def _selector_params(self, sel: faiss.IDSelector | None, nprobe: int) -> faiss.SearchParameters | None:
         """Search parameters carrying ``sel`` (and ``nprobe``), or ``None`` if the index has none."""

@@ -274,3 +274,23 @@ def test_plain_frames_take_the_quick_check_and_agree_with_the_full_one() -> None
         setattr(meta, field, value)
         if (field, value) != ("step_min", None):
             assert not meta._plainly_valid()
+
+
+def test_query_is_the_best_of_both_searches_long_term_first_on_ties() -> None:
+    """A query returns the best ``k`` of the long-term store's and the FIFO's own searches (one
+    stable sort over both lists, long-term first), counts a use for each hit returned, in either
+    place, and reads their vectors back in the order of the hits."""
+    mem = AgentMemory(MemoryConfig(dim=4, short_term_capacity=8, consolidate_to=4))
+    vectors = np.eye(4, dtype=np.float32)
+    for t in range(11):
+        mem.observe(vectors[t % 4] + 0.01 * t, FrameMeta("r", "t", 0, t, float(t), 0.0))
+    raw = np.array([[1.0, 0.5, 0.0, 0.0]], np.float32)
+    q = raw / np.linalg.norm(raw, axis=1, keepdims=True)  # as the query normalises it
+    both = mem.store.search(q, 5)[0] + mem.fifo.search(q, 5)[0]
+    want = sorted(both, key=lambda h: -h.score)[:5]
+    got = mem.query(raw[0], 5)
+    assert [(h.id, h.source, h.score) for h in got] == [(h.id, h.source, h.score) for h in want]
+    long_hits = {h.id for h in got if h.source == "long_term"}
+    assert {int(i) for i, n in zip(mem.store.meta.ids, mem.store.meta.col("hits")) if n} == long_hits
+    assert {i for i, m in zip(mem.fifo.ids, mem.fifo.metas) if m.hits} == {h.id for h in got} - long_hits
+    np.testing.assert_array_equal(mem.hit_vectors(got), np.stack([mem.hit_vectors([h])[0] for h in got]))
