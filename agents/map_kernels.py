@@ -332,9 +332,9 @@ def clean_views(
 
 
 @numba.njit(cache=True, nogil=True)
-def nearest_goal_path(free: np.ndarray, goals: np.ndarray, sx: int, sy: int) -> np.ndarray:
-    """The cells (K, 2) x, y of a shortest 4-connected path over ``free`` from (sx, sy) to the
-    nearest ``goals`` cell, excluding (sx, sy) (:func:`~embodmem.agents.mapping.plan_path`): (0, 2)
+def nearest_goal_path(passable: np.ndarray, goals: np.ndarray, sx: int, sy: int) -> np.ndarray:
+    """The cells (K, 2) x, y of a shortest 4-connected path over ``passable`` and ``goals`` cells
+    from (sx, sy) to the nearest ``goals`` cell, excluding (sx, sy) (:func:`~embodmem.agents.mapping.plan_path`): (0, 2)
     at a goal already, (1, 2) holding (-1, -1) when no goal can be reached.
 
     The path is the one a descent of the goals' distance field takes (at each cell the first
@@ -344,12 +344,14 @@ def nearest_goal_path(free: np.ndarray, goals: np.ndarray, sx: int, sy: int) -> 
     goal is the nearest goal's distance less their own from the start, the ones the descent may step
     on; the search covers a disc as wide as the nearest goal is far, not the whole map (a frontier
     is often large and near)."""
-    height, width = free.shape
+    height, width = passable.shape
     none = np.full((1, 2), -1, dtype=np.int64)
-    if not (0 <= sx < width and 0 <= sy < height) or not free[sy, sx]:
+    if not (0 <= sx < width and 0 <= sy < height):
         return none
     if goals[sy, sx]:
         return np.empty((0, 2), dtype=np.int64)
+    if not passable[sy, sx]:
+        return none
     depth = np.full((height, width), -1, dtype=np.int64)
     queue = np.empty(height * width, dtype=np.int64)
     depth[sy, sx] = 0
@@ -363,7 +365,7 @@ def nearest_goal_path(free: np.ndarray, goals: np.ndarray, sx: int, sy: int) -> 
             head += 1
             for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1)):
                 nx, ny = x + dx, y + dy
-                if 0 <= nx < width and 0 <= ny < height and free[ny, nx] and depth[ny, nx] < 0:
+                if 0 <= nx < width and 0 <= ny < height and depth[ny, nx] < 0 and (passable[ny, nx] or goals[ny, nx]):
                     depth[ny, nx] = level
                     queue[tail] = ny * width + nx
                     tail += 1

@@ -352,8 +352,9 @@ def plan_path(passable: np.ndarray, start: tuple[int, int], goals: np.ndarray) -
     searched from the start (compiled: :func:`~embodmem.agents.map_kernels.nearest_goal_path`).
     Returns ``None`` when no goal is reachable, ``[]`` when ``start`` is already a goal.
     """
-    free = np.ascontiguousarray(passable | goals, dtype=np.bool_)
-    cells = nearest_goal_path(free, np.ascontiguousarray(goals, dtype=np.bool_), int(start[0]), int(start[1]))
+    cells = nearest_goal_path(
+        np.asarray(passable, dtype=np.bool_), np.asarray(goals, dtype=np.bool_), int(start[0]), int(start[1])
+    )
     if len(cells) and cells[0, 0] < 0:
         return None
     return [(x, y) for x, y in cells.tolist()]
