@@ -12,6 +12,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any, cast
@@ -118,6 +119,14 @@ def robot_triangle(center: tuple[float, float], heading: int, radius: float) -> 
         ],
         dtype=np.int32,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _world_of(seed: int, size: int, obstacle_density: float, variants: bool) -> World:
+    """The seabed of ``seed``, generated once per process and shared by every env of that world (the
+    lockstep runner builds several envs per world). Worlds are values: a change copies its world
+    (:mod:`embodmem.envs.changes`), nothing writes into one."""
+    return generate_world(seed, size, obstacle_density, variants=variants)
 
 
 def _mission_text(mission: str) -> str:
@@ -340,7 +349,7 @@ class UnderwaterEnv(MiniGridEnv):
 
     def _build_world(self, world_seed: int) -> None:
         self.world_seed = int(world_seed)
-        self.world = generate_world(self.world_seed, self.width, self.obstacle_density, variants=self.instance_goals)
+        self.world = _world_of(self.world_seed, self.width, float(self.obstacle_density), self.instance_goals)
         self._base_world = self.world
         self.change_events = []
         self.visit_position = 0
@@ -355,7 +364,7 @@ class UnderwaterEnv(MiniGridEnv):
         self._padded = pad_kinds(self.world.look_map, self._pad)
         self._task_cache.clear()
         self._goal_images.clear()
-        self._gen_grid(self.width, self.height)
+        self._grid = None  # MiniGrid's grid of the new world, built when read
 
     def _schedule(self) -> list[Due]:
         assert self.changes is not None
@@ -404,6 +413,19 @@ class UnderwaterEnv(MiniGridEnv):
         ys, xs = np.nonzero(np.isfinite(bfs_distance(free, source)))
         i = int(np.argmin(np.abs(xs - x) + np.abs(ys - y) + 1e-3 * (ys * self.width + xs)))
         return int(xs[i]), int(ys[i])
+
+    @property
+    def grid(self) -> Grid:
+        """MiniGrid's grid of the world (:meth:`_gen_grid`), built when first read: MiniGrid's
+        top-down views and wrappers read it, the harness never does."""
+        if self._grid is None:
+            self._gen_grid(self.width, self.height)
+        assert self._grid is not None
+        return self._grid
+
+    @grid.setter
+    def grid(self, grid: Grid) -> None:
+        self._grid = grid
 
     def _gen_grid(self, width: int, height: int) -> None:
         """Copy the world into MiniGrid's grid (used by MiniGrid's top-down views)."""
