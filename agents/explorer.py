@@ -205,6 +205,7 @@ class FrontierExplorer(Agent, Navigator):
         self._last_raw = raw
         with self.timed("mapping"):
             self.grid.update(self.pose, observation["sonar"])
+            by_kind = self.kind_ranges if self.config.coverage_by_kind else None
             if self.close_range is None:
                 self.grid.look(
                     self.pose,
@@ -214,12 +215,13 @@ class FrontierExplorer(Agent, Navigator):
                     objects_within=self.objects_within,
                     withhold_across_view=self.config.face_objects_across_view,
                     withhold_beside_objects=self.look_beside_objects,
+                    kind_ranges=by_kind,
                 )
             else:  # the second pass counts only close looks as looks
                 reach = self.close_range if self._close_pass else self.seen_range
-                self.grid.look(self.pose, self.view_rays, reach, self.searched_range, self.close_range)
-            if self.config.coverage_by_kind:
-                self.grid.look_by_kind(self.pose, self.view_rays, self.kind_ranges)
+                self.grid.look(
+                    self.pose, self.view_rays, reach, self.searched_range, self.close_range, kind_ranges=by_kind
+                )
         with self.timed("embedding"):
             image = observation["image"]
             small = None

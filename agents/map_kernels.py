@@ -332,6 +332,49 @@ def clean_views(
 
 
 @numba.njit(cache=True, nogil=True)
+def look_view_by_kind(
+    seen: np.ndarray,
+    close: np.ndarray,
+    searched: np.ndarray,
+    faced: np.ndarray,
+    occupied: np.ndarray,
+    x: float,
+    y: float,
+    along_x: np.ndarray,
+    along_y: np.ndarray,
+    close_prefix: int,
+    searched_prefix: int,
+    within: float,
+    across: bool,
+    beside: bool,
+    by_kind: np.ndarray,
+    kind_x: np.ndarray,
+    kind_y: np.ndarray,
+    kind_prefix: np.ndarray,
+) -> None:
+    """:func:`look_view`, then :func:`mark_in_view` into ``by_kind`` along the rays ``kind_x``,
+    ``kind_y`` (the two write different marks and read the same map): one call a step
+    (:meth:`~embodmem.agents.mapping.OccupancyGrid.look` with ``kind_ranges``)."""
+    look_view(
+        seen,
+        close,
+        searched,
+        faced,
+        occupied,
+        x,
+        y,
+        along_x,
+        along_y,
+        close_prefix,
+        searched_prefix,
+        within,
+        across,
+        beside,
+    )
+    mark_in_view(by_kind, occupied, x, y, kind_x, kind_y, kind_prefix)
+
+
+@numba.njit(cache=True, nogil=True)
 def nearest_goal_path(passable: np.ndarray, goals: np.ndarray, sx: int, sy: int) -> np.ndarray:
     """The cells (K, 2) x, y of a shortest 4-connected path over ``passable`` and ``goals`` cells
     from (sx, sy) to the nearest ``goals`` cell, excluding (sx, sy) (:func:`~embodmem.agents.mapping.plan_path`): (0, 2)

@@ -13,7 +13,15 @@ import math
 import cv2
 import numpy as np
 
-from embodmem.agents.map_kernels import fit_scan, fold_scan, joined_cells, look_view, mark_in_view, nearest_goal_path
+from embodmem.agents.map_kernels import (
+    fit_scan,
+    fold_scan,
+    joined_cells,
+    look_view,
+    look_view_by_kind,
+    mark_in_view,
+    nearest_goal_path,
+)
 from embodmem.envs.objects import TARGET_KINDS
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec
 
@@ -129,6 +137,7 @@ class OccupancyGrid:
         objects_within: float | None = None,
         withhold_across_view: bool = False,
         withhold_beside_objects: bool = False,
+        kind_ranges: np.ndarray | None = None,
     ) -> None:
         """Mark the cells inside the camera's view up to ``look_range`` cells as seen, and up to
         ``searched_range`` (default: the same) as searched for later missions; with ``close_range``
@@ -136,29 +145,23 @@ class OccupancyGrid:
         sonar is not "seen": a small target there may have gone unnoticed. With ``objects_within``
         (``face_objects_in_fog``), a ray that ends at an object not yet faced from within that many
         cells does not mark the cells within that many cells in front of it as seen; with
-        ``withhold_across_view`` as well, no other ray of the view marks those cells."""
+        ``withhold_across_view`` as well, no other ray of the view marks those cells. With
+        ``kind_ranges``, also :meth:`look_by_kind` in the same compiled call (one a step, not two)."""
         x, y, h = pose
-        along_x, along_y = self.rays(h, np.asarray(angles), float(look_range))
+        angles = np.asarray(angles)
+        along_x, along_y = self.rays(h, angles, float(look_range))
         samples = along_x.shape[1]
         close_prefix = -1 if close_range is None else _prefix(close_range)
         searched_prefix = samples if searched_range is None else _prefix(searched_range)
         within = -1.0 if objects_within is None else float(objects_within)
-        look_view(
-            self.seen,
-            self.close,
-            self.searched,
-            self.faced_closely,
-            self.occupied,
-            float(x),
-            float(y),
-            along_x,
-            along_y,
-            close_prefix,
-            searched_prefix,
-            within,
-            withhold_across_view,
-            withhold_beside_objects,
-        )
+        marks = (self.seen, self.close, self.searched, self.faced_closely, self.occupied, float(x), float(y))
+        view = (along_x, along_y, close_prefix, searched_prefix, within, withhold_across_view, withhold_beside_objects)
+        if kind_ranges is None:
+            look_view(*marks, *view)
+            return
+        reach, prefix = _prefixes(np.asarray(kind_ranges, dtype=np.float64).tobytes())
+        kind_x, kind_y = self.rays(h, angles, reach)
+        look_view_by_kind(*marks, *view, self.searched_by_kind, kind_x, kind_y, prefix)
 
     def look_by_kind(self, pose: tuple[int, int, int], angles: np.ndarray, ranges: np.ndarray) -> None:
         """Mark the cells in view as searched for each target kind up to that kind's range (cells,

@@ -226,6 +226,16 @@ def test_compiled_look_by_kind_marks_what_the_view_cells_are() -> None:
             expected = np.zeros_like(grid.occupied)
             expected[grid.view_cells(pose, rays, float(reach))] = True
             assert (grid.searched_by_kind[k] == expected).all()
+        # look with kind_ranges marks the same, in one call with the look's own marks.
+        both = _random_grid(rng, 20)
+        both.occupied[:] = grid.occupied
+        both.look(pose, rays, 4.0, 2.5, None, 2.0, True, True, kind_ranges=ranges)
+        alone = _random_grid(rng, 20)
+        alone.occupied[:] = grid.occupied
+        alone.look(pose, rays, 4.0, 2.5, None, 2.0, True, True)
+        assert (both.searched_by_kind == grid.searched_by_kind).all()
+        for name in ("seen", "close", "searched", "faced_closely"):
+            assert (getattr(both, name) == getattr(alone, name)).all(), name
 
 
 def test_planning_stops_the_wavefront_early_with_the_same_path() -> None:
