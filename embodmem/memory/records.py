@@ -285,12 +285,19 @@ def merge_metas(metas: Sequence[FrameMeta], hits: int | None = None) -> FrameMet
     still says so after it is merged with the open water that followed.
     """
     out = copy_meta(metas[-1])
-    if len(metas) > 1:
-        out.count = int(sum(m.count for m in metas))
-        out.step_min = int(min(m.step if m.step_min is None else m.step_min for m in metas))
-        out.step_max = int(max(m.step if m.step_max is None else m.step_max for m in metas))
-        out.hits = int(sum(m.hits for m in metas))
-        best = max(reversed(metas), key=lambda m: m.salience)  # max keeps the first: the latest on ties
+    if len(metas) > 1:  # one pass (a consolidation merges every few steps), latest member first
+        best = out
+        count, hits, first, last = 0, 0, out.step_min, out.step_max
+        for m in reversed(metas):
+            count += m.count
+            hits += m.hits
+            lo = m.step if m.step_min is None else m.step_min
+            hi = m.step if m.step_max is None else m.step_max
+            first = lo if first is None or lo < first else first
+            last = hi if last is None or hi > last else last
+            if m.salience > best.salience:  # strictly: the latest on ties
+                best = m
+        out.count, out.hits, out.step_min, out.step_max = int(count), int(hits), int(first), int(last)  # type: ignore[arg-type]
         out.label, out.salience = best.label, best.salience
     if hits is not None:
         out.hits = hits

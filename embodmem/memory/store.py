@@ -159,6 +159,9 @@ class LongTermStore:
 
     _code_size_of: tuple[faiss.Index, int] | None = None
     """The index :meth:`code_bytes` last looked at, and its code bytes per record."""
+    _plain_search_of: tuple[faiss.Index, int, faiss.IndexIVF | None, faiss.SearchParameters | None] | None = None
+    """The index and ``nprobe`` an unfiltered search last ran with, the index's IVF part and the
+    search parameters (:meth:`_plain_search`)."""
 
     def __init__(self, config: MemoryConfig) -> None:
         self.config = config
@@ -515,6 +518,17 @@ class LongTermStore:
             params = faiss.SearchParametersPreTransform(index_params=params)
         return params
 
+    def _plain_search(self) -> tuple[faiss.IndexIVF | None, faiss.SearchParameters | None]:
+        """The IVF part of the index (``None``: none) and the parameters of a search without a
+        selector: the same for every search of one index, so looked up once per index and
+        ``nprobe`` (an agent queries every few steps)."""
+        index, nprobe = self._index, self.config.nprobe
+        known = self._plain_search_of
+        if known is None or known[0] is not index or known[1] != nprobe:
+            known = (index, nprobe, faiss.try_extract_index_ivf(index), self._selector_params(None, nprobe))
+            self._plain_search_of = known
+        return known[2], known[3]
+
     def _search_rows(self, q: np.ndarray, k: int, mask: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(scores, rows)`` per query: the top ``min(k, matching)`` records."""
         n = len(self)
@@ -536,9 +550,11 @@ class LongTermStore:
                 bits[ids] = True
                 bitmap = np.packbits(bits, bitorder="little")  # FAISS reads bit i at byte i >> 3
                 sel = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bitmap))
-            ivf = faiss.try_extract_index_ivf(self._index)
             nprobe = self.config.nprobe
-            params = self._selector_params(sel, nprobe)
+            if sel is None:
+                ivf, params = self._plain_search()
+            else:
+                ivf, params = faiss.try_extract_index_ivf(self._index), self._selector_params(sel, nprobe)
             if params is None and sel is not None:
                 todo = self._overfetch(q, max(k, fetch), want, mask, results)  # type: ignore[arg-type]
             else:
