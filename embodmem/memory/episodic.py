@@ -156,7 +156,9 @@ class AgentMemory:
         node = self.map.observe(meta.x, meta.y, e)
         rec = copy_meta(meta)  # dataclasses.replace costs ~15 us, copy.copy ~3 us; this runs on every step
         rec.node, rec.thumbnail, rec.hits = node, thumb, 0
-        rec.salience = float(np.float32(rec.salience))  # the precision memory keeps: a snapshot restores it exactly
+        salience = rec.salience
+        if not (type(salience) is float and salience == 0.0):  # most frames show no target: kept as is
+            rec.salience = float(np.float32(salience))  # the precision memory keeps: a snapshot restores it exactly
         out = self.fifo.push(e, rec, counters.next_id)
         counters.next_id += 1
         counters.frames_written += 1
