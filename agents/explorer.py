@@ -456,24 +456,11 @@ class FrontierExplorer(Agent, Navigator):
         foreign = self.grid.occupied.copy()  # occupied cells not of the candidate's own object
         own = joined_cells(foreign, int(cell[0]), int(cell[1]), 2)
         foreign[own[:, 1], own[:, 0]] = False
-        gy, gx = np.nonzero(viewing)
         along_x, along_y = self._background_fans(float(reach))
-        # The distances compared are numpy's: the judged cell's from each viewing cell here, a
-        # marched cell's from a table of every offset a march of this reach can reach.
-        target = np.hypot(cell[0] - gx, cell[1] - gy) + 0.5
-        clean = np.zeros_like(viewing)
-        clean[gy, gx] = clean_views(
-            foreign,
-            int(cell[0]),
-            int(cell[1]),
-            gx.astype(np.int64, copy=False),
-            gy.astype(np.int64, copy=False),
-            along_x,
-            along_y,
-            target,
-            _hypot_table(int(math.ceil(reach)) + 2),
-        )
-        return clean
+        # The distances compared are numpy's: from a table of every offset a march of this reach,
+        # or a viewing cell, can reach.
+        radius = max(int(math.ceil(reach)), int(math.ceil(self.config.stop_range_cells))) + 2
+        return clean_views(foreign, int(cell[0]), int(cell[1]), viewing, along_x, along_y, _hypot_table(radius))
 
     def _background_fans(self, reach: float) -> tuple[np.ndarray, np.ndarray]:
         """The rays of the middle of the view marched by :meth:`_clean_background`, (heading, ray,

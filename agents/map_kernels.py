@@ -295,39 +295,43 @@ def clean_views(
     foreign: np.ndarray,
     cx: int,
     cy: int,
-    gx: np.ndarray,
-    gy: np.ndarray,
+    viewing: np.ndarray,
     along_x: np.ndarray,
     along_y: np.ndarray,
-    target: np.ndarray,
     hypot_table: np.ndarray,
 ) -> np.ndarray:
-    """For each viewing cell (``gx``, ``gy``) facing the judged cell (``cx``, ``cy``): whether no
-    ray of the fan marched from it meets a ``foreign`` cell farther from it than ``target``
-    (:meth:`~embodmem.agents.explorer.FrontierExplorer._clean_background`). ``along_x``,
-    ``along_y``: (heading, ray, sample) offsets from the cell centre; ``hypot_table[dy + r, dx + r]``
-    is ``np.hypot(dx, dy)`` for the integer offsets a march reaches (so the distances are numpy's,
-    bit for bit). The same ``floor(x + 0.5 + offset)`` in float64 as the numpy march."""
+    """The ``viewing`` cells (an (n, n) bool mask) facing the judged cell (``cx``, ``cy``) from which
+    no ray of the fan marched meets a ``foreign`` cell farther off than the judged cell plus half a
+    cell, as a mask (:meth:`~embodmem.agents.explorer.FrontierExplorer._clean_background`).
+    ``along_x``, ``along_y``: (heading, ray, sample) offsets from the cell centre;
+    ``hypot_table[dy + r, dx + r]`` is ``np.hypot(dx, dy)`` for the integer offsets a march or a
+    viewing cell reaches, so every distance compared is numpy's, bit for bit. The same
+    ``floor(x + 0.5 + offset)`` in float64 as the numpy march."""
     n = foreign.shape[0]
     rays, samples = along_x.shape[1], along_x.shape[2]
     r = (hypot_table.shape[0] - 1) // 2
-    clean = np.ones(len(gx), dtype=np.bool_)
-    for v in range(len(gx)):
-        x, y = gx[v], gy[v]
-        dx, dy = cx - x, cy - y
-        if abs(dx) >= abs(dy):
-            h = 0 if dx > 0 else 2
-        else:
-            h = 1 if dy > 0 else 3
-        for k in range(rays):
-            for s in range(samples):
-                px = int(math.floor(x + 0.5 + along_x[h, k, s]))
-                py = int(math.floor(y + 0.5 + along_y[h, k, s]))
-                if 0 <= px < n and 0 <= py < n and foreign[py, px] and hypot_table[py - y + r, px - x + r] > target[v]:
-                    clean[v] = False
+    clean = np.zeros_like(viewing)
+    for y in range(n):
+        for x in range(n):
+            if not viewing[y, x]:
+                continue
+            dx, dy = cx - x, cy - y
+            target = hypot_table[dy + r, dx + r] + 0.5
+            if abs(dx) >= abs(dy):
+                h = 0 if dx > 0 else 2
+            else:
+                h = 1 if dy > 0 else 3
+            ok = True
+            for k in range(rays):
+                for s in range(samples):
+                    px = int(math.floor(x + 0.5 + along_x[h, k, s]))
+                    py = int(math.floor(y + 0.5 + along_y[h, k, s]))
+                    if 0 <= px < n and 0 <= py < n and foreign[py, px] and hypot_table[py - y + r, px - x + r] > target:
+                        ok = False
+                        break
+                if not ok:
                     break
-            if not clean[v]:
-                break
+            clean[y, x] = ok
     return clean
 
 

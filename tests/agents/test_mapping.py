@@ -413,3 +413,37 @@ def test_occupied_around_is_the_connected_component_in_the_window() -> None:
         else:
             expected = [cell]
         assert list(grid.occupied_around(cell, radius)) == list(set(expected)) and len(expected) == len(set(expected))
+
+
+def test_clean_views_equals_the_plain_march() -> None:
+    """clean_views (compiled) keeps exactly the viewing cells from which no marched sample of the
+    fan facing the judged cell lands on a foreign cell farther off than the judged cell plus half a
+    cell, by numpy's distances."""
+    from embodmem.agents.map_kernels import clean_views
+
+    rng = np.random.default_rng(6)
+    n = 20
+    grid = _random_grid(rng, n)
+    offsets = np.arange(-8, 9)
+    table = np.hypot(offsets[None, :], offsets[:, None])
+    rays = np.linspace(-0.3, 0.3, 5)
+    fans = [grid.rays(h, rays, 5.0) for h in range(4)]
+    along_x, along_y = np.stack([f[0] for f in fans]), np.stack([f[1] for f in fans])
+    for _ in range(200):
+        foreign = rng.random((n, n)) < 0.15
+        cx, cy = int(rng.integers(n)), int(rng.integers(n))
+        viewing = np.zeros((n, n), bool)
+        for dx, dy in rng.integers(-2, 3, size=(6, 2)):
+            if 0 <= cx + dx < n and 0 <= cy + dy < n:
+                viewing[cy + dy, cx + dx] = True
+        expected = np.zeros_like(viewing)
+        for y, x in zip(*np.nonzero(viewing)):
+            h = facing((int(x), int(y)), (cx, cy))
+            px = np.floor(x + 0.5 + along_x[h]).astype(np.int64)
+            py = np.floor(y + 0.5 + along_y[h]).astype(np.int64)
+            inside = (px >= 0) & (px < n) & (py >= 0) & (py < n)
+            hit = np.zeros_like(inside)
+            hit[inside] = foreign[py[inside], px[inside]]
+            far = np.hypot(px - x, py - y) > np.hypot(cx - x, cy - y) + 0.5
+            expected[y, x] = not (hit & far).any()
+        assert (clean_views(foreign, cx, cy, viewing, along_x, along_y, table) == expected).all()
