@@ -35,11 +35,16 @@ class Profiler:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self._sections: dict[str, _Section] = {}
 
     def section(self, name: str) -> _Section:
-        """A context manager adding its wall time to ``name`` (a plain class: an agent step enters
-        about 15 sections, and a generator-based one costs twice as much)."""
-        return _Section(self, name)
+        """A context manager adding its wall time to ``name``: one plain object per name, made once
+        (a step enters about ten sections; a new object, or a generator-based one, per entry costs
+        more). A section entered again inside itself is timed once, from its outer entry."""
+        section = self._sections.get(name)
+        if section is None:
+            section = self._sections[name] = _Section(self, name)
+        return section
 
     def table(self, steps: int) -> list[SectionTime]:
         """Rows: section, total seconds, microseconds per step, share of the total."""
@@ -56,18 +61,24 @@ class Profiler:
 
 
 class _Section:
-    """One timed stretch of :meth:`Profiler.section`."""
+    """The timed stretches of one name of :meth:`Profiler.section`."""
 
-    __slots__ = ("profiler", "name", "start")
+    __slots__ = ("profiler", "name", "start", "depth")
 
     def __init__(self, profiler: Profiler, name: str) -> None:
         self.profiler = profiler
         self.name = name
         self.start = 0.0
+        self.depth = 0
+        """Entries not yet left (more than one: entered again inside itself)."""
 
     def __enter__(self) -> None:
-        self.start = time.perf_counter()
+        if not self.depth:
+            self.start = time.perf_counter()
+        self.depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        self.profiler.seconds[self.name] += time.perf_counter() - self.start
+        self.depth -= 1
+        if not self.depth:
+            self.profiler.seconds[self.name] += time.perf_counter() - self.start
         self.profiler.calls[self.name] += 1

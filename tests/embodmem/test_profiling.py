@@ -1,0 +1,23 @@
+"""The run profiler: wall seconds and entries per section name."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from embodmem.profiling import Profiler
+
+
+def test_sections_add_up_their_time_and_entries_and_a_reentered_one_counts_its_time_once() -> None:
+    profiler = Profiler()
+    for _ in range(3):
+        with profiler.section("agent"), profiler.section("agent/planning"):
+            time.sleep(0.002)
+    with profiler.section("env"), profiler.section("env"):  # entered again inside itself: timed once
+        time.sleep(0.01)
+    assert profiler.calls == {"agent": 3, "agent/planning": 3, "env": 2}
+    assert profiler.seconds["agent"] >= profiler.seconds["agent/planning"] >= 0.006
+    assert 0.01 <= profiler.seconds["env"] < 0.02
+    rows = {row["section"]: row for row in profiler.table(steps=3)}
+    assert rows["agent"]["share"] + rows["env"]["share"] == pytest.approx(1.0, abs=0.002)  # top-level only
