@@ -180,3 +180,17 @@ def test_the_video_map_draws_where_a_moved_object_went() -> None:
     px = painter.px
     drawn = painter.draw(trajectory, after, None)[y * px + px // 2, x * px + px // 2]
     assert not np.array_equal(painter.draw(trajectory, before, None)[y * px + px // 2, x * px + px // 2], drawn)
+
+
+def test_envs_of_one_world_share_its_seabed_and_a_change_in_one_leaves_the_others_alone() -> None:
+    """Envs of one world seed share the generated seabed; a changing env copies it before changing
+    it, so a static env of the same world still sees the world as generated."""
+    static = UnderwaterEnv(tasks=TASKS, world_seed=1003)
+    changing = UnderwaterEnv(tasks=TASKS, world_seed=1003, changes=EVERY_ACTION)
+    assert changing.world is static.world
+    generated = generate_world(1003).digest()
+    visit(changing, TASKS)
+    assert changing.world is not static.world and changing.world.digest() != generated
+    assert static.world.digest() == generated and static.grid.encode().tobytes() == (
+        UnderwaterEnv(tasks=TASKS, world_seed=1003).grid.encode().tobytes()
+    )

@@ -181,6 +181,29 @@ def test_worlds_stepped_together_are_each_world_stepped_alone(monkeypatch: pytes
         step_together(together[:2], [0, 9])
 
 
+def test_worlds_stepped_together_without_infos_step_as_with_them() -> None:
+    """``step_together(infos=False)`` (the lockstep runner's: it reads the ground truth) gives None
+    infos and otherwise the same steps, and the same ground truth after each."""
+    settings = dict(tasks=("wreck", "barrel"), image_size=16, max_steps=40, **NOISY)
+    seeds = [4, 9, 21, 30, 41]
+    plain = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
+    quiet = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
+    for i, (a, b) in enumerate(zip(plain, quiet)):
+        assert_same(a.reset(seed=i, options={"start": "random"}), b.reset(seed=i, options={"start": "random"}))
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        actions = [int(a) for a in random_actions(rng, len(seeds))]
+        for a, b, with_info, without in zip(
+            plain, quiet, step_together(plain, actions), step_together(quiet, actions, infos=False)
+        ):
+            assert_same(with_info[:4], without[:4])
+            assert without[4] is None
+            assert a.ground_truth() == b.ground_truth()
+            assert a.ground_truth().info() == with_info[4]
+            if with_info[2] or with_info[3]:
+                assert_same(a.reset(seed=1), b.reset(seed=1))
+
+
 def test_make_vec_builds_it_with_mission_indices_like_the_wrapped_sync_env() -> None:
     envs = gym.make_vec("EmbodMem/Barrel-v0", num_envs=3, image_size=16, mission_encoding="index")
     assert isinstance(envs, UnderwaterVectorEnv)
