@@ -601,13 +601,15 @@ class UnderwaterEnv(MiniGridEnv):
             self._stopped_at_wrong_instance = not success and self._near_sibling()
         else:
             fx, fy = DIR_TO_VEC[self.agent_dir]
-            move = {
-                Action.FORWARD: (fx, fy),
-                Action.BACKWARD: (-fx, -fy),
-                Action.STRAFE_LEFT: (fy, -fx),
-                Action.STRAFE_RIGHT: (-fy, fx),
-            }[Action(action)]
-            nx, ny = self.agent_pos[0] + move[0], self.agent_pos[1] + move[1]
+            if action == Action.FORWARD:
+                dx, dy = fx, fy
+            elif action == Action.BACKWARD:
+                dx, dy = -fx, -fy
+            elif action == Action.STRAFE_LEFT:
+                dx, dy = fy, -fx
+            else:  # Action.STRAFE_RIGHT, the last one left
+                dx, dy = -fy, fx
+            nx, ny = self.agent_pos[0] + dx, self.agent_pos[1] + dy
             if self.world.kinds[ny, nx] == 0:
                 self.agent_pos = (nx, ny)
                 self.path_length_m += self.cell_size_m
