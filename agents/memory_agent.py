@@ -764,12 +764,11 @@ class MemoryAgent(RecallAgent):
             if hit.source == "long_term":
                 self._sighting_records.setdefault(pose, []).append(hit.id)
         discredited = self.discredited_views.get(self.recognizer.mission or "", set())
+        weakest = min(self.config.recheck_probability, self.config.memory_probability)
         found = [
             (pose, float(p))
             for pose, p in zip(poses, probs)
-            if p >= min(self.config.recheck_probability, self.config.memory_probability)
-            and pose not in discredited
-            and (not self.config.own_trail_only or self._on_trail(pose))
+            if p >= weakest and pose not in discredited and (not self.config.own_trail_only or self._on_trail(pose))
         ]
         if self.config.check_same_view:
             found = [(pose, p) for pose, p in found if not self._view_contradicted(pose)]

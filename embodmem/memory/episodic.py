@@ -228,11 +228,7 @@ class AgentMemory:
         """
         q = np.asarray(vec_or_vecs, dtype=np.float32)
         single = q.ndim == 1
-        q = np.atleast_2d(q)
-        norms = np.sqrt(np.add.reduce(q * q, axis=1, keepdims=True))  # np.linalg.norm's own sum, less its checks
-        if q.shape[1] != self.config.dim or not np.all(norms > 0):
-            raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
-        q = np.ascontiguousarray(q / norms)
+        q = self._unit_queries(np.atleast_2d(q))
         c = self.config
         by_age = c.update_policy in ("recency", "decay")
         fetch = k * RECENCY_OVERFETCH if by_age else k
@@ -264,6 +260,23 @@ class AgentMemory:
                         m.hits += 1
         self.counters.queries += len(q)
         return results[0] if single else results
+
+    _last_queries: tuple[tuple[tuple[int, ...], bytes], np.ndarray] | None = None
+    """The last queries :meth:`_unit_queries` normalised (shape and bytes) and the result."""
+
+    def _unit_queries(self, q: np.ndarray) -> np.ndarray:
+        """``(n, dim)`` float32 queries scaled to unit length; an agent asks with one mission
+        vector for a whole task, so the last answer is kept for the same bytes."""
+        key = (q.shape, q.tobytes())
+        if self._last_queries is not None and self._last_queries[0] == key:
+            return self._last_queries[1]
+        norms = np.sqrt(np.add.reduce(q * q, axis=1, keepdims=True))  # np.linalg.norm's own sum, less its checks
+        if q.shape[1] != self.config.dim or not np.all(norms > 0):
+            raise ValueError(f"queries must be non-zero vectors of dim {self.config.dim}, got shape {q.shape}")
+        unit = np.ascontiguousarray(q / norms)
+        unit.flags.writeable = False  # shared by the queries that repeat it
+        self._last_queries = (key, unit)
+        return unit
 
     def hit_vectors(self, hits: Sequence[Hit]) -> np.ndarray:
         """Stored vectors of ``hits`` (decoded for quantised stores, raw when kept on disk), e.g. to

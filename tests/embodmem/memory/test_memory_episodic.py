@@ -294,3 +294,17 @@ def test_query_is_the_best_of_both_searches_long_term_first_on_ties() -> None:
     assert {int(i) for i, n in zip(mem.store.meta.ids, mem.store.meta.col("hits")) if n} == long_hits
     assert {i for i, m in zip(mem.fifo.ids, mem.fifo.metas) if m.hits} == {h.id for h in got} - long_hits
     np.testing.assert_array_equal(mem.hit_vectors(got), np.stack([mem.hit_vectors([h])[0] for h in got]))
+
+
+def test_a_repeated_query_vector_is_normalised_once_and_answered_alike() -> None:
+    """The last query's unit vector is kept for the same bytes: asking again answers as before,
+    another vector is normalised afresh, and a bad one is still refused."""
+    mem = AgentMemory(MemoryConfig(dim=4, short_term_capacity=4, consolidate_to=2))
+    for t in range(6):
+        mem.observe(np.eye(4, dtype=np.float32)[t % 4], FrameMeta("r", "t", 0, t, float(t), 0.0))
+    q = np.array([2.0, 1.0, 0.0, 0.0], np.float32)
+    first = [(h.id, h.score) for h in mem.query(q, 3, count_hits=False)]
+    assert [(h.id, h.score) for h in mem.query(q.copy(), 3, count_hits=False)] == first
+    assert mem.query(np.array([0.0, 0.0, 3.0, 0.0]), 1)[0].id == 2
+    with pytest.raises(ValueError, match="queries must be non-zero vectors of dim 4"):
+        mem.query(np.zeros(4), 1)
