@@ -718,8 +718,7 @@ class UnderwaterEnv(MiniGridEnv):
 
     def _frame_columns(self) -> FrameColumns:
         """Both layers of the last frame's columns, one after the other: kind, cell x, cell y, the
-        world's instance at that cell (-1: none) and fog-weighted visible pixels. Read once a frame:
-        the step's visible instances and its target cells both need them."""
+        world's instance at that cell (-1: none) and fog-weighted visible pixels (cut once a frame)."""
         if self._columns is None:
             assert self.world is not None
             kinds, xs, ys, pixels = layered_columns(self._visibility, self.width, self.height)

@@ -451,7 +451,7 @@ def observe_together(
 
 FEW_TARGET_FRAMES = 4
 """Below this many frames that show a target kind, each world finds its visible instances alone
-(``UnderwaterEnv._info``): the batch's numpy calls cost more than a few worlds' own."""
+(``UnderwaterEnv._visible_targets``): the batch's numpy calls cost more than a few worlds' own."""
 
 
 def visible_together(envs: Sequence[UnderwaterEnv], visibility: BatchVisibility) -> list[VisibleTargets | None]:
