@@ -73,9 +73,10 @@ def atomic_write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[s
     return atomic_write_bytes(path, jsonl_bytes(records))
 
 
-def append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, object]]) -> Path:
+def append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, object]], *, sync: bool = True) -> Path:
     """Append JSON records (mappings of JSON-serialisable values) to a ``.jsonl`` file, in one write,
-    then fsync it.
+    then fsync it (``sync``; without it the lines are the operating system's to keep, which a
+    process's crash does not lose, and :func:`sync_file` makes them durable later).
 
     Nothing already in the file is rewritten, so an append costs the new lines alone (a rewrite per
     episode made a run's writes grow with the square of its episodes). A reader still sees each
@@ -94,7 +95,20 @@ def append_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, ob
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     return path
+
+
+def sync_file(path: str | os.PathLike[str]) -> None:
+    """fsync ``path`` (if it exists): what was appended without ``sync`` is on disk once this returns."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

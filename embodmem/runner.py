@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import JsonValue, ValidationError
 
 from embodmem.agents.base import Agent, MemoryCarrier, Observation
-from embodmem.atomic import append_jsonl, atomic_write_bytes, atomic_write_jsonl
+from embodmem.atomic import append_jsonl, atomic_write_bytes, atomic_write_jsonl, sync_file
 from embodmem.condition import Condition
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.goals import goal_cells_seen
@@ -582,8 +582,13 @@ def read_records(path: Path, repair: bool = False) -> list[EpisodeRecord]:
 
 
 class RunWriter:
-    """Writes a run's outputs as they come: metrics.jsonl (a line appended and fsynced per episode)
-    and episode logs.
+    """Writes a run's outputs as they come: metrics.jsonl (a line appended per episode, fsynced at most
+    every :attr:`sync_every_s` seconds and at the run's end) and episode logs.
+
+    An fsync per episode cost more than the episode's record (about 1.6 ms on this project's disks,
+    thousands of episodes a sweep). A process that dies loses no appended line; a machine that
+    dies loses at most the last seconds' lines, whose episodes ``experiment.resume=true`` runs again
+    with the same records.
 
     The one place records and logs become JSON: each record was checked when it was built
     (:meth:`EpisodeRecord.finished`), each log when it was made (:meth:`EpisodeLog.of`).
@@ -605,6 +610,8 @@ class RunWriter:
         """Aborted records in the file, by episode key: replaced when their episode is written again."""
         self.records: list[EpisodeRecord] = [r for r in saved if not r.aborted]
         self.done = {r.key for r in self.records}
+        self.sync_every_s = 1.0
+        self._synced_at = time.monotonic()
         self.on_record: list[Callable[[int, EpisodeRecord], None]] = []
         """Called with (episode index in the run, record) after each finished episode is appended
         (the experiment trackers, :mod:`embodmem.tracking`)."""
@@ -636,7 +643,11 @@ class RunWriter:
             for key in replaced:
                 del self.aborted[key]
         elif records:
-            append_jsonl(self.metrics_path, lines)
+            now = time.monotonic()
+            sync = now - self._synced_at >= self.sync_every_s
+            append_jsonl(self.metrics_path, lines, sync=sync)
+            if sync:
+                self._synced_at = now
         for record in records:
             if record.aborted:
                 self.aborted[record.key] = record
@@ -645,6 +656,11 @@ class RunWriter:
                 self.done.add(record.key)
                 for listener in self.on_record:
                     listener(len(self.records) - 1, record)
+
+    def sync(self) -> None:
+        """Make every appended line durable (the run's end, or its failure)."""
+        sync_file(self.metrics_path)
+        self._synced_at = time.monotonic()
 
 
 @dataclass
@@ -847,11 +863,14 @@ def run_experiment(
                     steps = lane(sequence, tasks, world_seed, name, condition, *envs)
                     yield Lane(steps, embeds=lockstep is not None and name in lockstep.embeds)
 
-    if lockstep is None:
-        for each in lanes():
-            finish(each.steps, profiler)
-    else:
-        run_lanes(lanes(), lockstep, profiler)
+    try:
+        if lockstep is None:
+            for each in lanes():
+                finish(each.steps, profiler)
+        else:
+            run_lanes(lanes(), lockstep, profiler)
+    finally:
+        writer.sync()
     return writer.records
 
 

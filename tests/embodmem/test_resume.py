@@ -98,3 +98,26 @@ def test_appending_records_writes_only_the_new_lines(tmp_path: Path) -> None:
     assert path.read_bytes().endswith(b'{"c": \n' + json.dumps(second).encode() + b"\n")
     with pytest.raises(ValueError, match="line 4 is not a metrics record"):  # the torn line stays visible
         read_metrics(path)
+
+
+def test_the_writer_fsyncs_at_most_once_an_interval_and_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends reach the file at once (a killed process loses none, as the SIGKILL test shows); the
+    fsync that makes them survive a machine's crash comes at most every ``sync_every_s`` and at
+    :meth:`RunWriter.sync`, which the runner calls when the run ends."""
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
+    key = {"sequence": "s", "world_seed": 0, "seed": 0, "agent": "a", "condition": "warm"}
+    records = [EpisodeRecord.model_validate({**key, "task_index": i}) for i in range(1, 5)]
+    writer = RunWriter(tmp_path, episode_logs=False)
+    writer.sync_every_s = 3600.0
+    writer.write_records(records[:1])
+    writer.write_records(records[1:3])
+    assert fsyncs == [] and len(read_metrics(tmp_path / "metrics.jsonl")) == 3
+    writer.sync()
+    assert len(fsyncs) == 1
+    writer.sync_every_s = 0.0
+    writer.write_records(records[3:])
+    assert len(fsyncs) == 2 and len(read_metrics(tmp_path / "metrics.jsonl")) == 4
