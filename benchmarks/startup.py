@@ -206,9 +206,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"Start-up of the command-line tools at `{after_commit}` against `{before_commit}`: each command a "
             "fresh process, the two trees in turn (A B A B), one warm-up each; medians of the runs and the median "
             "of the pair-by-pair ratios (this tree / the earlier one). Both trees laid out as installed and run "
-            "with the bytecode cache on. CPU is user + system seconds of the process. The machine is shared "
-            "with other engineers' work: wall seconds follow its load, so read the ratios and the CPU seconds; "
-            f"1-minute load average: {', '.join(f'{x:.1f}' for x in load)} (before the first command, then "
+            "with the bytecode cache on. CPU is user + system seconds of the process. Wall seconds follow the "
+            "machine's load (other work on its cores slows both trees alike), so read the ratios and the CPU "
+            f"seconds; 1-minute load average: {', '.join(f'{x:.1f}' for x in load)} (before the first command, then "
             "after each).",
             table(rows, before_commit, after_commit),
             f"Heavy modules: which of {', '.join(HEAVY)} the process had imported when it exited.",
