@@ -316,8 +316,8 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     trackers = open_run_trackers(cfg, out_dir)  # logger.backends: each episode after its metrics.jsonl line
     writer.on_record.append(trackers.log_episode)
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
-    # What the run has built so far (modules, model, config) lives as long as the process: frozen,
-    # the collector's full passes during the episodes no longer walk it (about a tenth of the loop).
+    # What the run has built so far (modules, model, config) lives as long as the process: frozen, it
+    # is skipped by the collector's full passes during the episodes (about a tenth of the loop).
     gc.collect()
     gc.freeze()
     started = time.perf_counter()

@@ -125,8 +125,13 @@ def robot_triangle(center: tuple[float, float], heading: int, radius: float) -> 
 def _world_of(seed: int, size: int, obstacle_density: float, variants: bool) -> World:
     """The seabed of ``seed``, generated once per process and shared by every env of that world (the
     lockstep runner builds several envs per world). Worlds are values: a change copies its world
-    (:mod:`embodmem.envs.changes`), nothing writes into one."""
-    return generate_world(seed, size, obstacle_density, variants=variants)
+    (:mod:`embodmem.envs.changes`), and the shared arrays are read-only, so a write into one fails
+    rather than reaching the other envs."""
+    world = generate_world(seed, size, obstacle_density, variants=variants)
+    for array in (world.kinds, world.instances, world.looks):
+        if array is not None:
+            array.flags.writeable = False
+    return world
 
 
 def _mission_text(mission: str) -> str:
