@@ -233,19 +233,22 @@ def _world_seeds(job_dir: Path) -> list[int]:
 
 
 def record_writing_s(directory: Path) -> float:
-    """The suite's records written again, one validated record per append (fsync'd) as the run's
-    writer does, into a scratch file beside them: what the runs spent writing records."""
-    from embodmem.atomic import append_jsonl
+    """The suite's records written again through the run's writer (:class:`~embodmem.runner.RunWriter`:
+    one validated record per append, its fsyncs), into scratch folders beside them: what the runs
+    spent writing records."""
     from embodmem.metrics_record import EpisodeRecord
+    from embodmem.runner import RunWriter
 
     total = 0.0
     scratch = Path(tempfile.mkdtemp(dir=directory))
     try:
-        for path in sorted(directory.rglob("metrics.jsonl")):
+        for i, path in enumerate(sorted(directory.rglob("metrics.jsonl"))):
             lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
             started = time.perf_counter()
+            writer = RunWriter(scratch / str(i), episode_logs=False)
             for line in lines:
-                append_jsonl(scratch / "metrics.jsonl", [EpisodeRecord.model_validate(line).plain()])
+                writer.write_records([EpisodeRecord.model_validate(line)])
+            writer.sync()
             total += time.perf_counter() - started
     finally:
         shutil.rmtree(scratch)
