@@ -318,8 +318,8 @@ def table(results: list[ModuleResult], equivalents: list[Equivalent], sample: in
     body = [
         f"mutmut {_mutmut_version()}, {scope}; each module's mutants run against that module's own test files "
         "only. Score: (killed + timed out) / mutants; the last score leaves out the survivors listed as "
-        "equivalent in `benchmarks/mutation_equivalent.txt` (each with its reason). The machine is shared "
-        "with other engineers' work, so the seconds are indicative only.",
+        "equivalent in `benchmarks/mutation_equivalent.txt` (each with its reason). The seconds follow the "
+        "machine's load and are indicative only.",
         "",
         # Section markers (hidden in Markdown): docs pages include the table with pymdownx.snippets.
         f"<!-- --8<-- [start:{TABLE_SECTION}] -->",
