@@ -85,6 +85,18 @@ def worktree(commit: str, where: Path) -> Iterator[Path]:
         subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=ROOT, check=False, capture_output=True)
 
 
+def short_commit(rev: str) -> str:
+    """``rev`` as a 12-digit commit hash."""
+    done = subprocess.run(["git", "rev-parse", "--short=12", rev], cwd=ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def link_tree(dest: Path, source: Path) -> Path:
+    """``source`` laid out as installed under ``dest`` (``scripts/typecheck.py``'s layout)."""
+    layout = runpy.run_path(str(ROOT / "scripts" / "typecheck.py"))["link_tree"]
+    return Path(layout(dest, source))
+
+
 @dataclass
 class Tree:
     """A source tree laid out as installed, with its own bytecode cache."""
@@ -183,10 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "startup.md")
     args = parser.parse_args(argv)
     facts = Provenance.collect()
-    link_tree = runpy.run_path(str(ROOT / "scripts" / "typecheck.py"))["link_tree"]  # the installed layout
-    before_commit = subprocess.run(
-        ["git", "rev-parse", "--short=12", args.before], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    before_commit = short_commit(args.before)
     after_commit = git_commit()
     scratch = Path(tempfile.mkdtemp(prefix="embodmem-startup-"))
     load = [os.getloadavg()[0]]

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import resource
-import runpy
 import shutil
 import statistics
 import subprocess
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 
 from multirun import multirun_command
-from startup import Tree, worktree
+from startup import Tree, link_tree, short_commit, worktree
 
 from embodmem.metrics_record import TIMING_FIELDS
 from embodmem.provenance import Provenance, git_commit, write_results_markdown
@@ -82,10 +81,7 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "suite_ab.md")
     args = parser.parse_args()
     facts = Provenance.collect()
-    link_tree = runpy.run_path(str(ROOT / "scripts" / "typecheck.py"))["link_tree"]  # the installed layout
-    before_commit = subprocess.run(
-        ["git", "rev-parse", "--short=12", args.before], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    before_commit = short_commit(args.before)
     after_commit = git_commit()
     worlds = choose_worlds(args.split, args.worlds, None)
     scratch = Path(tempfile.mkdtemp(prefix="embodmem-suite-ab-"))
