@@ -802,7 +802,7 @@ class UnderwaterEnv(MiniGridEnv):
         x, y = self.agent_pos
         visible, cells = self._visible_targets()
         maps = self._maps
-        return GroundTruth(
+        return GroundTruth.of(
             world_seed=self.world_seed,
             world=self.world,
             task=self.task,
@@ -818,8 +818,8 @@ class UnderwaterEnv(MiniGridEnv):
             instance_distances_m=maps["instances"][:, y, x].tolist(),
             path_length_m=self.path_length_m,
             collisions=self.collisions,
-            target_in_view=any(k == self.task.target for k, _ in visible),
-            visible_instances=sorted(visible),
+            target_in_view=bool(visible) and any(k == self.task.target for k, _ in visible),
+            visible_instances=sorted(visible) if visible else [],
             visible_target_cells=cells,
             success=self._success_now,
             wrong_instance=self._stopped_at_wrong_instance,

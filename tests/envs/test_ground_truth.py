@@ -4,11 +4,14 @@ measures, the runner, the oracle and the video; Gymnasium's info carries the sam
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from embodmem.agents.oracle import OracleAgent
+from embodmem.envs.ground_truth import GroundTruth
 from embodmem.envs.underwater import UnderwaterEnv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +36,22 @@ def test_the_view_and_the_info_carry_the_same_numbers_at_every_step() -> None:
         seen_cells += len(truth.visible_target_cells)
         done = terminated or truncated
     assert truth.success and seen_cells > 0  # the oracle walks to the wreck, which comes into view
+
+
+def test_the_env_sets_every_field_of_its_view_as_the_dataclass_would() -> None:
+    """The env makes its view with :meth:`GroundTruth.of`, which applies no default: every field is
+    there, the same as through the dataclass's own constructor, and the view stays frozen."""
+    env = UnderwaterEnv(tasks=("wreck",), world_seed=3, max_steps=40)
+    env.reset(seed=1)
+    for action in (2, 2, 1, 2):
+        env.step(action)
+        truth = env.ground_truth()
+        names = [f.name for f in dataclasses.fields(GroundTruth)]
+        assert list(vars(truth)) == names
+        rebuilt = GroundTruth(**vars(truth))
+        assert rebuilt == truth and all(getattr(rebuilt, name) is getattr(truth, name) for name in names)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        truth.step = 0  # type: ignore[misc]
 
 
 def test_visible_target_cells_are_the_cells_of_the_visible_instances_the_frame_shows() -> None:
