@@ -135,6 +135,27 @@ def read_equivalents(path: Path) -> list[Equivalent]:
     return entries
 
 
+def stale_equivalents(equivalents: list[Equivalent], root: Path = ROOT) -> list[Equivalent]:
+    """The entries whose original line is no longer in their module: the code changed under them,
+    so their proof no longer applies (and a survivor on the new line shows up as a gap).
+
+    Example:
+        >>> e = Equivalent("embodmem/stats.py", "f", "no such line ==> x", "why")
+        >>> [x.edit for x in stale_equivalents([e])]
+        ['no such line ==> x']
+    """
+    lines: dict[str, set[str]] = {}
+    stale = []
+    for e in equivalents:
+        if e.module not in lines:
+            path = root / e.module
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
+            lines[e.module] = {line.strip() for line in text.splitlines()}
+        if e.edit.split(" ==> ")[0] not in lines[e.module]:
+            stale.append(e)
+    return stale
+
+
 @dataclass(frozen=True)
 class Mutant:
     """One mutant's outcome and edit (``old ==> new`` of the changed lines)."""
@@ -367,9 +388,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"--sample: {args.sample} mutants; allowed: a positive number\n")
     if args.children < 1:
         parser.exit(2, f"--children: {args.children}; allowed: a positive number\n")
+    equivalents = read_equivalents(args.equivalents) if args.equivalents.exists() else []
+    stale = stale_equivalents(equivalents)
+    if stale:
+        parser.exit(
+            2,
+            f"--equivalents: {len(stale)} entries of {args.equivalents} name a line no longer in their module "
+            f"(first: {stale[0].module} :: {stale[0].function} :: {stale[0].edit}); allowed: only lines the "
+            "module still has: update or remove them\n",
+        )
     if shutil.which("mutmut") is None and not _importable("mutmut"):
         parser.exit(2, "mutmut is not installed; allowed: pip install -e '.[mutation]'\n")
-    equivalents = read_equivalents(args.equivalents) if args.equivalents.exists() else []
     targets = [known[n] for n in args.module] if args.module else list(TARGETS)
     if args.results is None:
         # A sampled run is a check (CI), not the reported figure: it leaves the results file alone.

@@ -311,6 +311,16 @@ def test_episode_measures_counts_from_the_episode_start() -> None:
     assert r.collisions == 3  # 5 - 2
 
 
+def test_episode_measures_get_twice_gives_the_same_measures() -> None:
+    # get() feeds the last step to the last-step measures once; asking again must not feed it twice.
+    m = EpisodeMeasures()
+    m.reset(_info(path_length_m=1.0, collisions=1))
+    m.update(2, _info(path_length_m=4.0, geodesic_m=3.0, collisions=2))
+    first = m.get()
+    assert m.get() == first
+    assert (first.path_length, first.collisions, first.steps) == (pytest.approx(3.0), 1, 1)
+
+
 def test_episode_measures_target_seen_at_reset() -> None:
     m = EpisodeMeasures()
     m.reset(_info(target_in_view=True))
