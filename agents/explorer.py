@@ -236,7 +236,7 @@ class FrontierExplorer(Agent, Navigator):
                 self.last_vector = self.embedder.embed_images(image[None])[0]
                 self._last_small = small
                 self.frames_embedded += 1
-            self.last_probability = float(self.recognizer.probability(self.last_vector)[0])
+            self.last_probability = self.recognizer.probability_of(self.last_vector)
         self.trace.extra["p_target"] = self.last_probability
         self.trace.reported = self.last_probability >= self.config.detect_probability
 

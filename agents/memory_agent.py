@@ -259,7 +259,7 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         so a saved map holds the record for any later config)."""
         super().update(observation)
         assert self.last_vector is not None and self.grid is not None and self.spec is not None
-        self.kind_probabilities = self.labeller.probabilities(self.last_vector[None])[0]
+        self.kind_probabilities = self.labeller.probabilities_of(self.last_vector)
         recognised = self.kind_probabilities[: len(TARGET_KINDS)] >= self.config.recheck_probability
         if recognised.any():
             with self.timed("mapping"):

@@ -172,6 +172,15 @@ class TargetRecognizer:
         p = np.exp(logits)
         return p[:, 0] / p.sum(axis=1)
 
+    def probability_of(self, vector: np.ndarray) -> float:
+        """:meth:`probability` of one (D,) frame, the same float operations in the same order with
+        half the numpy calls: the explorer scores a frame every step, where each call costs more
+        than the arithmetic."""
+        row = (self.logit_scale * (vector[None] @ self.prompts.T))[0]
+        row -= max(row.tolist())
+        np.exp(row, out=row)
+        return float(row[0] / row.sum())
+
 
 KIND_PROMPT_NAMES: tuple[str, ...] = (
     *TARGET_KINDS,
@@ -205,6 +214,15 @@ class KindLabeller:
         logits -= logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
         return p / p.sum(axis=1, keepdims=True)
+
+    def probabilities_of(self, vector: np.ndarray) -> np.ndarray:
+        """:meth:`probabilities` of one (D,) frame -> (P,): the same float operations in the same
+        order with half the numpy calls (the memory agent labels every frame it writes)."""
+        row = (self.logit_scale * (vector[None] @ self.prompts.T))[0]
+        row -= max(row.tolist())
+        np.exp(row, out=row)
+        row /= row.sum()
+        return row
 
     def label(self, vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
         """For each row of ``vectors`` (N, D): the most likely of the eight target kinds and its

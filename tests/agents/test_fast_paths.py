@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from embodmem.agents.recognizer import VARIANTS, KindLabeller, TargetRecognizer
+from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.memory import FrameMeta, Hit
 from embodmem.retrieval import Retrieval, RetrievalEvent
 
@@ -54,3 +56,28 @@ def test_retrieval_from_hit_equals_the_validated_one(meta: FrameMeta, score: flo
 def test_retrieval_from_hit_still_refuses_what_breaks_the_schema(meta: FrameMeta, score: float, field: str) -> None:
     with pytest.raises(ValidationError, match=rf"(?m)^{field}$"):
         Retrieval.from_hit(Hit(0.5, 1, meta), score)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> ClipEmbedder:
+    return ClipEmbedder(threads=1)
+
+
+def _unit_vectors(dim: int, n: int = 400) -> np.ndarray:
+    vectors = np.random.default_rng(0).standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("mission", ["find oil drums", f"find {VARIANTS[0].phrase}", f"find {VARIANTS[-1].phrase}"])
+def test_one_frame_probability_is_bit_identical(embedder: ClipEmbedder, mission: str) -> None:
+    recognizer = TargetRecognizer(embedder)
+    recognizer.set_mission(mission)
+    for vector in _unit_vectors(embedder.dim):
+        assert recognizer.probability_of(vector) == float(recognizer.probability(vector)[0])
+
+
+def test_one_frame_kind_probabilities_are_bit_identical(embedder: ClipEmbedder) -> None:
+    labeller = KindLabeller(embedder)
+    for vector in _unit_vectors(embedder.dim):
+        fast, general = labeller.probabilities_of(vector), labeller.probabilities(vector[None])[0]
+        assert fast.dtype == general.dtype and fast.tobytes() == general.tobytes()
