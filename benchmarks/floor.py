@@ -420,6 +420,10 @@ def main() -> None:
         )
     if peak is not None:
         lines.insert(-1, f"- the suite's largest process (a job's worker) peaked at {peak:,.0f} MiB resident")
+    lines += ["", "| clock | suite s | floor s | suite / floor | goal |", "|---|---:|---:|---:|---|"]
+    lines.append(f"| wall | {wall:.1f} | {floor_s:.1f} | {wall / floor_s:.2f} | at most 1.25 |")
+    if suite_cpu is not None:
+        lines.append(f"| CPU | {suite_cpu:.1f} | {floor_cpu:.1f} | {suite_cpu / floor_cpu:.2f} | |")
     lines += [
         "",
         f"| where the suite's wall went | seconds spread over {args.jobs} cores | share of the wall |",
