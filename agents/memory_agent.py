@@ -16,6 +16,7 @@ agent uses what it remembers", explains each step.
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -60,6 +61,23 @@ class RecalledPlace:
     pipeline seen at one end): the robot judges the nearest first."""
 
 
+_NONE_RECOGNISED = np.zeros(len(TARGET_KINDS), dtype=bool)
+_NONE_RECOGNISED.flags.writeable = False
+"""The recognised mask of a frame that shows no target kind (read only)."""
+
+
+@functools.cache
+def _as_compared(dtype: np.dtype, threshold: float) -> float:
+    """``threshold`` as numpy compares an array of ``dtype`` with it (a Python float is cast to the
+    array's float type first), for the same verdict from a comparison of Python floats.
+
+    >>> p = np.float32(0.7)
+    >>> bool(np.array([p]) >= 0.7), float(p) >= 0.7, float(p) >= _as_compared(np.dtype(np.float32), 0.7)
+    (True, False, True)
+    """
+    return float(dtype.type(threshold))
+
+
 def _near(cell: tuple[int, int], cells: set[tuple[int, int]], radius: int) -> bool:
     return any(abs(cell[0] - c[0]) <= radius and abs(cell[1] - c[1]) <= radius for c in cells)
 
@@ -97,6 +115,8 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         """Parts of the recalled place not yet ruled out."""
         self._query_seconds: list[float] = []
         self.kind_probabilities = np.zeros(len(KIND_PROMPT_NAMES))
+        self._target_probabilities: list[float] = [0.0] * len(TARGET_KINDS)
+        """The first :data:`TARGET_KINDS` entries of :attr:`kind_probabilities`, as Python floats."""
         """The labeller's probabilities of the last frame (:data:`KIND_PROMPT_NAMES` order)."""
         self.trail: np.ndarray | None = None
         """Cells the robot has stood on, in every task since the memory was last reset."""
@@ -260,11 +280,17 @@ class RecallAgent(FrontierExplorer, MemoryCarrier):
         super().update(observation)
         assert self.last_vector is not None and self.grid is not None and self.spec is not None
         self.kind_probabilities = self.labeller.probabilities_of(self.last_vector)
-        recognised = self.kind_probabilities[: len(TARGET_KINDS)] >= self.config.recheck_probability
-        if recognised.any():
+        self._target_probabilities = self.kind_probabilities.tolist()[: len(TARGET_KINDS)]
+        # Most frames show no target kind: a Python max over the list says so without numpy's calls
+        # (the threshold compared as numpy compares it); the mask is made only for a frame that does.
+        threshold = self.config.recheck_probability
+        if max(self._target_probabilities) >= _as_compared(self.kind_probabilities.dtype, threshold):
+            recognised = self.kind_probabilities[: len(TARGET_KINDS)] >= threshold
             with self.timed("mapping"):
                 reach = self.spec.view_range_m / self.spec.cell_size_m
                 self.grid.mark_recognised(self.pose, self.view_rays, reach, recognised)
+        else:
+            recognised = _NONE_RECOGNISED
         if self.memory_update_policy() != "keep_first":
             with self.timed("memory_update"):
                 self._check_remembered_places(recognised)
@@ -710,21 +736,20 @@ class MemoryAgent(RecallAgent):
         assert self.last_vector is not None and self.trail is not None
         self.trail[self.pose[1], self.pose[0]] = True
         with self.timed("memory_write"):
-            meta = self._frame_meta(self.pose, self.steps, observation["image"], self.kind_probabilities)
+            meta = self._frame_meta(self.pose, self.steps, observation["image"], self._target_probabilities)
             self.current_node = self.frame_memory.observe(self.last_vector, meta)
         self.trace.kinds_reported = frozenset({meta.label}) if meta.label else frozenset()
 
     def _frame_meta(
-        self, pose: tuple[int, int, int], step: int, image: np.ndarray, kind_probabilities: np.ndarray
+        self, pose: tuple[int, int, int], step: int, image: np.ndarray, target_probabilities: list[float]
     ) -> FrameMeta:
         """What is written with a frame: context, pose, and the target kind the frame's own vector
-        shows (its labeller probabilities; none below ``detect_probability``), with its probability
-        as the salience."""
+        shows (``target_probabilities``: its labeller probabilities of the :data:`TARGET_KINDS`; none
+        below ``detect_probability``), with its probability as the salience."""
         x, y, h = pose
         # KindLabeller.best for one frame, on a Python list: numpy's per-call cost is most of it here
-        target_probs = kind_probabilities[: len(TARGET_KINDS)].tolist()
-        best = max(range(len(target_probs)), key=target_probs.__getitem__)  # the first on ties, as argmax
-        prob = target_probs[best]
+        prob = max(target_probabilities)
+        best = target_probabilities.index(prob)  # the first on ties, as argmax
         seen = prob >= self.config.detect_probability
         return FrameMeta(
             run_id=self.context["run_id"],
@@ -743,7 +768,8 @@ class MemoryAgent(RecallAgent):
         vectors = self.embedder.embed_images(images)
         probabilities = self.labeller.probabilities(vectors)
         for vector, image, pose, kind_probabilities in zip(vectors, images, poses, probabilities):
-            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image, kind_probabilities))
+            target_probabilities = kind_probabilities[: len(TARGET_KINDS)].tolist()
+            self.frame_memory.observe(vector, self._frame_meta(pose, 0, image, target_probabilities))
         self.frame_memory.flush()
 
     def sightings(self) -> list[tuple[tuple[int, int, int], float]]:
