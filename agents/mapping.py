@@ -79,7 +79,7 @@ class OccupancyGrid:
             self._dy.append(0.5 + np.sin(ang)[:, None] * self._t[None, :])
         self._no_occlusion = np.zeros((n, n), dtype=bool)
         """A map with nothing on it, for marching whole view cones."""
-        self._ray_cache: dict[tuple[int, str, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
+        self._ray_cache: dict[tuple[int, np.dtype, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
 
     def fits(self, spec: SensorSpec) -> bool:
         """Whether this grid keeps mapping under ``spec``: the same area, cells and sonar (the light,
@@ -115,8 +115,9 @@ class OccupancyGrid:
 
     def rays(self, heading: int, angles: np.ndarray, max_range: float) -> tuple[np.ndarray, np.ndarray]:
         """x and y offsets of the quarter-cell samples along rays (radians from ``heading``), kept
-        for the few ray fans an agent uses every step (the camera's view, recall's rays)."""
-        key = (heading, angles.dtype.str, angles.tobytes(), max_range)
+        for the few ray fans an agent uses every step (the camera's view, recall's rays). The key
+        holds the dtype itself: it hashes without making a string, and tells byte orders apart."""
+        key = (heading, angles.dtype, angles.tobytes(), max_range)
         rays = self._ray_cache.get(key)
         if rays is None:
             t = np.arange(0.25, max_range, 0.25)
