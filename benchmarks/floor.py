@@ -262,8 +262,9 @@ def _children_cpu_s() -> float:
 
 
 JOB_START = """
-import time
+import gc, time
 started = time.perf_counter()
+gc.disable()  # as embodmem.app.run does until its loop starts
 import embodmem.app, embodmem.runner, embodmem.lockstep, embodmem.envs.underwater
 import embodmem.agents.explorer, embodmem.agents.memory_agent, embodmem.agents.oracle
 from embodmem.embedding.embedder import ClipEmbedder

@@ -265,7 +265,30 @@ def experiment_plan(cfg: DictConfig, out_dir: Path) -> ExperimentPlan:
 
 def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQARecord]:
     """Run the experiment described by ``cfg`` into ``out_dir``; returns the metrics records (the
-    answers of an EQA run)."""
+    answers of an EQA run).
+
+    The cyclic garbage collector is off while the job builds what it keeps for good (imports, model,
+    envs, config): its full passes over those objects as imports pile them up cost about a second of
+    every job's start. :func:`_loop_starts` turns it back on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(cfg, out_dir)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _loop_starts() -> None:
+    """What the job has built so far lives as long as the job: after one collection (the set-up's
+    cycles, a third of the objects it made), it is frozen, and the collector's full passes during
+    the episodes (back on from here) skip it, about a tenth of the loop."""
+    gc.collect()
+    gc.freeze()
+    gc.enable()
+
+
+def _run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQARecord]:
     from tqdm import tqdm
 
     from embodmem.envs.entry import make_env
@@ -283,7 +306,9 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
 
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         eqa, vlm = part_config("experiment.eqa", EQAConfig, cfg), part_config("agent.vlm", VLMConfig, cfg)
-        return run_eqa(eqa, vlm, out_dir, build_embedder(cfg), progress=cfg.logger.progress)
+        embedder = build_embedder(cfg)
+        _loop_starts()
+        return run_eqa(eqa, vlm, out_dir, embedder, progress=cfg.logger.progress)
     plan = experiment_plan(cfg, out_dir)
     if cfg.experiment.resume:  # the run directory must hold this very experiment (one line naming what differs)
         check_resume(out_dir, cfg)
@@ -316,10 +341,7 @@ def run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQAR
     trackers = open_run_trackers(cfg, out_dir)  # logger.backends: each episode after its metrics.jsonl line
     writer.on_record.append(trackers.log_episode)
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
-    # What the run has built so far (modules, model, config) lives as long as the process: frozen, it
-    # is skipped by the collector's full passes during the episodes (about a tenth of the loop).
-    gc.collect()
-    gc.freeze()
+    _loop_starts()
     started = time.perf_counter()
     run_experiment(
         plan,
