@@ -134,6 +134,51 @@ def _world_of(seed: int, size: int, obstacle_density: float, variants: bool) -> 
     return world
 
 
+def task_maps(world: World, task: Task, cell_size_m: float, success_distance_m: float) -> dict[str, np.ndarray]:
+    """Distance maps of a task's target in ``world``: metres to each instance (only the goal instance
+    for an instance goal) and to the nearest one, the cells from which stopping succeeds, and the
+    shortest-path metres to those cells.
+
+    Example:
+        >>> from embodmem.envs.tasks import TASKS
+        >>> env = UnderwaterEnv(tasks=("wreck",), world_seed=3)
+        >>> maps = task_maps(env.world, TASKS["wreck"], env.cell_size_m, env.success_distance_m)
+        >>> sorted(maps), bool(maps["success"].any())
+        (['geodesic', 'instances', 'nearest', 'success'], True)
+    """
+    inst = instance_distance_maps(world, task.target, cell_size_m)
+    if task.instance_goal:  # only THAT instance counts
+        inst = inst[[goal_instance(world, task)]]
+    free = world.free()
+    success = free & (inst.min(axis=0) <= success_distance_m + 1e-6)
+    geodesic = bfs_distance(free, success) * cell_size_m
+    return {"instances": inst, "nearest": inst.min(axis=0), "geodesic": geodesic, "success": success}
+
+
+_SHARED_TASK_MAPS: dict[tuple[object, ...], dict[str, np.ndarray]] = {}
+""":func:`task_maps` of the unchanged worlds, by (:func:`_world_of`'s arguments, task, cell size,
+success distance): the lockstep runner starts each task of a world in several envs (one per agent
+and condition), which then share one copy. Emptied when it reaches :data:`SHARED_TASK_MAPS`."""
+SHARED_TASK_MAPS = 256
+
+
+def _shared_task_maps(
+    world: World, world_key: tuple[int, int, float, bool], task: Task, cell_size_m: float, success_distance_m: float
+) -> dict[str, np.ndarray]:
+    """:func:`task_maps` in the unchanged world ``world`` of ``world_key`` (whose generation makes the
+    same world from the same key), made once per process; read-only, as the world's arrays are."""
+    key = (world_key, task, cell_size_m, success_distance_m)
+    maps = _SHARED_TASK_MAPS.get(key)
+    if maps is None:
+        maps = task_maps(world, task, cell_size_m, success_distance_m)
+        for array in maps.values():
+            array.flags.writeable = False
+        if len(_SHARED_TASK_MAPS) >= SHARED_TASK_MAPS:
+            _SHARED_TASK_MAPS.clear()
+        _SHARED_TASK_MAPS[key] = maps
+    return maps
+
+
 def _mission_text(mission: str) -> str:
     return mission
 
@@ -354,7 +399,9 @@ class UnderwaterEnv(MiniGridEnv):
 
     def _build_world(self, world_seed: int) -> None:
         self.world_seed = int(world_seed)
-        self.world = _world_of(self.world_seed, self.width, float(self.obstacle_density), self.instance_goals)
+        self._world_key = (self.world_seed, self.width, float(self.obstacle_density), self.instance_goals)
+        """:func:`_world_of`'s arguments for this world."""
+        self.world = _world_of(*self._world_key)
         self._base_world = self.world
         self.change_events = []
         self.visit_position = 0
@@ -442,20 +489,17 @@ class UnderwaterEnv(MiniGridEnv):
             self.grid.set(x, y, SeabedObject(kind, int(self.world.instances[y, x])))
 
     def _task_maps(self, task: Task, world: World | None = None) -> dict[str, np.ndarray]:
-        """Distance maps for a target kind: per-instance Euclidean, and geodesic to success cells
-        (in the current world, or in ``world``, uncached)."""
+        """Distance maps for a target kind (:func:`task_maps`): in the current world (cached; shared
+        by every env of the process while it is the unchanged world of its seed), or in ``world``."""
         key = task.target if not task.instance_goal else f"{task.target}.{task.variant}"
         cached = self._task_cache.get(key) if world is None else None
         if cached is None:
             where = self.world if world is None else world
             assert where is not None
-            inst = instance_distance_maps(where, task.target, self.cell_size_m)
-            if task.instance_goal:  # only THAT instance counts
-                inst = inst[[goal_instance(where, task)]]
-            free = where.free()
-            success = free & (inst.min(axis=0) <= self.success_distance_m + 1e-6)
-            geodesic = bfs_distance(free, success) * self.cell_size_m
-            cached = {"instances": inst, "nearest": inst.min(axis=0), "geodesic": geodesic, "success": success}
+            if where is self._base_world:
+                cached = _shared_task_maps(where, self._world_key, task, self.cell_size_m, self.success_distance_m)
+            else:
+                cached = task_maps(where, task, self.cell_size_m, self.success_distance_m)
             if world is None:
                 self._task_cache[key] = cached
         return cached

@@ -14,7 +14,7 @@ from embodmem.envs.camera import Camera, Sonar, WaterLook, cast_rays, pad_kinds
 from embodmem.envs.objects import KIND_INDEX, TARGET_KINDS
 from embodmem.envs.spec import Action
 from embodmem.envs.tasks import TASKS
-from embodmem.envs.underwater import UnderwaterEnv
+from embodmem.envs.underwater import UnderwaterEnv, task_maps
 
 ALL_IDS = [t.env_id for t in TASKS.values()] + ["EmbodMem/Sequence-v0"]
 
@@ -95,6 +95,29 @@ def test_every_world_is_connected_and_holds_all_targets() -> None:
                 maps = env._task_maps(task)
                 start = env.world.fixed_starts[0]
                 assert np.isfinite(maps["geodesic"][start[1], start[0]])
+
+
+def test_envs_of_one_world_share_its_task_maps_read_only_and_a_changed_world_has_its_own() -> None:
+    """The lockstep runner starts each task of a world in several envs: they share one read-only copy
+    of the task's distance maps, the same numbers each would compute; a world changed during the
+    visit (embodmem.envs.changes) gets maps of its own."""
+    from embodmem.envs.changes import WorldChange, WorldChanges
+
+    a, b = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=11), UnderwaterEnv(tasks=("barrel",), world_seed=11)
+    task = TASKS["wreck"]
+    shared = a._task_maps(task)
+    assert b._task_maps(task) is shared
+    fresh = task_maps(a.world, task, a.cell_size_m, a.success_distance_m)
+    for name, array in shared.items():
+        assert not array.flags.writeable and np.array_equal(array, fresh[name])
+    moved = WorldChanges("m", [WorldChange("move", "wreck", task=2, to="far")])
+    changing = UnderwaterEnv(tasks=("barrel", "wreck"), world_seed=11, changes=moved)
+    changing.reset(seed=0, options={"task": "barrel", "new_visit": True})
+    assert changing._task_maps(task) is shared  # the first task: the world as generated
+    changing.reset(seed=1, options={"task": "wreck"})
+    own = changing._task_maps(task)
+    assert own is not shared and changing.world is not a.world
+    assert not np.array_equal(own["success"], shared["success"])
 
 
 def test_each_target_kind_draws_distinct_pixels() -> None:
