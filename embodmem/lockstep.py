@@ -23,7 +23,7 @@ import os
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, SupportsFloat
+from typing import NamedTuple, Protocol, SupportsFloat
 
 import numpy as np
 
@@ -43,10 +43,10 @@ StepOutput = tuple[Observation, SupportsFloat, bool, bool, object]
 the lockstep driver's batched worlds: the runner reads the ground truth, not the info)."""
 
 
-@dataclass(frozen=True)
-class EnvStep:
+class EnvStep(NamedTuple):
     """A lane paused for its env's step: the driver steps ``env`` with ``action`` and sends back the
-    :data:`StepOutput`."""
+    :data:`StepOutput`. A named tuple: made at every step of every lane, it costs two thirds of a
+    frozen dataclass."""
 
     env: GroundTruthEnv
     action: int

@@ -190,20 +190,23 @@ def episode_steps(
     reported_kinds: set[str] = set()
     peak_bytes = 0
     start = time.perf_counter()
+    in_agent, in_env = profiler.section("agent"), profiler.section("env")  # looked up once, entered every step
     done = False
     while not done:
         yield obs
-        with profiler.section("agent"):
+        with in_agent:
             action = int(agent.act(obs))
         if agent.memory is not None:  # a budget is a cap at every step, not only where a task ends
             peak_bytes = max(peak_bytes, _code_bytes(agent.memory))
-        if agent.trace.reported:  # judged the frame of the current truth: log where it was taken
+        acted = agent.trace
+        if acted.reported:  # judged the frame of the current truth: log where it was taken
             measures.report(truth)
-        reported_kinds |= agent.trace.kinds_reported
+        if acted.kinds_reported:
+            reported_kinds |= acted.kinds_reported
         stepped = yield EnvStep(env, action)
         assert stepped is not None, "the driver sends back the env's step"
         obs, _, terminated, truncated, _ = stepped
-        with profiler.section("env"):
+        with in_env:
             truth = env.ground_truth()
         measures.update(action, truth)
         if stale is not None:
@@ -217,9 +220,10 @@ def episode_steps(
             seen_cells |= truth.visible_target_cells
         if on_step is not None:
             on_step(StepEvent(obs, truth, action, agent, stale.visits if stale is not None else None))
-        if agent.trace.retrievals and agent.trace.query:
-            retrievals.append(RetrievalEvent(len(actions), agent.trace.query, agent.trace.retrievals[:5]))
-            agent.trace.retrievals = []
+        acted = agent.trace
+        if acted.retrievals and acted.query:
+            retrievals.append(RetrievalEvent(len(actions), acted.query, acted.retrievals[:5]))
+            acted.retrievals = []
         done = terminated or truncated
     agent.end_task(truth.success)
     wall_time_s = round(time.perf_counter() - start, 4)
