@@ -83,9 +83,14 @@ def merge_adjacent(
             break
         j = nxt[i]
         vi, vj = v[i], v[j]
-        np.multiply(vi, count[i], out=merged)
-        np.multiply(vj, count[j], out=other)
-        merged += other
+        ci, cj = count[i], count[j]
+        # The count-weighted sum; a count of 1 leaves its row as it is (x * 1 is x exactly), so a
+        # raw frame is added without its multiplication: the same sum, bit for bit.
+        if ci == 1:
+            np.add(vi, vj if cj == 1 else np.multiply(vj, cj, out=other), out=merged)
+        else:
+            np.multiply(vi, ci, out=merged)
+            merged += vj if cj == 1 else np.multiply(vj, cj, out=other)
         norm = math.sqrt(merged @ merged)
         if norm > 1e-12:
             np.divide(merged, norm, out=vi)

@@ -64,6 +64,40 @@ def test_merge_properties(n: int, target: int, seed: int) -> None:
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
 
 
+def _merge_reference(v: np.ndarray, counts: list[int], target: int) -> tuple[np.ndarray, list[int], list[list[int]]]:
+    """merge_adjacent as written plainly (whole rows weighted by their counts, no shortcut), for a
+    bit-for-bit comparison."""
+    v = v.astype(np.float64)
+    rows, count, groups = list(v), list(counts), [[i] for i in range(len(v))]
+    sims = list(np.einsum("ij,ij->i", v[:-1], v[1:])) if len(v) > 1 else []
+    while len(rows) > target:
+        i = max(range(len(sims)), key=lambda k: (sims[k], -k))
+        merged = rows[i] * count[i] + rows[i + 1] * count[i + 1]
+        rows[i] = merged / math.sqrt(merged @ merged)
+        count[i] += count.pop(i + 1)
+        groups[i] += groups.pop(i + 1)
+        del rows[i + 1], sims[i]
+        if i < len(rows) - 1:
+            sims[i] = float(rows[i] @ rows[i + 1])
+        if i > 0:
+            sims[i - 1] = float(rows[i - 1] @ rows[i])
+    return np.array(rows).astype(np.float32), count, groups
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 40), target=st.integers(1, 40), seed=st.integers(0, 2**16))
+def test_merge_is_the_plain_count_weighted_mean_bit_for_bit(n: int, target: int, seed: int) -> None:
+    """Raw frames (count 1) are added without their multiplication: still the same bits."""
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, 16)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    counts = [int(c) for c in rng.choice([1, 1, 2, 3], n)]
+    out, c, groups = merge_adjacent(v, counts, target)
+    ref_out, ref_c, ref_groups = _merge_reference(v, counts, target)
+    assert groups == ref_groups and c.tolist() == ref_c
+    assert out.tobytes() == ref_out.tobytes()
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     capacity=st.integers(2, 12),
