@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.recognizer import VARIANTS, KindLabeller, TargetRecognizer
 from embodmem.embedding.embedder import ClipEmbedder
+from embodmem.envs.spec import SensorSpec
+from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.memory import FrameMeta, Hit
 from embodmem.retrieval import Retrieval, RetrievalEvent
 
@@ -63,21 +66,43 @@ def embedder() -> ClipEmbedder:
     return ClipEmbedder(threads=1)
 
 
-def _unit_vectors(dim: int, n: int = 400) -> np.ndarray:
-    vectors = np.random.default_rng(0).standard_normal((n, dim)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+@pytest.fixture(scope="module")
+def vectors(embedder: ClipEmbedder) -> np.ndarray:
+    """Random unit vectors and the vectors of real frames (a tour of a dev world)."""
+    random = np.random.default_rng(0).standard_normal((300, embedder.dim)).astype(np.float32)
+    env = UnderwaterEnv(task="barrel", world_seed=1000, max_steps=100)
+    obs, _ = env.reset(seed=0)
+    frames = []
+    for step in range(40):
+        frames.append(obs["image"])
+        obs, *_ = env.step(step % 3)
+    real = embedder.embed_images(np.stack(frames))
+    return np.concatenate([random / np.linalg.norm(random, axis=1, keepdims=True), real])
 
 
 @pytest.mark.parametrize("mission", ["find oil drums", f"find {VARIANTS[0].phrase}", f"find {VARIANTS[-1].phrase}"])
-def test_one_frame_probability_is_bit_identical(embedder: ClipEmbedder, mission: str) -> None:
+def test_one_frame_probability_is_bit_identical(embedder: ClipEmbedder, vectors: np.ndarray, mission: str) -> None:
     recognizer = TargetRecognizer(embedder)
     recognizer.set_mission(mission)
-    for vector in _unit_vectors(embedder.dim):
+    for vector in vectors:
         assert recognizer.probability_of(vector) == float(recognizer.probability(vector)[0])
 
 
-def test_one_frame_kind_probabilities_are_bit_identical(embedder: ClipEmbedder) -> None:
+def test_one_frame_kind_probabilities_are_bit_identical(embedder: ClipEmbedder, vectors: np.ndarray) -> None:
     labeller = KindLabeller(embedder)
-    for vector in _unit_vectors(embedder.dim):
+    for vector in vectors:
         fast, general = labeller.probabilities_of(vector), labeller.probabilities(vector[None])[0]
         assert fast.dtype == general.dtype and fast.tobytes() == general.tobytes()
+
+
+def test_ray_fans_are_cached_per_dtype_and_byte_order() -> None:
+    grid = OccupancyGrid(SensorSpec(5.0, 64, 75.0, 40.0, 3, 60.0, 40.0, 16))
+    angles = np.linspace(-0.5, 0.5, 11)
+    swapped = angles.astype(">f8")
+    other = angles.view(">f8")  # the same bytes, other values
+    for fan in (angles, swapped, other, angles.astype(np.float32)):
+        x, y = grid.rays(1, fan, 4.0)
+        t = np.arange(0.25, 4.0, 0.25)
+        a = np.pi / 2 + fan
+        assert np.array_equal(x, np.cos(a)[:, None] * t[None, :], equal_nan=True)
+        assert np.array_equal(y, np.sin(a)[:, None] * t[None, :], equal_nan=True)
