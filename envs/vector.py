@@ -511,6 +511,29 @@ def batch_key(env: UnderwaterEnv) -> tuple[object, ...]:
     )
 
 
+_STACKED: dict[tuple[int, ...], tuple[list[np.ndarray], np.ndarray, np.ndarray]] = {}
+""":func:`_stacked_maps`' last stacks, by the ids of the maps they stack; each entry keeps those maps
+alive, so no other array can take one of their ids while it is here."""
+STACKED_KEPT = 8
+
+
+def _stacked_maps(envs: Sequence[UnderwaterEnv]) -> tuple[np.ndarray, np.ndarray]:
+    """The worlds' padded look maps and kind maps stacked (read-only), as :func:`step_together`'s last
+    calls with the same maps stacked them: the lockstep runner steps the same worlds round after
+    round, and stacking them again cost a microsecond a world a step. A world's maps are replaced,
+    never written, when it changes (:meth:`UnderwaterEnv._adopt_world`), which makes a new key."""
+    maps = [env._padded for env in envs] + [env.world.kinds for env in envs]
+    key = tuple(map(id, maps))
+    kept = _STACKED.get(key)
+    if kept is None:
+        padded, kinds = np.stack(maps[: len(envs)]), np.stack(maps[len(envs) :])
+        padded.flags.writeable = kinds.flags.writeable = False
+        if len(_STACKED) >= STACKED_KEPT:
+            del _STACKED[next(iter(_STACKED))]
+        kept = _STACKED[key] = (maps, padded, kinds)
+    return kept[1], kept[2]
+
+
 def step_together(envs: Sequence[UnderwaterEnv], actions: Sequence[int], infos: bool = True) -> list[StepResult]:
     """``env.step(action)`` for each of B worlds of one :func:`batch_key`, their fish, cameras and
     sonars in one batch (:func:`observe_together`): each world's result is bit-identical to its own
@@ -520,8 +543,7 @@ def step_together(envs: Sequence[UnderwaterEnv], actions: Sequence[int], infos: 
     does, saves building dicts it would drop)."""
     ends, draws = act_together(envs, actions, range(len(envs)))
     successes = np.array([success for _, _, success in ends])
-    padded = np.stack([env._padded for env in envs])
-    kinds = np.stack([env.world.kinds for env in envs])
+    padded, kinds = _stacked_maps(envs)
     batch = observe_together(envs, draws, successes, range(len(envs)), padded, kinds, envs[0].extra_views, infos)
     made: list[StepInfo | None] = list(batch.infos) if infos else [None] * len(envs)
     results: list[StepResult] = []

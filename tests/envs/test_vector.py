@@ -181,6 +181,30 @@ def test_worlds_stepped_together_are_each_world_stepped_alone(monkeypatch: pytes
         step_together(together[:2], [0, 9])
 
 
+def test_changing_worlds_stepped_together_are_each_world_stepped_alone() -> None:
+    """The stacked maps ``step_together`` keeps from one step to the next follow a world that
+    changes during a task (a change at step 5) and from task to task: every step as its world's own."""
+    from embodmem.envs.changes import WorldChange, WorldChanges
+
+    changes = WorldChanges(
+        "m", [WorldChange("move", "wreck", task=2, to="far"), WorldChange("move", "barrel", task=2, step=5)]
+    )
+    settings = dict(tasks=("barrel", "wreck"), image_size=16, max_steps=12, changes=changes)
+    seeds = [4, 9, 21, 30]
+    together = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
+    alone = [UnderwaterEnv(world_seed=s, **settings) for s in seeds]
+    rng = np.random.default_rng(7)
+    for task in ("barrel", "wreck"):
+        options = {"task": task, "start": "random", "new_visit": task == "barrel"}
+        for i, (a, b) in enumerate(zip(together, alone)):
+            assert_same(a.reset(seed=i, options=options), b.reset(seed=i, options=options))
+        for _ in range(12):
+            actions = [int(a) for a in rng.choice([0, 1, 2, 2], len(seeds))]  # never stop: every world changes
+            for result, env, action in zip(step_together(together, actions, infos=False), alone, actions):
+                assert_same(result[:4], env.step(action)[:4])
+    assert all(len(env.change_events) == 2 for env in together)
+
+
 def test_worlds_stepped_together_without_infos_step_as_with_them() -> None:
     """``step_together(infos=False)`` (the lockstep runner's: it reads the ground truth) gives None
     infos and otherwise the same steps, and the same ground truth after each."""
