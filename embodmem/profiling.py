@@ -33,9 +33,31 @@ class Profiler:
     """Wall time per named section, accumulated over a run (to know which part is slow)."""
 
     def __init__(self) -> None:
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.calls: dict[str, int] = defaultdict(int)
+        self._seconds: dict[str, float] = defaultdict(float)
+        self._calls: dict[str, int] = defaultdict(int)
         self._sections: dict[str, _Section] = {}
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        """Total wall seconds per section name (the sections' own counts folded in when read: read it
+        through the profiler, not through a dictionary kept from before)."""
+        self._fold()
+        return self._seconds
+
+    @property
+    def calls(self) -> dict[str, int]:
+        """Entries per section name."""
+        self._fold()
+        return self._calls
+
+    def _fold(self) -> None:
+        """Move what each section counted on itself into :attr:`seconds` and :attr:`calls`: a
+        section's exit adds to its own two numbers, not to two dictionaries (about ten exits a step)."""
+        for name, section in self._sections.items():
+            if section.calls:
+                self._seconds[name] += section.seconds
+                self._calls[name] += section.calls
+                section.seconds, section.calls = 0.0, 0
 
     def section(self, name: str) -> _Section:
         """A context manager adding its wall time to ``name``: one plain object per name, made once
@@ -43,7 +65,7 @@ class Profiler:
         more). A section entered again inside itself is timed once, from its outer entry."""
         section = self._sections.get(name)
         if section is None:
-            section = self._sections[name] = _Section(self, name)
+            section = self._sections[name] = _Section(name)
         return section
 
     def table(self, steps: int) -> list[SectionTime]:
@@ -63,14 +85,16 @@ class Profiler:
 class _Section:
     """The timed stretches of one name of :meth:`Profiler.section`."""
 
-    __slots__ = ("profiler", "name", "start", "depth")
+    __slots__ = ("name", "start", "depth", "seconds", "calls")
 
-    def __init__(self, profiler: Profiler, name: str) -> None:
-        self.profiler = profiler
+    def __init__(self, name: str) -> None:
         self.name = name
         self.start = 0.0
         self.depth = 0
         """Entries not yet left (more than one: entered again inside itself)."""
+        self.seconds = 0.0
+        """Wall seconds not yet folded into the profiler's (:meth:`Profiler._fold`)."""
+        self.calls = 0
 
     def __enter__(self) -> None:
         if not self.depth:
@@ -80,5 +104,5 @@ class _Section:
     def __exit__(self, *exc: object) -> None:
         self.depth -= 1
         if not self.depth:
-            self.profiler.seconds[self.name] += time.perf_counter() - self.start
-        self.profiler.calls[self.name] += 1
+            self.seconds += time.perf_counter() - self.start
+        self.calls += 1
