@@ -42,6 +42,17 @@ _MOVE_TURNS = {int(Action.FORWARD): 0, int(Action.STRAFE_RIGHT): 1, int(Action.B
 """Move actions -> quarter turns clockwise from the heading of the cell they try to enter."""
 
 
+def mean_abs_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean absolute difference of two uint8 images of one shape, in one OpenCV call: the L1 norm
+    is an exact integer sum, so this is ``np.abs(a.astype(np.int16) - b).mean()`` to the last bit.
+
+    >>> a = np.zeros((2, 2, 3), np.uint8); b = a.copy(); b[0, 0] = 255
+    >>> mean_abs_difference(a, b), float(np.abs(a.astype(np.int16) - b).mean())
+    (63.75, 63.75)
+    """
+    return cv2.norm(a, b, cv2.NORM_L1) / a.size
+
+
 @functools.cache
 def _hypot_table(r: int) -> np.ndarray:
     """``np.hypot(dx, dy)`` at ``[dy + r, dx + r]`` for integer offsets up to ``r`` cells."""
@@ -226,12 +237,12 @@ class FrontierExplorer(Agent, Navigator):
             image = observation["image"]
             small = None
             if self.config.reuse_below > 0:
-                small = cv2.resize(image, (16, 16), interpolation=cv2.INTER_AREA).astype(np.int16)
+                small = cv2.resize(image, (16, 16), interpolation=cv2.INTER_AREA)
             if (
                 small is None
                 or self.last_vector is None
                 or self._last_small is None
-                or np.abs(small - self._last_small).mean() >= self.config.reuse_below
+                or mean_abs_difference(small, self._last_small) >= self.config.reuse_below
             ):
                 self.last_vector = self.embedder.embed_images(image[None])[0]
                 self._last_small = small

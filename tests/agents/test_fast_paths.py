@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from embodmem.agents.explorer import mean_abs_difference
 from embodmem.agents.mapping import OccupancyGrid
 from embodmem.agents.recognizer import VARIANTS, KindLabeller, TargetRecognizer
 from embodmem.embedding.embedder import ClipEmbedder
@@ -106,3 +107,12 @@ def test_ray_fans_are_cached_per_dtype_and_byte_order() -> None:
         a = np.pi / 2 + fan
         assert np.array_equal(x, np.cos(a)[:, None] * t[None, :], equal_nan=True)
         assert np.array_equal(y, np.sin(a)[:, None] * t[None, :], equal_nan=True)
+
+
+def test_mean_abs_difference_is_numpys_to_the_last_bit() -> None:
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (200, 16, 16, 3), dtype=np.uint8)
+    frames[1] = frames[0]
+    frames[2], frames[3] = 0, 255
+    for a, b in zip(frames[:-1], frames[1:]):
+        assert mean_abs_difference(a, b) == float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
