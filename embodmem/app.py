@@ -10,6 +10,7 @@ so launchers pickle nothing but the config.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import gc
 import json
@@ -93,15 +94,32 @@ def build_embedder(cfg: DictConfig) -> ClipEmbedder:
     )
 
 
-def build_memory(cfg: DictConfig, dim: int, variant: Variant) -> Memory:
+class ConfigParts:
+    """The config's parts as typed settings (:func:`~embodmem.config.part_config`), each read from the
+    config once: a run builds an agent for every run of every world, and reading a part out of the
+    config costs about a millisecond. Each caller gets its own copy."""
+
+    def __init__(self, cfg: DictConfig) -> None:
+        self.cfg = cfg
+        self._read: dict[tuple[str, type], object] = {}
+
+    def get(self, key: str, schema: type[S]) -> S:
+        read = self._read.get((key, schema))
+        if read is None:
+            read = self._read[(key, schema)] = part_config(key, schema, self.cfg)
+        return copy.deepcopy(cast(S, read))
+
+
+def build_memory(cfg: DictConfig, dim: int, variant: Variant, parts: ConfigParts | None = None) -> Memory:
     """The ``memory`` group's settings at the embedder's ``dim``, with ``variant``'s changes, in the
-    stock AgentMemory or the variant's plug-in class (checked: one line naming what it lacks)."""
+    stock AgentMemory or the variant's plug-in class (checked: one line naming what it lacks).
+    ``parts``: the run's parts, read once (default: read from ``cfg`` now)."""
     from embodmem.agents.variants import memory_settings
     from embodmem.memory import AgentMemory
     from embodmem.memory.protocol import memory_instance_problem, missing_memory_members
     from embodmem.plugins import PluginError, describe, load_object
 
-    fields = dataclasses.asdict(part_config("memory", MemoryConfig, cfg))
+    fields = dataclasses.asdict((parts or ConfigParts(cfg)).get("memory", MemoryConfig))
     fields["dim"] = dim
     if cfg.video.enabled or cfg.agent.name == AgentName.vlm:
         fields["keep_thumbnails"] = True
@@ -130,9 +148,16 @@ def memory_design(cfg: DictConfig) -> str:
     return str(plugin) if variant == "memory" else f"{variant}+{plugin}"
 
 
-def agent_settings(config_class: type[S], cfg: DictConfig, changes: Mapping[str, object] | None = None) -> S:
-    """An agent's own config filled from the ``agent`` group (the fields ``config_class`` has), then ``changes``."""
-    return dataclasses.replace(part_config("agent", config_class, cfg), **(changes or {}))
+def agent_settings(
+    config_class: type[S],
+    cfg: DictConfig,
+    changes: Mapping[str, object] | None = None,
+    parts: ConfigParts | None = None,
+) -> S:
+    """An agent's own config filled from the ``agent`` group (the fields ``config_class`` has), then
+    ``changes``; ``parts``: the run's parts, read once (default: read from ``cfg`` now)."""
+    settings = (parts or ConfigParts(cfg)).get("agent", config_class)
+    return dataclasses.replace(settings, **changes) if changes else settings
 
 
 @dataclass
@@ -143,14 +168,16 @@ class AppBuildContext:
     embedder: RecognitionEmbedder | None
     env: UnderwaterEnv
     seed: int
+    parts: ConfigParts | None = None
+    """The run's config parts, read once (None: read from ``cfg`` at each call)."""
 
     def settings(self, config_class: type[S], changes: Mapping[str, object] | None = None) -> S:
-        return agent_settings(config_class, self.cfg, changes)
+        return agent_settings(config_class, self.cfg, changes, self.parts)
 
     def memory(self, variant: Variant) -> Memory:
         if self.embedder is None:
             raise ValueError(f"memory of {variant.name!r} needs the embedder's dimension")
-        return build_memory(self.cfg, self.embedder.dim, variant)
+        return build_memory(self.cfg, self.embedder.dim, variant, self.parts)
 
     @property
     def memory_design(self) -> str:
@@ -164,10 +191,16 @@ class AppBuildContext:
 
 
 def build_agent(
-    name: str, cfg: DictConfig, embedder: RecognitionEmbedder | None, env: UnderwaterEnv, seed: int
+    name: str,
+    cfg: DictConfig,
+    embedder: RecognitionEmbedder | None,
+    env: UnderwaterEnv,
+    seed: int,
+    parts: ConfigParts | None = None,
 ) -> Agent:
-    """One agent from its name (:data:`~embodmem.agents.registry.AGENTS`) and the config; fresh memory."""
-    return get_agent_spec(name).build(AppBuildContext(cfg, embedder, env, seed))
+    """One agent from its name (:data:`~embodmem.agents.registry.AGENTS`) and the config; fresh memory.
+    ``parts``: the run's config parts, read once for all its agents."""
+    return get_agent_spec(name).build(AppBuildContext(cfg, embedder, env, seed, parts))
 
 
 PLUGINS_FILE = "plugins.json"
@@ -341,12 +374,13 @@ def _run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQA
     trackers = open_run_trackers(cfg, out_dir)  # logger.backends: each episode after its metrics.jsonl line
     writer.on_record.append(trackers.log_episode)
     bar = tqdm(total=total, desc="episodes", unit="ep", disable=not cfg.logger.progress)
+    parts = ConfigParts(cfg)
     _loop_starts()
     started = time.perf_counter()
     run_experiment(
         plan,
         make_env=lambda tasks, world_seed: make_env(settings, tasks, world_seed, changes),
-        make_agent=lambda name, env: build_agent(name, cfg, embedder, env, plan.seed),
+        make_agent=lambda name, env: build_agent(name, cfg, embedder, env, plan.seed, parts),
         writer=writer,
         profiler=profiler,
         recorder=recorder,
