@@ -339,9 +339,9 @@ def _run(cfg: DictConfig, out_dir: str | Path) -> list[EpisodeRecord] | list[EQA
 
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         eqa, vlm = part_config("experiment.eqa", EQAConfig, cfg), part_config("agent.vlm", VLMConfig, cfg)
-        embedder = build_embedder(cfg)
+        eqa_embedder = build_embedder(cfg)
         _loop_starts()
-        return run_eqa(eqa, vlm, out_dir, embedder, progress=cfg.logger.progress)
+        return run_eqa(eqa, vlm, out_dir, eqa_embedder, progress=cfg.logger.progress)
     plan = experiment_plan(cfg, out_dir)
     if cfg.experiment.resume:  # the run directory must hold this very experiment (one line naming what differs)
         check_resume(out_dir, cfg)
