@@ -309,7 +309,9 @@ def breakdown(
     unprofiled = suite.loop_s - top
     rows = [(f"floor: {name}", replay[name] / jobs) for name in FLOOR_SECTIONS]
     rows += [(f"agent: {k.removeprefix('agent/')}", s[k] / jobs) for k in agent_parts]
-    rows.append(("agent: the rest of act()", (s.get("agent", 0.0) - sum(s[k] for k in agent_parts)) / jobs))
+    rows.append(
+        ("agent: the rest (act(), set-up, task end)", (s.get("agent", 0.0) - sum(s[k] for k in agent_parts)) / jobs)
+    )
     rows.append(("env beyond the floor (ground truth for the measures)", (s.get("env", 0.0) - replay["env"]) / jobs))
     rows.append(
         ("batched embedding beyond the floor", (s.get("lockstep embedding", 0.0) - replay["lockstep embedding"]) / jobs)

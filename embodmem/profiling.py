@@ -36,6 +36,8 @@ class Profiler:
         self._seconds: dict[str, float] = defaultdict(float)
         self._calls: dict[str, int] = defaultdict(int)
         self._sections: dict[str, _Section] = {}
+        self._open_parts: list[_Section] = []
+        """The parts (sections named ``whole/part``) entered and not yet left, innermost last."""
 
     @property
     def seconds(self) -> dict[str, float]:
@@ -62,10 +64,14 @@ class Profiler:
     def section(self, name: str) -> _Section:
         """A context manager adding its wall time to ``name``: one plain object per name, made once
         (a step enters about ten sections; a new object, or a generator-based one, per entry costs
-        more). A section entered again inside itself is timed once, from its outer entry."""
+        more). A section entered again inside itself is timed once, from its outer entry.
+
+        A part (a name with a ``/``, as ``agent/planning``) is timed on its own: a part entered inside
+        another stops the outer one's clock until it is left, so a plan that queries memory counts
+        the query under ``agent/memory_query`` only, and the parts add up to at most their whole."""
         section = self._sections.get(name)
         if section is None:
-            section = self._sections[name] = _Section(name)
+            section = self._sections[name] = _Section(name, self._open_parts if "/" in name else None)
         return section
 
     def table(self, steps: int) -> list[SectionTime]:
@@ -85,9 +91,9 @@ class Profiler:
 class _Section:
     """The timed stretches of one name of :meth:`Profiler.section`."""
 
-    __slots__ = ("name", "start", "depth", "seconds", "calls")
+    __slots__ = ("name", "start", "depth", "seconds", "calls", "open_parts")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, open_parts: list[_Section] | None = None) -> None:
         self.name = name
         self.start = 0.0
         self.depth = 0
@@ -95,14 +101,28 @@ class _Section:
         self.seconds = 0.0
         """Wall seconds not yet folded into the profiler's (:meth:`Profiler._fold`)."""
         self.calls = 0
+        self.open_parts = open_parts
+        """The profiler's open parts, for a part (None for a whole)."""
 
     def __enter__(self) -> None:
         if not self.depth:
-            self.start = time.perf_counter()
+            now = self.start = time.perf_counter()
+            parts = self.open_parts
+            if parts is not None:
+                if parts:  # the enclosing part's clock stops while this one runs
+                    outer = parts[-1]
+                    outer.seconds += now - outer.start
+                parts.append(self)
         self.depth += 1
 
     def __exit__(self, *exc: object) -> None:
         self.depth -= 1
         if not self.depth:
-            self.seconds += time.perf_counter() - self.start
+            now = time.perf_counter()
+            self.seconds += now - self.start
+            parts = self.open_parts
+            if parts is not None:
+                parts.pop()
+                if parts:
+                    parts[-1].start = now
         self.calls += 1

@@ -175,9 +175,13 @@ def episode_steps(
     observation into the trace, for the episode log and its replay (a run that writes no logs skips
     it: about 4% of a lockstep step)."""
     profiler = profiler or Profiler()
+    # The agent's section holds all of its work (set-up and task end too), so that its sections
+    # (planning, memory writes, ...) lie inside it; looked up once, entered every step.
+    in_agent, in_env = profiler.section("agent"), profiler.section("env")
     obs, _ = env.reset(seed=episode_seed, options=reset_options)
     truth = env.ground_truth()
-    agent.reset(obs, env.sensor_spec)
+    with in_agent:
+        agent.reset(obs, env.sensor_spec)
     measures = EpisodeMeasures()
     measures.reset(truth)
     stale = StalenessTracker(truth) if truth.changes is not None else None
@@ -190,7 +194,6 @@ def episode_steps(
     reported_kinds: set[str] = set()
     peak_bytes = 0
     start = time.perf_counter()
-    in_agent, in_env = profiler.section("agent"), profiler.section("env")  # looked up once, entered every step
     done = False
     while not done:
         yield obs
@@ -225,7 +228,8 @@ def episode_steps(
             retrievals.append(RetrievalEvent(len(actions), acted.query, acted.retrievals[:5]))
             acted.retrievals = []
         done = terminated or truncated
-    agent.end_task(truth.success)
+    with in_agent:
+        agent.end_task(truth.success)
     wall_time_s = round(time.perf_counter() - start, 4)
     sx, sy, sd = truth.start_pose
     trace = EpisodeTrace(

@@ -16,6 +16,7 @@ from embodmem.envs.config import EnvConfig
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.episode_log import EpisodeLog, read_log
 from embodmem.metrics_record import TIMING_FIELDS, EpisodeRecord, SequenceContext
+from embodmem.profiling import Profiler
 from embodmem.runner import (
     EpisodeResult,
     RunWriter,
@@ -86,6 +87,30 @@ def test_warm_keeps_memory_and_cold_resets_it(embedder: ClipEmbedder, tmp_path) 
     warm2, cold2 = records["warm"][1], records["cold"][1]
     assert warm2.memory_frames > cold2.memory_frames > 0
     assert records["warm"][0].steps == records["cold"][0].steps  # task 1 is the same in both
+
+
+class _NestingCheck(Profiler):
+    """A profiler noting every agent section entered while the agent's own section is not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outside: list[str] = []
+
+    def section(self, name: str):  # type: ignore[no-untyped-def]
+        if name.startswith("agent/") and not super().section("agent").depth:
+            self.outside.append(name)
+        return super().section(name)
+
+
+def test_the_agent_section_holds_every_agent_section(embedder: ClipEmbedder) -> None:
+    """The agent's set-up and task end run inside its section too, so that the time of its own
+    sections (memory writes at a task's end, the mission's embedding at set-up) lies inside it."""
+    env = UnderwaterEnv(tasks=("wreck", "barrel"), world_seed=0, max_steps=40)
+    agent = MemoryAgent(embedder)
+    profiler = _NestingCheck()
+    agent.profiler = profiler
+    run_sequence(env, agent, SequenceSpec("wreck_then_barrel", env.tasks, 0, 0, Condition.warm), "r", profiler)
+    assert {k for k in profiler.seconds if k.startswith("agent/")} and not profiler.outside, set(profiler.outside)
 
 
 def test_episodes_are_reproducible_and_logged(embedder: ClipEmbedder, tmp_path) -> None:
