@@ -57,6 +57,7 @@ EQA = "benchmarks/results/eqa_test.md"
 EQA_ATTRIBUTE = "benchmarks/results/eqa_attr_test.md"
 EQA_CHANGING = "benchmarks/results/eqa_changing_test.md"
 ENV = "benchmarks/results/env.md"
+FLOOR = "benchmarks/results/floor_test.md"
 ONE_WORLD = "underwater 32x32, camera 64x64"
 BATCH_64 = "batched B=64, 32x32 worlds"
 MINIGRID = "MiniGrid-Empty-16x16"
@@ -87,6 +88,14 @@ QUOTES = (
             Source(ENV, None, BATCH_64, "steps/s (median of 7)"),
             Source(ENV, None, MINIGRID, "steps/s (median of 7)"),
             Source(ENV, None, BATCH_64, "ratio to MiniGrid (median)"),
+        ),
+    ),
+    Quote(
+        "Speed, the core suite against its floor",
+        (
+            Source(FLOOR, None, "wall", "suite s"),
+            Source(FLOOR, None, "wall", "floor s"),
+            Source(FLOOR, None, "wall", "suite / floor"),
         ),
     ),
 )
