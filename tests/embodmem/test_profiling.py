@@ -27,12 +27,11 @@ def test_a_part_entered_inside_another_stops_the_outer_parts_clock() -> None:
     """A plan that queries memory: the query counts under its own part only, and the parts add up
     to at most their whole."""
     profiler = Profiler()
-    with profiler.section("agent"):
-        with profiler.section("agent/planning"):
-            time.sleep(0.01)
-            with profiler.section("agent/memory_query"):
-                time.sleep(0.03)
-            time.sleep(0.01)
+    with profiler.section("agent"), profiler.section("agent/planning"):
+        time.sleep(0.01)
+        with profiler.section("agent/memory_query"):
+            time.sleep(0.03)
+        time.sleep(0.01)
     seconds = profiler.seconds
     assert 0.03 <= seconds["agent/memory_query"] < 0.04
     assert 0.02 <= seconds["agent/planning"] < 0.03  # its own 20 ms, not the query's 30
