@@ -15,9 +15,9 @@ the peak memory of a one-million-frame memory store.
   metadata (benchmarks/bench_memory.py's clustered vectors), each in a fresh process; its peak RSS
   against the same process before the store, and the store's own bytes per frame.
 
-Each size runs in its own process, so each peak is its own. The sizes are run ``--repeats`` times,
-in rounds (ascending, then descending, alternately, so a drift of the machine's load tilts no
-slope one way); each round gives its own least-squares slope, and the table reports the median
+Each size runs in its own process, so each peak is its own. After one uncounted warm-up run, the
+sizes are run ``--repeats`` times, in rounds (ascending, then descending, alternately, so a drift of
+the machine's load tilts no slope one way); each round gives its own least-squares slope, and the table reports the median
 slope with a bootstrap 95% interval over the rounds (:func:`embodmem.stats.mean_ci`), for the wall
 and for the CPU seconds of the suite's processes (which other work on the machine inflates far
 less). Writes ``benchmarks/results/scale.md``. The memory figures do not depend on the load.
@@ -175,17 +175,24 @@ def main() -> None:
         counts = [int(n) for n in sizes.split(",")]
         runs: dict[int, list[dict[str, float]]] = {n: [] for n in counts}
         per_round: list[list[tuple[int, dict[str, float]]]] = []
+
+        def suite_of_size(n: int, part: str = part) -> dict[str, float]:
+            if part == "worlds":
+                experiment = ["experiment=suite"]
+                worlds = choose_worlds("dev", n, None)
+            else:
+                tour = ["wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"][:n]
+                experiment = ["experiment=suite", "experiment.sequences=[]", f"experiment.tasks=[{','.join(tour)}]"]
+                worlds = choose_worlds("dev", args.task_worlds, None)
+            return child(["suite", json.dumps(experiment), json.dumps(worlds)])
+
+        # One uncounted run first: the first sweep after a change pays for reading the files and the
+        # compiled kernels' cache, which would tilt the first round's slope.
+        print(f"{part} {counts[0]} (warm-up, not counted): {suite_of_size(counts[0])}", flush=True)
         for round_ in range(args.repeats):
             this_round = []
             for n in counts if round_ % 2 == 0 else counts[::-1]:
-                if part == "worlds":
-                    experiment = ["experiment=suite"]
-                    worlds = choose_worlds("dev", n, None)
-                else:
-                    tour = ["wreck", "barrel", "mining_robot", "electrical_box", "aircraft", "wind_station"][:n]
-                    experiment = ["experiment=suite", "experiment.sequences=[]", f"experiment.tasks=[{','.join(tour)}]"]
-                    worlds = choose_worlds("dev", args.task_worlds, None)
-                r = child(["suite", json.dumps(experiment), json.dumps(worlds)])
+                r = suite_of_size(n)
                 runs[n].append(r)
                 this_round.append((n, r))
                 print(f"{part} {n} (round {round_ + 1}): {r}", flush=True)
@@ -199,7 +206,7 @@ def main() -> None:
             "",
             f"### Per additional {label}: core suite (memory warm and cold, explorer, oracle), 2 jobs, 32 lanes; N = {what}",
             "",
-            f"Medians over {args.repeats} rounds:",
+            f"Medians over {args.repeats} rounds, after one uncounted warm-up run:",
             "",
             "| N | agent steps | wall s | CPU s (the suite's processes) | largest process peak RSS MiB | load average at the ends |",
             "|---:|---:|---:|---:|---:|---:|",
