@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -71,11 +70,7 @@ class Retrieval:
     @classmethod
     def from_hit(cls, hit: Hit, score: float | None = None) -> Retrieval:
         """The retrieval of a memory hit; ``score`` replaces the hit's similarity (e.g. by P(target)).
-
-        The memory agent makes one per hit of every query, so the schema's bounds are checked here on
-        the plain values, and an instance that meets them all is built without pydantic's pass
-        (a third of the cost); one that breaks any goes through the validating constructor, which
-        raises naming the field.
+        Checked by the schema like any other: a value out of its bounds raises naming the field.
 
         >>> from embodmem.memory import FrameMeta, Hit
         >>> hit = Hit(0.5, 7, FrameMeta("run", "wreck", 0, 12, 3.0, 4.0, heading=1, node=2))
@@ -89,25 +84,14 @@ class Retrieval:
           Input should be a finite number ...
         """
         meta = hit.meta
-        value = float(hit.score if score is None else score)
-        node = None if meta.node is None else int(meta.node)
-        x, y, heading = float(meta.x), float(meta.y), int(meta.heading)
-        task, step, thumbnail = str(meta.task), int(meta.step), meta.thumbnail
-        if (
-            -2.0 <= value <= 2.0  # NaN fails the range
-            and (node is None or node >= 0)
-            and 0.0 <= x < math.inf
-            and 0.0 <= y < math.inf
-            and 0 <= heading <= 3
-            and step >= 0
-            and (thumbnail is None or isinstance(thumbnail, np.ndarray))
-        ):
-            retrieval = object.__new__(cls)
-            retrieval.__dict__.update(
-                score=value, node=node, pose=(x, y, heading), task=task, step=step, thumbnail=thumbnail
-            )
-            return retrieval
-        return cls(score=value, node=node, pose=(x, y, heading), task=task, step=step, thumbnail=thumbnail)
+        return cls(
+            score=float(hit.score if score is None else score),
+            node=None if meta.node is None else int(meta.node),
+            pose=(float(meta.x), float(meta.y), int(meta.heading)),
+            task=str(meta.task),
+            step=int(meta.step),
+            thumbnail=meta.thumbnail,
+        )
 
 
 @dataclass(frozen=True, config=_STRICT)
