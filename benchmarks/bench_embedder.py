@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from embodmem.embedding.checkpoints import NAMED_CHECKPOINTS
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.frames import TEST_WORLDS, render_frames
-from embodmem.embedding.model import NAMED_CHECKPOINTS
 from embodmem.embedding.quality import evaluate, evaluate_variants, table, variant_table
 from embodmem.provenance import Provenance, write_results_markdown
 

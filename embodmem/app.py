@@ -84,8 +84,8 @@ def build_env(cfg: DictConfig, tasks: tuple[str, ...], world_seed: int) -> Under
 
 
 def build_embedder(cfg: DictConfig) -> ClipEmbedder:
+    from embodmem.embedding.checkpoints import NAMED_CHECKPOINTS
     from embodmem.embedding.embedder import ClipEmbedder
-    from embodmem.embedding.model import NAMED_CHECKPOINTS
 
     e = cfg.embedder
     pretrained = NAMED_CHECKPOINTS.get(e.pretrained, e.pretrained)

@@ -9,7 +9,8 @@ any device (tested on the CPU, ``tests/envs/test_torch_rays.py``).
 Which path runs is :func:`ray_device`, read once by each camera and sonar at its first cast (a
 step then calls the chosen cast directly): ``EMBODMEM_RAY_DEVICE`` = ``numba`` (the compiled loops),
 ``cpu``, ``cuda`` or ``cuda:N`` (these kernels on that torch device) or ``auto`` (the default: CUDA
-when torch is already imported, as the harness's embedder imports it, and sees a GPU; else Numba).
+when torch is already imported, as the harness's embedder imports it on a machine with a GPU driver,
+and sees a GPU; else Numba).
 ``auto`` never imports torch itself: a Gymnasium user of the env alone does not pay for it.
 """
 

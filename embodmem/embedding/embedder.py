@@ -18,17 +18,21 @@ On a GPU (``device="auto"`` finds one, or ``"cuda"``) batches run through torch 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
+import re
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 import xxhash
 
+from embodmem.embedding.checkpoints import DEFAULT_CHECKPOINT, DEFAULT_MODEL
 from embodmem.embedding.export import load_frame_session
-from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create, tokenizer
+from embodmem.embedding.texts import PROBE_TEXT, TextTable, load_text_table
 
 #: How single frames (the agent's hot path) are embedded: "auto" uses ONNX Runtime when a graph
 #: exported from this checkpoint exists, "onnx" insists on it, "torch" never uses it.
@@ -39,19 +43,44 @@ HALF_COSINE_TOLERANCE = 1e-3
 """float16 frame vectors lie within this cosine distance of the float32 ones (1 - cosine)."""
 
 
+def gpu_driver_present() -> bool:
+    """Whether this machine has a driver through which torch could reach a GPU: NVIDIA's CUDA library
+    (``libcuda``, ``nvcuda.dll``) or AMD's ROCm device (``/dev/kfd``). Without one,
+    ``torch.cuda.is_available()`` is False, and asking torch would cost its import (seconds)."""
+    if sys.platform == "darwin":
+        return False
+    if os.path.exists("/dev/kfd"):
+        return True
+    try:
+        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def resolve_device(device: str) -> str:
-    """``"auto"``: ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other device as given.
+    """``"auto"``: ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other device as given. torch
+    is asked only on a machine with a GPU driver (:func:`gpu_driver_present`).
 
     >>> resolve_device("cpu")
     'cpu'
     """
     if device == "auto":
+        if not gpu_driver_present():
+            return "cpu"
+        import torch
+
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
 
 
 class ClipEmbedder:
     """Batched, cached CLIP embeddings of images (uint8 RGB) and texts.
+
+    On the CPU, with the graphs and the text table exported from the checkpoint (the project's own
+    ship with it), frames run through ONNX Runtime and the project's texts come from the table
+    (:mod:`embodmem.embedding.texts`): torch and open_clip are imported only when something else is
+    asked for (a text the table lacks, a frame no graph takes), and give the same vectors then.
 
     Example:
         >>> emb = ClipEmbedder()                       # the project's own model, offline
@@ -80,34 +109,79 @@ class ClipEmbedder:
             raise ValueError(f"runtime={runtime!r} is not one of {', '.join(RUNTIMES)}")
         if precision not in PRECISIONS:
             raise ValueError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}")
-        device = resolve_device(device)
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise ValueError(f"device={device!r} requested but CUDA is not available")
-        if threads:
-            torch.set_num_threads(threads)
         self.model_name = model_name
         self.pretrained = str(pretrained) if pretrained else None
-        self.device = torch.device(device)
-        self.half = precision == "fp16" or (precision == "auto" and self.device.type == "cuda")
+        self.device = resolve_device(device)
+        """The torch device's name (``cpu``, ``cuda:0`` ...)."""
+        self.on_cpu = re.fullmatch(r"cpu(:\d+)?", self.device) is not None
+        self.half = precision == "fp16" or (precision == "auto" and self.device.startswith("cuda"))
         """Frame batches through torch in float16 (autocast); texts stay float32."""
-        self.model = create(model_name, pretrained, device=self.device)
-        self.encoder = FrameEncoder(self.model.visual).to(self.device).eval()
-        self.image_size = self.encoder.image_size
-        self.tokenize = tokenizer(model_name)
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.runtime = runtime
         self.threads = threads or 1
+        self._torch_threads = threads
+        self._model: Any = None  # the open_clip model, its frame encoder and tokenizer, once built
+        self._encoder: Any = None
+        self._tokenize: Any = None
         self._sessions: dict[tuple[int, int, bool], object] = {}  # (H, W, batched) -> ONNX Runtime session or None
         self._image_cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._text_cache: dict[str, np.ndarray] = {}
-        self.dim = int(self.embed_texts(["probe"]).shape[1])
+        self._table: TextTable | None = None
+        if self.on_cpu and runtime != "torch" and self.pretrained and Path(self.pretrained).is_file():
+            self._table = load_text_table(model_name, self.pretrained)
+        if self._table is None:
+            self._build()  # torch will be needed: build now, so that a bad model or device is refused at once
+        self.dim = self._table.dim if self._table is not None else int(self.embed_texts([PROBE_TEXT]).shape[1])
         self.cache_hits = 0
         self.frames_embedded = 0
+
+    def _build(self) -> None:
+        """Import torch and open_clip and build the model, its frame encoder and tokenizer."""
+        import torch
+
+        from embodmem.embedding.model import FrameEncoder, create, tokenizer
+
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} requested but CUDA is not available")
+        self.device = str(torch.device(self.device))
+        if self._torch_threads:
+            torch.set_num_threads(self._torch_threads)
+        self._model = create(self.model_name, self.pretrained, device=self.device)
+        self._encoder = FrameEncoder(self._model.visual).to(self.device).eval()
+        self._tokenize = tokenizer(self.model_name)
+
+    @property
+    def model(self) -> Any:
+        """The open_clip model (built on first use when the embedder started without it)."""
+        if self._model is None:
+            self._build()
+        return self._model
+
+    @property
+    def encoder(self) -> Any:
+        """The :class:`~embodmem.embedding.model.FrameEncoder` that torch runs frames through."""
+        if self._encoder is None:
+            self._build()
+        return self._encoder
+
+    @property
+    def tokenize(self) -> Callable[[list[str]], Any]:
+        """open_clip's tokenizer for the model (strings -> a tensor of token ids)."""
+        if self._tokenize is None:
+            self._build()
+        return self._tokenize
+
+    @property
+    def image_size(self) -> int:
+        """The image tower's input side in pixels (frames of other sizes are resized to it)."""
+        return int(self.encoder.image_size)
 
     @property
     def logit_scale(self) -> float:
         """The model's learnt softmax temperature (CLIP's ``logit_scale.exp()``): recognisers score with it."""
+        if self._table is not None:
+            return self._table.logit_scale
         return float(self.model.logit_scale.detach().exp())
 
     # ----------------------------------------------------------------- images
@@ -121,7 +195,7 @@ class ClipEmbedder:
         key = (height, width, batched)
         if key not in self._sessions:
             session = None
-            if self.runtime != "torch" and self.device.type == "cpu" and self.pretrained and height == width:
+            if self.runtime != "torch" and self.on_cpu and self.pretrained and height == width:
                 session = (
                     load_frame_session(self.pretrained, height, self.threads, batched)
                     if Path(self.pretrained).is_file()
@@ -135,24 +209,29 @@ class ClipEmbedder:
             self._sessions[key] = session
         return self._sessions[key]
 
-    @torch.inference_mode()
     def _encode_images(self, images: np.ndarray) -> np.ndarray:
         self.frames_embedded += len(images)
         if len(images) == 1:
             session = self._frame_session(*images.shape[1:3])
             if session is not None:
                 return session.run(None, {"frame": np.ascontiguousarray(images)})[0]
+        import torch
+
+        encoder = self.encoder
         out = []
-        for i in range(0, len(images), self.batch_size):
-            batch = torch.from_numpy(np.ascontiguousarray(images[i : i + self.batch_size])).to(self.device)
-            with self._precision():
-                out.append(self.encoder(batch).float().cpu().numpy())
+        with torch.inference_mode():
+            for i in range(0, len(images), self.batch_size):
+                batch = torch.from_numpy(np.ascontiguousarray(images[i : i + self.batch_size])).to(self.device)
+                with self._precision():
+                    out.append(encoder(batch).float().cpu().numpy())
         return np.concatenate(out).astype(np.float32)
 
     def _precision(self) -> contextlib.AbstractContextManager[object]:
         """float16 autocast when :attr:`half`, else nothing."""
         if self.half:
-            return torch.autocast(self.device.type, dtype=torch.float16)
+            import torch
+
+            return torch.autocast(self.device.split(":")[0], dtype=torch.float16)
         return contextlib.nullcontext()
 
     def _encode_batch(self, images: np.ndarray) -> np.ndarray:
@@ -213,21 +292,24 @@ class ClipEmbedder:
 
     # ----------------------------------------------------------------- text
 
-    @torch.inference_mode()
     def embed_texts(self, texts: list[str]) -> np.ndarray:
-        """List of strings -> (N, D) float32 unit vectors (cached per string).
-
-        Each string goes through the text tower alone: a batch's matrix products may round the last
-        bits differently for each batch size, so a string's vector would depend on which other
-        strings were first asked for with it, that is on what the process embedded before. Alone,
-        it is a function of the string (texts are few: one mission and its prompts at a time)."""
+        """List of strings -> (N, D) float32 unit vectors (cached per string): from the text table
+        when it holds the string, else through the text tower, one string at a time
+        (:func:`~embodmem.embedding.model.encode_text`), so that a string's vector never depends on
+        what the process embedded before."""
         if isinstance(texts, str):
             raise ValueError("texts must be a list of strings, not a single string")
         for text in dict.fromkeys(texts):
             if text not in self._text_cache:
-                tokens = self.tokenize([text]).to(self.device)
-                self._text_cache[text] = self.model.encode_text(tokens, normalize=True).float().cpu().numpy()[0]
+                stored = self._table.vectors.get(text) if self._table is not None else None
+                self._text_cache[text] = stored if stored is not None else self._encode_text(text)
         return np.stack([self._text_cache[t] for t in texts]).astype(np.float32)
+
+    def _encode_text(self, text: str) -> np.ndarray:
+        from embodmem.embedding.model import encode_text
+
+        model, tokenize = self.model, self.tokenize
+        return encode_text(model, tokenize([text]).to(self.device))
 
     def embed_text(self, text: str) -> np.ndarray:
         """One string -> (D,) unit vector."""

@@ -5,7 +5,7 @@ dispatching ops; ONNX Runtime runs the same graph about 4x faster (``benchmarks/
 measures both). The graph takes the camera frame as the environment gives it (uint8,
 1 x H x W x 3) and returns the unit vector, so a step costs one call.
 
-    python -m embodmem.embedding.export          # the default checkpoint's two graphs (the trainer runs this too)
+    python -m embodmem.embedding.export          # the default checkpoint's two graphs and text table (the trainer runs this too)
     python -m embodmem.embedding.export --model ViT-B-32 --pretrained /path/vit_b_32.pt --frame-size 64
 
 A second graph, ``<name>.batch<H>.onnx``, takes any number of frames (N x H x W x 3): the lockstep
@@ -21,25 +21,14 @@ running a graph needs only ``onnxruntime``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from embodmem.atomic import atomic_write_bytes
-from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create
+from embodmem.embedding.checkpoints import DEFAULT_CHECKPOINT, DEFAULT_MODEL, file_digest
+from embodmem.embedding.texts import export_text_table
 
 DIGEST_KEY = "checkpoint_sha256"
-
-
-def file_digest(path: str | Path) -> str:
-    """sha256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def frame_graph_path(checkpoint: str | Path, frame_size: int, batched: bool = False) -> Path:
@@ -54,6 +43,10 @@ def export_frame_encoder(
 ) -> Path:
     """Write the ONNX graph of ``FrameEncoder`` for one frame of ``frame_size`` pixels (default: the
     model's input), or with ``batched`` for any number of them."""
+    import torch
+
+    from embodmem.embedding.model import FrameEncoder, create
+
     model = create(model_name, checkpoint)
     encoder = FrameEncoder(model.visual).float().eval()
     size = frame_size or encoder.image_size
@@ -94,13 +87,16 @@ def load_frame_session(checkpoint: str | Path, frame_size: int, threads: int = 1
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Export a CLIP image tower (with preprocessing) to ONNX.")
+    parser = argparse.ArgumentParser(
+        description="Export a CLIP image tower (with preprocessing) to ONNX, and the project's texts' vectors."
+    )
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--pretrained", type=Path, default=DEFAULT_CHECKPOINT, help="local checkpoint")
     parser.add_argument("--frame-size", type=int, default=None, help="camera frame size (default: the model's input)")
     args = parser.parse_args(argv)
     for batched in (False, True):
         print(export_frame_encoder(args.model, args.pretrained, args.frame_size, batched))
+    print(export_text_table(args.model, args.pretrained))
 
 
 if __name__ == "__main__":

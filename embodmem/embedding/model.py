@@ -12,23 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+from embodmem.embedding.checkpoints import ASSETS, DEFAULT_MODEL
 from embodmem.lazy import import_refused
 
 with import_refused("wandb"):  # timm (under open_clip) imports wandb when installed: seconds, never used here
     import open_clip
-
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-DEFAULT_MODEL = "embodmem-tiny-clip"
-DEFAULT_CHECKPOINT = ASSETS / "embodmem-tiny-clip.pt"
-VARIANTS_CHECKPOINT = ASSETS / "embodmem-tiny-clip-variants.pt"
-"""The same architecture trained on worlds with appearance variants and captions that name them
-(``python -m embodmem.embedding.train --variants only``): it tells a capsized ship from an
-upright one. ``embedder.pretrained=variants`` selects it; the default checkpoint is unchanged, so
-every category figure stays as it was."""
-NAMED_CHECKPOINTS = {"default": DEFAULT_CHECKPOINT, "variants": VARIANTS_CHECKPOINT}
 
 _registered = False
 
@@ -74,6 +66,17 @@ def tokenizer(model_name: str) -> Callable[[list[str]], torch.Tensor]:
     """open_clip's tokenizer for ``model_name`` (the default BPE vocabulary ships with open_clip)."""
     register_configs()
     return open_clip.get_tokenizer(model_name)
+
+
+def encode_text(model: Any, tokens: torch.Tensor) -> np.ndarray:
+    """One string's ``tokens`` (1 x context, from :func:`tokenizer`) through ``model``'s text tower
+    -> its (D,) float32 unit vector.
+
+    One string at a time: a batch's matrix products may round the last bits differently for each
+    batch size, so a string's vector would depend on which other strings were asked for with it.
+    Alone, it is a function of the string (texts are few: a mission and its prompts)."""
+    with torch.inference_mode():
+        return model.encode_text(tokens, normalize=True).float().cpu().numpy()[0]
 
 
 def save_checkpoint(model: torch.nn.Module, path: str | Path, half: bool = True) -> Path:

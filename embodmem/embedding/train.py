@@ -34,10 +34,12 @@ from tqdm import tqdm
 
 from embodmem.atomic import atomic_write_json
 from embodmem.embedding.captions import caption
+from embodmem.embedding.checkpoints import DEFAULT_CHECKPOINT, DEFAULT_MODEL
 from embodmem.embedding.export import export_frame_encoder
 from embodmem.embedding.frames import NO_TARGET, TRAIN_WORLDS, VALIDATION_WORLDS, FrameSet, render_frames
-from embodmem.embedding.model import DEFAULT_CHECKPOINT, DEFAULT_MODEL, FrameEncoder, create, save_checkpoint, tokenizer
+from embodmem.embedding.model import FrameEncoder, create, save_checkpoint, tokenizer
 from embodmem.embedding.quality import evaluate, evaluate_variants
+from embodmem.embedding.texts import export_text_table
 
 VARIANT_MODES = ("none", "only", "both")
 """Which worlds training frames come from (``--variants``; see the module docstring)."""
@@ -244,6 +246,7 @@ def train(
     atomic_write_json(out.with_suffix(".train.json"), info)
     export_frame_encoder(DEFAULT_MODEL, out)  # the agent's one-frame path (ONNX Runtime)
     export_frame_encoder(DEFAULT_MODEL, out, batched=True)  # the lockstep runner's batches
+    export_text_table(DEFAULT_MODEL, out)  # the project's texts, so that a CPU job needs no torch
     return info
 
 

@@ -9,9 +9,9 @@ from embodmem.agents.explorer import FrontierExplorer
 from embodmem.agents.naive_agent import NaiveRetrievalAgent
 from embodmem.agents.recognizer import check_goal_image, describe_goal_image, named_variant, negative_prompts
 from embodmem.agents.variants import VARIANTS as ROWS
+from embodmem.embedding.checkpoints import DEFAULT_MODEL as VARIANTS_MODEL
+from embodmem.embedding.checkpoints import VARIANTS_CHECKPOINT
 from embodmem.embedding.embedder import ClipEmbedder
-from embodmem.embedding.model import DEFAULT_MODEL as VARIANTS_MODEL
-from embodmem.embedding.model import VARIANTS_CHECKPOINT
 from embodmem.envs.objects import KIND_VARIANTS, VARIANTS
 from embodmem.envs.underwater import UnderwaterEnv
 from embodmem.memory import AgentMemory, MemoryConfig

@@ -182,7 +182,7 @@ def test_from_next_to_a_low_pipeline_the_middle_is_judged_at_its_own_scale() -> 
     the pipeline is a band along the bottom of the frame. The whole frame shows it; the middle half
     of the columns stretched to the frame's width does not (the middle check alone never stops
     there), at its own scale it does."""
-    from embodmem.embedding.model import DEFAULT_MODEL, VARIANTS_CHECKPOINT
+    from embodmem.embedding.checkpoints import DEFAULT_MODEL, VARIANTS_CHECKPOINT
 
     variants = ClipEmbedder(DEFAULT_MODEL, VARIANTS_CHECKPOINT, threads=1)
     task = "description.pipeline.white"

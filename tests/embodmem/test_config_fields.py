@@ -41,7 +41,7 @@ from embodmem.config import (
     validate,
     world_changes,
 )
-from embodmem.embedding.model import ASSETS, DEFAULT_MODEL
+from embodmem.embedding.checkpoints import ASSETS, DEFAULT_MODEL
 from embodmem.envs.changes import WorldChanges
 from embodmem.envs.tasks import SEQUENCES
 from embodmem.eqa.config import ChangingEQAConfig

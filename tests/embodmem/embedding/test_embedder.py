@@ -8,10 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from embodmem.embedding.checkpoints import DEFAULT_CHECKPOINT, DEFAULT_MODEL, VARIANTS_CHECKPOINT
 from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.export import export_frame_encoder, frame_graph_path, load_frame_session
 from embodmem.embedding.frames import TEST_WORLDS, render_frames
-from embodmem.embedding.model import CLIP_MEAN, CLIP_STD, DEFAULT_CHECKPOINT, DEFAULT_MODEL, VARIANTS_CHECKPOINT
+from embodmem.embedding.model import CLIP_MEAN, CLIP_STD
 from embodmem.embedding.quality import evaluate, evaluate_variants
 
 
