@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from floor import JOB_START
+
 from embodmem.provenance import Provenance, git_commit, write_results_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +65,7 @@ COMMANDS = (
         "import embodmem.embedding.model",
         runs_key="clip_runs",
     ),
+    Command("a suite job's start: imports, then the embedder built (floor.py's JOB_START)", JOB_START, "clip_runs"),
 )
 
 LOADED_PROBE = (
@@ -191,7 +194,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--before", default="a25acd8", help="the earlier commit (default: a25acd8)")
     parser.add_argument("--runs", type=int, default=7, help="pairs per command-line tool")
-    parser.add_argument("--clip-runs", type=int, default=3, help="pairs for the CLIP module's import (slow)")
+    parser.add_argument(
+        "--clip-runs", type=int, default=3, help="pairs for the CLIP module's import and a job's start (slow)"
+    )
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "startup.md")
     args = parser.parse_args(argv)
     facts = Provenance.collect()
