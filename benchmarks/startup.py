@@ -66,6 +66,11 @@ COMMANDS = (
         runs_key="clip_runs",
     ),
     Command("a suite job's start: imports, then the embedder built (floor.py's JOB_START)", JOB_START, "clip_runs"),
+    Command(
+        "embodmem-run (the README's main job, whole)",
+        entry_point("embodmem.app", ["embodmem-run", "hydra.run.dir=startup-main-job"]),
+        "clip_runs",
+    ),
 )
 
 LOADED_PROBE = (
