@@ -68,7 +68,7 @@ COMMANDS = (
     Command("a suite job's start: imports, then the embedder built (floor.py's JOB_START)", JOB_START, "clip_runs"),
     Command(
         "embodmem-run (the README's main job, whole)",
-        entry_point("embodmem.app", ["embodmem-run", "hydra.run.dir=startup-main-job"]),
+        entry_point("embodmem.app", ["embodmem-run", "hydra.run.dir=startup-main-job/${now:%H%M%S-%f}"]),
         "clip_runs",
     ),
 )
