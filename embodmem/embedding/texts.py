@@ -17,6 +17,7 @@ ignores a table that does not match them, so a retrained model never answers wit
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,18 +97,20 @@ def export_text_table(model_name: str, checkpoint: str | Path, texts: list[str] 
 
 
 def load_text_table(model_name: str, checkpoint: str | Path) -> TextTable | None:
-    """``checkpoint``'s text table, or None when there is none, or it was made for another
-    architecture or another version of the checkpoint."""
+    """``checkpoint``'s text table, or None when there is none, or it cannot be read, or it was made
+    for another architecture or another version of the checkpoint (the texts then go through the
+    text tower, which gives the same vectors)."""
     path = text_table_path(checkpoint)
     if not path.is_file():
         return None
-    with np.load(path, allow_pickle=False) as stored:
-        if str(stored["model_name"]) != model_name or str(stored["checkpoint_sha256"]) != file_digest(checkpoint):
-            return None
-        vectors = stored["vectors"]
-        vectors.flags.writeable = False
-        return TextTable(
-            model_name=model_name,
-            logit_scale=float(stored["logit_scale"]),
-            vectors=dict(zip(stored["texts"].tolist(), vectors)),
-        )
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            if str(stored["model_name"]) != model_name or str(stored["checkpoint_sha256"]) != file_digest(checkpoint):
+                return None
+            texts, vectors, logit_scale = stored["texts"].tolist(), stored["vectors"], float(stored["logit_scale"])
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None
+    if vectors.ndim != 2 or vectors.dtype != np.float32 or len(vectors) != len(texts) or not texts:
+        return None
+    vectors.flags.writeable = False
+    return TextTable(model_name=model_name, logit_scale=logit_scale, vectors=dict(zip(texts, vectors)))

@@ -58,6 +58,18 @@ def test_a_table_from_another_checkpoint_or_architecture_is_ignored(tmp_path: Pa
     assert not np.allclose(retrained.embed_texts(texts), ClipEmbedder(threads=1).embed_texts(texts), atol=1e-3)
 
 
+def test_a_table_that_cannot_be_read_is_ignored(tmp_path: Path) -> None:
+    checkpoint = tmp_path / DEFAULT_CHECKPOINT.name
+    shutil.copy(DEFAULT_CHECKPOINT, checkpoint)
+    table = text_table_path(checkpoint)
+    whole = text_table_path(DEFAULT_CHECKPOINT).read_bytes()
+    for broken in (whole[: len(whole) // 2], b"not a table"):
+        table.write_bytes(broken)
+        assert load_text_table(DEFAULT_MODEL, checkpoint) is None
+    np.savez(table, model_name=np.array(DEFAULT_MODEL))  # its fields missing
+    assert load_text_table(DEFAULT_MODEL, checkpoint) is None
+
+
 def test_a_table_needs_one_vector_per_distinct_text(tmp_path: Path) -> None:
     checkpoint = tmp_path / "model.pt"
     checkpoint.write_bytes(b"weights")
