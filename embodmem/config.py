@@ -34,6 +34,7 @@ from embodmem.agents.variants import VARIANTS
 from embodmem.agents.vlm.config import VLMConfig
 from embodmem.checks import Range, items
 from embodmem.condition import REQUESTABLE
+from embodmem.devices import device_refusal
 from embodmem.envs.changes import ChangeError, WorldChanges, check_changes
 from embodmem.envs.config import EnvConfig
 from embodmem.envs.tasks import INSTANCE_GOALS, SEQUENCES, TASKS, get_task
@@ -136,7 +137,8 @@ class EmbedderConfig:
     """"default" (the project's own checkpoint), "variants" (the same CLIP trained to tell appearance
     variants apart, for instance goals), a local checkpoint path, or null (random weights)."""
     device: str = "auto"
-    """torch device; auto: CUDA when torch sees a GPU (frame batches then in float16), else the CPU."""
+    """auto, cpu, cuda, cuda:N or mps (torch's names); auto: CUDA when torch sees a GPU (frame batches
+    then in float16), else the CPU (torch is asked only where a GPU driver is present)."""
     batch_size: int = 64
     """Frames per forward pass."""
     cache_size: int = 50_000
@@ -613,6 +615,9 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError.bad_value(
             "experiment.load_memory", load, "null or an existing directory saved by experiment.save_memory"
         )
+    refusal = device_refusal(str(cfg.embedder.device))
+    if refusal is not None:
+        raise ConfigError.bad_value("embedder.device", cfg.embedder.device, refusal)
     pretrained = cfg.embedder.pretrained
     if pretrained not in (None, "default", "variants") and not Path(pretrained).is_file():
         raise ConfigError.bad_value(

@@ -52,6 +52,8 @@ BAD_VALUES: list[tuple[str, list[str]]] = [
     ("empty task list", ["experiment.tasks=[]"]),
     ("missing load_memory (cold only)", ["experiment.load_memory=/nonexistent", "experiment.conditions=[cold]"]),
     ("memory index", ["memory.index_factory=XYZ"]),
+    ("embedder device name", ["embedder.device=gpu"]),
+    ("a GPU the machine does not have", ["embedder.device=cuda:99"]),
     ("video range", ["video.fps=0"]),
     ("unwritable output dir", ["hydra.run.dir=/proc/embodmem/out"]),
     ("output dir under a non-directory", ["hydra.run.dir=/dev/null/out"]),

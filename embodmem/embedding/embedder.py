@@ -18,10 +18,7 @@ On a GPU (``device="auto"`` finds one, or ``"cuda"``) batches run through torch 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import os
 import re
-import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +27,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from embodmem.devices import resolve_device
 from embodmem.embedding.checkpoints import DEFAULT_CHECKPOINT, DEFAULT_MODEL
 from embodmem.embedding.export import load_frame_session
 from embodmem.embedding.texts import PROBE_TEXT, TextTable, load_text_table
@@ -41,37 +39,6 @@ RUNTIMES = ("auto", "onnx", "torch")
 PRECISIONS = ("auto", "fp32", "fp16")
 HALF_COSINE_TOLERANCE = 1e-3
 """float16 frame vectors lie within this cosine distance of the float32 ones (1 - cosine)."""
-
-
-def gpu_driver_present() -> bool:
-    """Whether this machine has a driver through which torch could reach a GPU: NVIDIA's CUDA library
-    (``libcuda``, ``nvcuda.dll``) or AMD's ROCm device (``/dev/kfd``). Without one,
-    ``torch.cuda.is_available()`` is False, and asking torch would cost its import (seconds)."""
-    if sys.platform == "darwin":
-        return False
-    if os.path.exists("/dev/kfd"):
-        return True
-    try:
-        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-    except OSError:
-        return False
-    return True
-
-
-def resolve_device(device: str) -> str:
-    """``"auto"``: ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other device as given. torch
-    is asked only on a machine with a GPU driver (:func:`gpu_driver_present`).
-
-    >>> resolve_device("cpu")
-    'cpu'
-    """
-    if device == "auto":
-        if not gpu_driver_present():
-            return "cpu"
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 class ClipEmbedder:

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from embodmem.devices import gpu_driver_present
 from embodmem.embedding.checkpoints import DEFAULT_CHECKPOINT, DEFAULT_MODEL, NAMED_CHECKPOINTS
-from embodmem.embedding.embedder import ClipEmbedder, gpu_driver_present
+from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.texts import load_text_table, project_texts, text_table_path, write_text_table
 
 
@@ -83,8 +84,10 @@ def test_a_table_needs_one_vector_per_distinct_text(tmp_path: Path) -> None:
 PROBE = """
 import json, sys
 import numpy as np
-from embodmem.embedding.embedder import ClipEmbedder, resolve_device
+from embodmem.devices import device_refusal, resolve_device
+from embodmem.embedding.embedder import ClipEmbedder
 from embodmem.embedding.texts import project_texts
+assert device_refusal("cuda") is not None and device_refusal("cpu") is None  # the config's check
 device = resolve_device("auto")
 embedder = ClipEmbedder(device=device, threads=1)
 frames = np.random.default_rng(0).integers(0, 255, (9, 64, 64, 3), dtype=np.uint8)
@@ -97,8 +100,8 @@ print(json.dumps([device, embedder.dim, embedder.logit_scale, sorted({"torch", "
 
 @pytest.mark.skipif(gpu_driver_present(), reason="with a GPU driver, device=auto asks torch whether it sees a GPU")
 def test_a_cpu_job_embeds_frames_and_the_projects_texts_without_torch(tmp_path: Path) -> None:
-    """In a fresh interpreter: what a suite job asks of its embedder imports neither torch nor open_clip
-    (seconds of every job's start)."""
+    """In a fresh interpreter: what a suite job asks of its embedder, and the config's check of the
+    device, import neither torch nor open_clip (seconds of every job's start)."""
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, capture_output=True, text=True, check=True)
     device, dim, logit_scale, imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert (device, dim, imported) == ("cpu", 128, [])
