@@ -18,6 +18,19 @@ DEVICE_FORMS = "auto, cpu, cuda, cuda:N or mps"
 """The device names ``embedder.device`` accepts (torch's names for them)."""
 
 
+_CPU = r"cpu(:\d+)?"
+_DEVICE = rf"auto|{_CPU}|cuda(:\d+)?|mps"
+
+
+def is_cpu(device: str) -> bool:
+    """Whether ``device`` names the CPU (``cpu``, ``cpu:N``): where the ONNX graphs run.
+
+    >>> is_cpu("cpu:0"), is_cpu("cuda")
+    (True, False)
+    """
+    return re.fullmatch(_CPU, device) is not None
+
+
 def gpu_driver_present() -> bool:
     """Whether this machine has a driver through which torch could reach a GPU: NVIDIA's CUDA library
     (``libcuda``, ``nvcuda.dll``) loads, or AMD's ROCm device (``/dev/kfd``) exists."""
@@ -67,7 +80,7 @@ def device_refusal(device: str) -> str | None:
     >>> device_refusal("cpu") is None, device_refusal("gpu")
     (True, 'auto, cpu, cuda, cuda:N or mps')
     """
-    if not re.fullmatch(r"auto|cpu(:\d+)?|cuda(:\d+)?|mps", device):
+    if not re.fullmatch(_DEVICE, device):
         return DEVICE_FORMS
     if device.startswith(("cuda", "mps")):
         usable = usable_devices()

@@ -18,7 +18,6 @@ On a GPU (``device="auto"`` finds one, or ``"cuda"``) batches run through torch 
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from embodmem.devices import resolve_device
+from embodmem.devices import is_cpu, resolve_device
 from embodmem.embedding.checkpoints import DEFAULT_CHECKPOINT, DEFAULT_MODEL
 from embodmem.embedding.export import load_frame_session
 from embodmem.embedding.texts import PROBE_TEXT, TextTable, load_text_table
@@ -80,7 +79,7 @@ class ClipEmbedder:
         self.pretrained = str(pretrained) if pretrained else None
         self.device = resolve_device(device)
         """The torch device's name (``cpu``, ``cuda:0`` ...)."""
-        self.on_cpu = re.fullmatch(r"cpu(:\d+)?", self.device) is not None
+        self.on_cpu = is_cpu(self.device)
         self.half = precision == "fp16" or (precision == "auto" and self.device.startswith("cuda"))
         """Frame batches through torch in float16 (autocast); texts stay float32."""
         self.batch_size = batch_size
