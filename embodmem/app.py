@@ -417,7 +417,7 @@ register_configs()
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> float:
-    from embodmem.agents.vlm.backend import VLMError
+    from embodmem.agents.vlm.errors import VLMError
     from embodmem.failures import classify, debug_requested, report
     from embodmem.metrics_record import METRICS_FILE, EpisodeRecord
     from embodmem.plugins import PluginError
@@ -463,7 +463,7 @@ def check_vlm_endpoints(jobs: list[DictConfig]) -> None:
     }
     if not configs:
         return
-    from embodmem.agents.vlm.backend import VLMError
+    from embodmem.agents.vlm.errors import VLMError
     from embodmem.agents.vlm_agent import check_vlm_endpoint
 
     for config in configs.values():

@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from embodmem.agents.vlm.backend import VLMError
+from embodmem.agents.vlm.errors import VLMError
 from embodmem.episode_log import EpisodeLogError
 from embodmem.memory.persistence import MemoryLoadError, MemoryLockError
 

@@ -59,13 +59,15 @@ from embodmem.agents.vlm.backend import (
     Completion,
     Messages,
     ReplySchema,
+)
+from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.errors import (
     VLMAuthError,
     VLMBudgetError,
     VLMModelError,
     VLMRequestError,
     VLMUnavailableError,
 )
-from embodmem.agents.vlm.config import VLMConfig
 
 log = logging.getLogger("embodmem.vlm")
 

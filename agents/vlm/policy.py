@@ -45,11 +45,10 @@ from embodmem.agents.vlm.backend import (
     Completion,
     Messages,
     ReplySchema,
-    VLMError,
-    VLMUnavailableError,
 )
 from embodmem.agents.vlm.cache import ResponseCache, cached_complete
 from embodmem.agents.vlm.config import HIGH_LEVEL_ACTIONS, VLMConfig
+from embodmem.agents.vlm.errors import VLMError, VLMUnavailableError
 from embodmem.agents.vlm.memory import Embedder, QueryableMemory, retrieve
 from embodmem.agents.vlm.parsing import Choice, is_json_object, parse_reply
 from embodmem.agents.vlm.prompt import PromptBuilder, PromptContext

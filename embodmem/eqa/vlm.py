@@ -19,9 +19,10 @@ from typing import cast
 from openai.types.chat import ChatCompletionContentPartParam
 
 from embodmem.agents.base import RecognitionEmbedder
-from embodmem.agents.vlm.backend import ChatBackend, Messages, PropertySchema, ReplySchema, VLMError
+from embodmem.agents.vlm.backend import ChatBackend, Messages, PropertySchema, ReplySchema
 from embodmem.agents.vlm.cache import ResponseCache, cached_complete
 from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.errors import VLMError
 from embodmem.agents.vlm.images import encode_image, image_part
 from embodmem.eqa.answerers import Answer, FrameMemoryAnswerer
 from embodmem.eqa.files import Question, QuestionType

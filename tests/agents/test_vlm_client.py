@@ -8,15 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from embodmem.agents.vlm.backend import (
+from embodmem.agents.vlm.client import LOCAL_API_KEY, ChatClient
+from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.errors import (
     VLMAuthError,
     VLMBudgetError,
     VLMModelError,
     VLMRequestError,
     VLMUnavailableError,
 )
-from embodmem.agents.vlm.client import LOCAL_API_KEY, ChatClient
-from embodmem.agents.vlm.config import VLMConfig
 
 try:
     from tests.agents.chat_server import ChatServer, Reply

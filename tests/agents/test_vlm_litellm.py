@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from embodmem.agents.vlm.backend import VLMAuthError, VLMModelError, VLMUnavailableError
 from embodmem.agents.vlm.client import ChatClient
 from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.errors import VLMAuthError, VLMModelError, VLMUnavailableError
 from embodmem.agents.vlm.policy import VLMPolicy
 from embodmem.app import CONFIG_DIR, run
 from embodmem.envs.spec import SensorSpec

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from embodmem.agents.vlm.backend import VLMUnavailableError
 from embodmem.agents.vlm.config import VLMConfig
+from embodmem.agents.vlm.errors import VLMUnavailableError
 from embodmem.agents.vlm.images import decode_data_url, message_images
 from embodmem.agents.vlm.policy import STAT_KEYS, CallablePolicy, VLMPolicy
 from embodmem.envs.spec import DIR_TO_VEC, Action, SensorSpec

@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
-from embodmem.agents.vlm.backend import VLMUnavailableError
+from embodmem.agents.vlm.errors import VLMUnavailableError
 from embodmem.config import ConfigError
 from embodmem.episode_log import EpisodeLogError
 from embodmem.failures import FAILURE_KINDS, classify, report

@@ -82,3 +82,36 @@ def test_the_clip_module_loads_without_wandb(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]
+
+
+NOT_FOR_A_CPU_JOB = ("torch", "open_clip", "openai")
+"""What a CPU job of the stock agents never needs: the frames go through the shipped ONNX graphs,
+the texts come from the text table, and only a VLM agent talks to an HTTP server."""
+
+
+def test_a_cpu_job_imports_no_torch_and_no_http_client(tmp_path: Path) -> None:
+    args = [
+        "experiment=suite",
+        "experiment.variants=[memory]",
+        "experiment.baselines=[explorer]",
+        "experiment.split=dev",
+        "experiment.world_seeds=[1000]",
+        "experiment.sequences=[wreck_then_barrel]",
+        "embedder.device=auto",
+        "logger.progress=false",
+        "logger.plots=false",
+        "logger.episode_logs=false",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(NOT_FOR_A_CPU_JOB)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] in (0, None), done.stderr
+    assert (tmp_path / "run" / "metrics.jsonl").is_file()
+    assert report["loaded"] == [], f"a CPU job imported {report['loaded']}"
