@@ -2,7 +2,8 @@
 chooses the actions, with the agent's memory in its prompt.
 
 Modules, one job each: ``config`` (VLMConfig), ``client`` (HTTP chat client with counted retries),
-``backend`` (the transport protocol and the callable transport), ``cache`` (disk cache of replies),
+``backend`` (the transport protocol and the callable transport), ``errors`` (what a failed call
+raises, importable without the HTTP client), ``cache`` (disk cache of replies),
 ``images`` (frames <-> data URLs), ``memory`` (what is read from memory), ``prompt`` (messages and
 reply schema), ``parsing`` (tolerant reply parser), ``policy`` (VLMPolicy, CallablePolicy).
 
