@@ -267,6 +267,8 @@ started = time.perf_counter()
 gc.disable()  # as embodmem.app.run does until its loop starts
 import embodmem.app, embodmem.runner, embodmem.lockstep, embodmem.envs.underwater
 import embodmem.agents.explorer, embodmem.agents.memory_agent, embodmem.agents.oracle
+import embodmem.failures, embodmem.fingerprint, embodmem.metrics_record, embodmem.plugins, embodmem.preflight
+import embodmem.report, embodmem.search, embodmem.staleness, embodmem.tracking.run, tqdm  # the app imports these in a job
 from embodmem.embedding.embedder import ClipEmbedder
 imported = time.perf_counter()
 ClipEmbedder()
