@@ -36,7 +36,7 @@ from floor import JOB_START
 from embodmem.provenance import Provenance, git_commit, write_results_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("torch", "open_clip", "timm", "wandb", "numba", "faiss", "cv2", "matplotlib", "minigrid", "networkx")
+HEAVY = ("torch", "open_clip", "timm", "wandb", "openai", "numba", "faiss", "cv2", "matplotlib", "minigrid", "networkx")
 """The libraries a start-up should not load before it needs them (the models, the index, the renderer)."""
 
 
