@@ -384,6 +384,11 @@ def main() -> None:
     if steps != suite.steps:
         print(f"note: the replay stepped {steps:,} times, the records count {suite.steps:,} agent steps")
     rows = breakdown(wall, floors, suite, args.jobs, writing, start)
+
+    def per_step_us(seconds_spread: float) -> float:
+        """Seconds spread over the cores as microseconds of one core per env step."""
+        return seconds_spread * args.jobs / steps * 1e6
+
     rest = [(name, s) for name, s in rows if not name.startswith("floor")]
     biggest = max(rest, key=lambda r: r[1])
     frames = sum(f.frames_embedded for f in floors)
@@ -401,6 +406,8 @@ def main() -> None:
         f"the replay's own wall, with its process starts and model loading: {replay_wall:.1f} s",
         f"- **suite / floor = {wall / floor_s:.2f}** in wall seconds (goal: at most 1.25)",
         f"- the largest share of the rest: **{biggest[0]}** ({biggest[1]:.1f} s of {wall - floor_s:.1f} s)",
+        f"- per env step, on one core: the floor {per_step_us(floor_s):.0f} µs, the rest {per_step_us(wall - floor_s):.0f}"
+        f" µs; at the goal the rest could be at most {per_step_us(0.25 * floor_s):.0f} µs",
         f"- a fresh job's start, re-timed alone: {start.imports_s:.2f} s of interpreter and imports (once per "
         f"worker process) and {start.model_s:.2f} s loading the model (once per job)",
     ]
@@ -431,11 +438,12 @@ def main() -> None:
         lines.append(f"| CPU | {suite_cpu:.1f} | {floor_cpu:.1f} | {suite_cpu / floor_cpu:.2f} | |")
     lines += [
         "",
-        f"| where the suite's wall went | seconds spread over {args.jobs} cores | share of the wall |",
-        "|---|---:|---:|",
+        f"| where the suite's wall went | seconds spread over {args.jobs} cores | share of the wall "
+        "| µs per env step, one core |",
+        "|---|---:|---:|---:|",
     ]
-    lines += [f"| {name} | {s:.1f} | {s / wall:.1%} |" for name, s in rows]
-    lines.append(f"| **total** | {sum(s for _, s in rows):.1f} | |")
+    lines += [f"| {name} | {s:.1f} | {s / wall:.1%} | {per_step_us(s):.0f} |" for name, s in rows]
+    lines.append(f"| **total** | {sum(s for _, s in rows):.1f} | | {per_step_us(wall):.0f} |")
     lines += [
         "",
         "Per job of the replay (seconds):",
