@@ -29,14 +29,17 @@ print(json.dumps({"code": code, "loaded": sorted(m for m in heavy if m in sys.mo
 """
 
 
-def imports_of(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
-    """Exit code, the heavy modules loaded, and stderr of ``embodmem-run ARGS`` in a fresh interpreter."""
+def imports_of(
+    args: list[str], cwd: Path, modules: tuple[str, ...] = HEAVY, timeout: float = 120
+) -> tuple[int, list[str], str]:
+    """Exit code, which of ``modules`` it loaded, and stderr of ``embodmem-run ARGS`` in a fresh
+    interpreter."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(HEAVY)],
+        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(modules)],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -103,15 +106,7 @@ def test_a_cpu_job_imports_no_torch_and_no_http_client(tmp_path: Path) -> None:
         "logger.episode_logs=false",
         f"hydra.run.dir={tmp_path / 'run'}",
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(NOT_FOR_A_CPU_JOB)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["code"] in (0, None), done.stderr
+    code, loaded, stderr = imports_of(args, tmp_path, NOT_FOR_A_CPU_JOB, timeout=300)
+    assert code == 0, stderr
     assert (tmp_path / "run" / "metrics.jsonl").is_file()
-    assert report["loaded"] == [], f"a CPU job imported {report['loaded']}"
+    assert loaded == [], f"a CPU job imported {loaded}"
