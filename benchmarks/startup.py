@@ -65,6 +65,7 @@ COMMANDS = (
         "import embodmem.embedding.model",
         runs_key="clip_runs",
     ),
+    Command("python -c 'import embodmem.api' (what a plug-in imports)", "import embodmem.api"),
     Command("a suite job's start: imports, then the embedder built (floor.py's JOB_START)", JOB_START, "clip_runs"),
     Command(
         "embodmem-run (the README's main job, whole)",

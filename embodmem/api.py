@@ -33,6 +33,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from embodmem.agents.base import (
     AGENT_ATTRIBUTES,
     AGENT_METHODS,
@@ -45,13 +47,12 @@ from embodmem.agents.base import (
 )
 from embodmem.agents.memory_agent import MemoryAgent
 from embodmem.agents.registry import BuildContext
-from embodmem.agents.vlm.backend import CallableBackend, ChatBackend
 from embodmem.agents.vlm.memory import QueryableMemory
-from embodmem.agents.vlm.policy import VLMPolicy
 from embodmem.envs.spec import Action, SensorSpec
 from embodmem.eqa.answerers import Answer, Answerer, AnswererProtocol, FrameMemoryAnswerer
 from embodmem.eqa.config import ANSWERER_METHODS
 from embodmem.eqa.files import Question
+from embodmem.lazy import lazy_attributes
 from embodmem.memory import AgentMemory, FrameMeta, Hit, MemoryConfig, QueryFilter
 from embodmem.memory.protocol import (
     MEMORY_ATTRIBUTES,
@@ -64,6 +65,20 @@ from embodmem.memory.protocol import (
     missing_memory_members,
 )
 from embodmem.memory.records import ANY_RECORD
+
+if TYPE_CHECKING:
+    from embodmem.agents.vlm.backend import CallableBackend, ChatBackend
+    from embodmem.agents.vlm.policy import VLMPolicy
+
+_VLM_HOMES = {
+    "CallableBackend": "embodmem.agents.vlm.backend",
+    "ChatBackend": "embodmem.agents.vlm.backend",
+    "VLMPolicy": "embodmem.agents.vlm.policy",
+}
+"""The VLM names, imported on first use: they bring the HTTP client (openai), which a memory, policy
+or answerer plug-in that talks to no server never needs."""
+
+__getattr__ = lazy_attributes(__name__, _VLM_HOMES)
 
 __all__ = [
     "AGENT_ATTRIBUTES",

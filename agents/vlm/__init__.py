@@ -12,9 +12,8 @@ The policy classes are imported lazily so that ``import embodmem.agents.vlm`` st
 
 from __future__ import annotations
 
-from typing import Any
-
 from embodmem.agents.vlm.config import VLMConfig
+from embodmem.lazy import lazy_attributes
 
 __all__ = [
     "CallablePolicy",
@@ -48,9 +47,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'embodmem.agents.vlm' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

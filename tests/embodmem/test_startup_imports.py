@@ -110,3 +110,15 @@ def test_a_cpu_job_imports_no_torch_and_no_http_client(tmp_path: Path) -> None:
     assert code == 0, stderr
     assert (tmp_path / "run" / "metrics.jsonl").is_file()
     assert loaded == [], f"a CPU job imported {loaded}"
+
+
+def test_the_plugin_api_imports_the_http_client_only_for_its_vlm_names(tmp_path: Path) -> None:
+    """A memory or policy plug-in imports ``embodmem.api``; only its VLM names need openai."""
+    probe = (
+        "import sys, embodmem.api as api\n"
+        "before = 'openai' in sys.modules\n"
+        "names = [api.VLMPolicy.__name__, api.ChatBackend.__name__, api.CallableBackend.__name__]\n"
+        "print(before, 'openai' in sys.modules, *names)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True", "VLMPolicy", "ChatBackend", "CallableBackend"]
