@@ -46,6 +46,12 @@ def imports_of(
     return int(report["code"]), list(report["loaded"]), done.stderr
 
 
+def printed_by(probe: str, cwd: Path) -> list[str]:
+    """The words ``probe`` (Python source) prints in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -83,8 +89,7 @@ def test_the_clip_module_loads_without_wandb(tmp_path: Path) -> None:
         "import wandb\n"
         "print(before, bool(wandb.__version__))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "True"]
+    assert printed_by(probe, tmp_path) == ["False", "True"]
 
 
 NOT_FOR_A_CPU_JOB = ("torch", "open_clip", "openai")
@@ -120,5 +125,4 @@ def test_the_plugin_api_imports_the_http_client_only_for_its_vlm_names(tmp_path:
         "names = [api.VLMPolicy.__name__, api.ChatBackend.__name__, api.CallableBackend.__name__]\n"
         "print(before, 'openai' in sys.modules, *names)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "True", "VLMPolicy", "ChatBackend", "CallableBackend"]
+    assert printed_by(probe, tmp_path) == ["False", "True", "VLMPolicy", "ChatBackend", "CallableBackend"]
