@@ -390,6 +390,7 @@ def main() -> None:
         return seconds_spread * args.jobs / steps * 1e6
 
     rest = [(name, s) for name, s in rows if not name.startswith("floor")]
+    agents_s = sum(s for name, s in rows if name.startswith("agent:"))
     biggest = max(rest, key=lambda r: r[1])
     frames = sum(f.frames_embedded for f in floors)
     calls = sum(f.embedding_calls for f in floors)
@@ -408,6 +409,9 @@ def main() -> None:
         f"- the largest share of the rest: **{biggest[0]}** ({biggest[1]:.1f} s of {wall - floor_s:.1f} s)",
         f"- per env step, on one core: the floor {per_step_us(floor_s):.0f} µs, the rest {per_step_us(wall - floor_s):.0f}"
         f" µs; at the goal the rest could be at most {per_step_us(0.25 * floor_s):.0f} µs",
+        f"- with every agent row at zero, suite / floor would still be {(wall - agents_s) / floor_s:.2f}: the rows "
+        f"outside the agents take {per_step_us(wall - floor_s - agents_s):.0f} µs a step "
+        "(what the agents' own time is made of: `benchmarks/agent_kernels.py`)",
         f"- a fresh job's start, re-timed alone: {start.imports_s:.2f} s of interpreter and imports (once per "
         f"worker process) and {start.model_s:.2f} s loading the model (once per job)",
     ]
