@@ -42,6 +42,7 @@ from typing import Any
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from hydra import compose, initialize_config_module
+from multirun import CORE_AGENTS, QUIET_LOGGER
 
 import embodmem.agents.explorer
 import embodmem.agents.map_kernels
@@ -52,8 +53,7 @@ from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ["experiment=suite", "experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"]
-"""The core suite, as ``benchmarks/suite.py --agents core`` and ``benchmarks/floor.py`` run it."""
+CORE = ["experiment=suite", *CORE_AGENTS]
 
 FAISS_METHODS = ("search", "add_with_ids")
 
@@ -113,9 +113,7 @@ def run_job(split: str, worlds: list[int], lanes: int, extra: list[str]) -> RunP
         f"experiment.split={split}",
         f"experiment.world_seeds=[{','.join(map(str, worlds))}]",
         f"experiment.lanes={lanes}",
-        "logger.progress=false",
-        "logger.plots=false",
-        "logger.episode_logs=false",
+        *QUIET_LOGGER,
         *extra,
     ]
     with initialize_config_module("embodmem.configs", version_base="1.3"):

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from multirun import multirun_command, run_multirun
+from multirun import CORE_AGENTS, multirun_command, run_multirun
 
 from embodmem.lockstep import ACTIONS_DIR_VARIABLE, LaneActions
 from embodmem.profiling import Profiler, RunProfile
@@ -51,8 +51,7 @@ from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ["experiment=suite", "experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"]
-"""What ``benchmarks/suite.py --agents core`` adds to the multirun command."""
+CORE = ["experiment=suite", *CORE_AGENTS]
 
 FLOOR_SECTIONS = ("env build", "env reset", "env", "lockstep embedding")
 """The replay's sections: the envs built, reset, stepped in batches; the frames embedded."""

@@ -22,6 +22,13 @@ from pathlib import Path
 
 from embodmem.profiling import Profiler, RunProfile
 
+CORE_AGENTS = ("experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]")
+"""The core suite's agents (``suite.py --agents core``): the memory agent warm and cold, the explorer
+and the oracle; with ``experiment=suite``, the core suite every speed benchmark runs."""
+
+QUIET_LOGGER = ("logger.progress=false", "logger.plots=false", "logger.episode_logs=false")
+"""A timed job's logger: no progress bars, plots or episode logs."""
+
 
 def world_chunks(worlds: Sequence[int], jobs: int) -> list[list[int]]:
     """``worlds`` dealt round-robin into ``2 x jobs`` chunks (fewer when there are fewer worlds)."""
@@ -64,9 +71,7 @@ def multirun_command(
         "hydra/launcher=joblib",
         f"hydra.launcher.n_jobs={jobs}",
         f"hydra.sweep.dir={out}",
-        "logger.progress=false",
-        "logger.plots=false",
-        "logger.episode_logs=false",
+        *QUIET_LOGGER,
         f"experiment.lanes={lanes}",
         *extra,
     ]

@@ -36,14 +36,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from multirun import multirun_command, run_multirun
+from multirun import CORE_AGENTS, multirun_command, run_multirun
 
 from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import choose_worlds
 from embodmem.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"]
+CORE = list(CORE_AGENTS)
 
 
 def peak_mib() -> float:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from multirun import add_lanes_argument, multirun_command, run_multirun, time_table
+from multirun import CORE_AGENTS, add_lanes_argument, multirun_command, run_multirun, time_table
 
 from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
@@ -322,7 +322,7 @@ def main() -> None:
         cmd = multirun_command(["experiment=suite"], args.split, worlds, args.jobs, out, lanes=args.lanes)
         cmd += {
             "all": [],
-            "core": ["experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"],
+            "core": list(CORE_AGENTS),
             "ablations": ["experiment.baselines=[]"],
             "quick": ["experiment.variants=[memory]", "experiment.baselines=[explorer]"],
             "memory": ["experiment.variants=[memory]", "experiment.baselines=[]"],

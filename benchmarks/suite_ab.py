@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from multirun import multirun_command
+from multirun import CORE_AGENTS, multirun_command
 from startup import Tree, link_tree, short_commit, worktree
 
 from embodmem.metrics_record import TIMING_FIELDS
@@ -34,8 +34,7 @@ from embodmem.provenance import Provenance, git_commit, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ["experiment=suite", "experiment.variants=[memory]", "experiment.baselines=[explorer,oracle]"]
-"""What ``benchmarks/suite.py --agents core`` adds to the multirun command."""
+CORE = ["experiment=suite", *CORE_AGENTS]
 
 
 def run_suite(tree: Tree, command: list[str], out: Path) -> tuple[float, float]:
