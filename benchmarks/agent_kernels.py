@@ -34,7 +34,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,7 @@ class KernelTimes:
 
 
 @contextlib.contextmanager
-def kernels_timed(times: KernelTimes) -> Any:
+def kernels_timed(times: KernelTimes) -> Iterator[None]:
     """Wrap the agents' compiled kernels where the agents call them, FAISS's index methods and the
     embedder's uncached CLIP passes (the lockstep pass goes through another method)."""
     import faiss
