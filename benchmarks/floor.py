@@ -13,14 +13,16 @@ pushing the frames through the CLIP (the model as trained). This script measures
     batch sizes); nothing else: no agent, map, memory, measures or records. The jobs' floor seconds
     are spread over ``--jobs`` cores, as if the replay kept every core busy;
 
-then prints suite/floor and where the rest went: the suite jobs' profile sections (planning,
-mapping, memory query and write, the agents' own embedding calls), the suite's env and embedding
-beyond the replay's, the loops' unprofiled part (runner, measures, record writing; the writing
-re-timed alone), and what is outside the jobs' loops (process start, imports, model loading,
-summaries, uneven jobs).
+and (a) then (b) again, ``--rounds`` times in turn: a shared machine's speed drifts within minutes,
+and the median of paired rounds moves far less than one pair does. It prints the median round's
+suite/floor, every round's, and where the median round's rest went: the suite jobs' profile
+sections (planning, mapping, memory query and write, the agents' own embedding calls), the suite's
+env and embedding beyond the replay's, the loops' unprofiled part (runner, measures, record writing;
+the writing re-timed alone), and what is outside the jobs' loops (process start, imports, model
+loading, summaries, uneven jobs). It also checks that every round's lanes took the same actions.
 
-    python benchmarks/floor.py --split dev --worlds 8                 # development
-    python benchmarks/floor.py --split test --worlds 100              # the reported figure
+    python benchmarks/floor.py --split dev --worlds 8 --rounds 1      # development
+    python benchmarks/floor.py --split test --worlds 100 --rounds 3   # the reported figure
 
 Writes ``benchmarks/results/floor_<split>.md`` (or ``--results``). The machine's load (1-minute
 load average before and after each phase) goes into the table: other work on the cores slows both
@@ -331,6 +333,87 @@ def breakdown(
     return rows
 
 
+@dataclass
+class Round:
+    """One sitting of the suite followed by its floor."""
+
+    directory: Path
+    """The suite's multirun directory, its recorded actions in ``lane-actions``."""
+    jobs: int
+    wall: float
+    """The suite's wall seconds."""
+    floors: list[JobFloor]
+    replay_wall: float
+    """The replay's own wall, with its process starts and model loading."""
+    load: dict[str, float]
+    """1-minute load average before the suite, after it, after the floor."""
+    suite_cpu: float | None = None
+    """CPU seconds of the suite's processes (None for a replay of an earlier run)."""
+    peak_mib: float | None = None
+    """Peak resident memory of the suite's largest process."""
+
+    @property
+    def floor_s(self) -> float:
+        """The floor's seconds spread over the cores."""
+        return sum(f.floor_s for f in self.floors) / self.jobs
+
+    @property
+    def floor_cpu_s(self) -> float:
+        return sum(f.floor_cpu_s for f in self.floors)
+
+    @property
+    def ratio(self) -> float:
+        return self.wall / self.floor_s
+
+    @property
+    def cpu_ratio(self) -> float | None:
+        return None if self.suite_cpu is None else self.suite_cpu / self.floor_cpu_s
+
+
+def run_round(directory: Path, cmd: list[str] | None, jobs: int) -> Round:
+    """The suite (``cmd`` into ``directory``, its lanes' actions recorded), then its floor;
+    ``cmd`` None replays the suite run already in ``directory`` (its wall as then measured)."""
+    actions_dir = directory / "lane-actions"
+    load = {"before suite": os.getloadavg()[0]}
+    if cmd is None:
+        wall = float((actions_dir / "wall_s").read_text())
+    else:
+        if directory.exists():
+            shutil.rmtree(directory)
+        actions_dir.mkdir(parents=True)
+        print(" ".join(cmd), flush=True)
+        os.environ[ACTIONS_DIR_VARIABLE] = str(actions_dir)
+        cpu_before = _children_cpu_s()
+        wall = run_multirun(cmd)
+        (actions_dir / "cpu_s").write_text(f"{_children_cpu_s() - cpu_before:.3f}")
+        (actions_dir / "peak_mib").write_text(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}")
+        del os.environ[ACTIONS_DIR_VARIABLE]
+        (actions_dir / "wall_s").write_text(f"{wall:.3f}")
+        load["after suite"] = os.getloadavg()[0]
+        print(f"suite: {wall:.1f} s wall", flush=True)
+    floors, replay_wall = replay_all(directory, actions_dir, jobs)
+    load["after floor"] = os.getloadavg()[0]
+    cpu, peak = actions_dir / "cpu_s", actions_dir / "peak_mib"
+    measured = Round(directory, jobs, wall, floors, replay_wall, load)
+    measured.suite_cpu = float(cpu.read_text()) if cpu.exists() else None
+    measured.peak_mib = float(peak.read_text()) if peak.exists() else None
+    print(f"floor: {measured.floor_s:.1f} s; suite / floor = {measured.ratio:.2f}", flush=True)
+    return measured
+
+
+def median_round(rounds: list[Round]) -> Round:
+    """The round whose wall ratio is the median (the lower of the middle two for an even count):
+    the one the breakdown is read from, so its seconds and its ratio agree."""
+    return sorted(rounds, key=lambda r: r.ratio)[(len(rounds) - 1) // 2]
+
+
+def recorded_actions(directory: Path) -> list[tuple[tuple[int, ...], list[list[int]]]]:
+    """Every job's recorded lanes (their worlds and actions), in the order of their worlds: what two
+    rounds of the same suite must have in common, action for action."""
+    files = [LaneActions.read(p) for p in (directory / "lane-actions").glob("lanes-*.json")]
+    return sorted((tuple(f.world_seeds), f.actions) for f in files)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev", choices=SPLIT_NAMES)
@@ -348,37 +431,37 @@ def main() -> None:
         help="replay a suite run this script made before into --out (its wall as then measured); development only",
     )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for the suite")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="suite then floor, this many times in turn; the figures are the median round's (default 3)",
+    )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: must be at least 1")
     worlds = choose_worlds(args.split, args.worlds, args.first)
     out = args.out or ROOT / "multirun" / f"floor-{args.split}-{args.worlds}"
-    actions_dir = out / "lane-actions"
-    load: dict[str, float] = {"before suite": os.getloadavg()[0]}
     os.environ["OMP_NUM_THREADS"] = "1"
     if args.replay_only:
-        wall = float((actions_dir / "wall_s").read_text())
+        rounds = [run_round(d, None, args.jobs) for d in sorted(out.glob("round-*"))]
+        if not rounds:
+            raise SystemExit(f"--replay-only: no round-* suite run under {out}")
     else:
         if out.exists():
             shutil.rmtree(out)
-        actions_dir.mkdir(parents=True)
-        cmd = multirun_command(CORE, args.split, worlds, args.jobs, out, lanes=args.lanes) + args.overrides
-        print(" ".join(cmd), flush=True)
-        os.environ[ACTIONS_DIR_VARIABLE] = str(actions_dir)
-        cpu_before = _children_cpu_s()
-        wall = run_multirun(cmd)
-        (actions_dir / "cpu_s").write_text(f"{_children_cpu_s() - cpu_before:.3f}")
-        (actions_dir / "peak_mib").write_text(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}")
-        del os.environ[ACTIONS_DIR_VARIABLE]
-        (actions_dir / "wall_s").write_text(f"{wall:.3f}")
-        load["after suite"] = os.getloadavg()[0]
-        print(f"suite: {wall:.1f} s wall", flush=True)
-    floors, replay_wall = replay_all(out, actions_dir, args.jobs)
-    load["after floor"] = os.getloadavg()[0]
-    suite_cpu = float((actions_dir / "cpu_s").read_text()) if (actions_dir / "cpu_s").exists() else None
-    peak = float((actions_dir / "peak_mib").read_text()) if (actions_dir / "peak_mib").exists() else None
-    suite = SuiteJobs.read(out)
-    writing = record_writing_s(out)
+        rounds = []
+        for i in range(args.rounds):
+            directory = out / f"round-{i}"
+            cmd = multirun_command(CORE, args.split, worlds, args.jobs, directory, lanes=args.lanes) + args.overrides
+            rounds.append(run_round(directory, cmd, args.jobs))
+    chosen = median_round(rounds)
+    same = all(recorded_actions(r.directory) == recorded_actions(rounds[0].directory) for r in rounds[1:])
+    wall, floors, replay_wall, suite_cpu = chosen.wall, chosen.floors, chosen.replay_wall, chosen.suite_cpu
+    suite = SuiteJobs.read(chosen.directory)
+    writing = record_writing_s(chosen.directory)
     start = start_cost()
-    floor_s = sum(f.floor_s for f in floors) / args.jobs
+    floor_s = chosen.floor_s
     steps = sum(f.steps for f in floors)
     if steps != suite.steps:
         print(f"note: the replay stepped {steps:,} times, the records count {suite.steps:,} agent steps")
@@ -393,18 +476,23 @@ def main() -> None:
     biggest = max(rest, key=lambda r: r[1])
     frames = sum(f.frames_embedded for f in floors)
     calls = sum(f.embedding_calls for f in floors)
+    ratios = ", ".join(f"{r.ratio:.2f}" for r in rounds)
     lines = [
         f"Core suite (memory warm and cold, explorer, oracle) on {args.split} worlds {worlds[0]}-{worlds[-1]} "
-        f"({len(worlds)} worlds), {args.jobs} jobs, {args.lanes} lanes; suite and floor measured one after the other "
-        "in this one run. 1-minute load average (the suite's own jobs and any other work on the machine) "
-        + ", ".join(f"{k} {v:.1f}" for k, v in load.items())
-        + f" on {os.cpu_count()} cores.",
+        f"({len(worlds)} worlds), {args.jobs} jobs, {args.lanes} lanes, on {os.cpu_count()} cores. Suite and floor "
+        f"in turn, {len(rounds)} round{'s' if len(rounds) > 1 else ''} (suite, floor, suite, floor, ...) in this one "
+        f"run; the figures and the breakdown below are the median round's (round {rounds.index(chosen)}, by its wall "
+        "ratio), each round's are in the last table.",
         "",
         f"- suite wall: **{wall:.1f} s**",
         f"- floor (env build, reset and batched steps + batched CLIP passes of the replay, spread over {args.jobs} "
         f"cores): **{floor_s:.1f} s** ({steps:,} env steps, {frames:,} frames embedded in {calls:,} batched calls); "
         f"the replay's own wall, with its process starts and model loading: {replay_wall:.1f} s",
-        f"- **suite / floor = {wall / floor_s:.2f}** in wall seconds (goal: at most 1.25)",
+        f"- **suite / floor = {wall / floor_s:.2f}** in wall seconds (goal: at most 1.25); the rounds' ratios: "
+        f"{ratios} (from {min(r.ratio for r in rounds):.2f} to {max(r.ratio for r in rounds):.2f})",
+        "- the suite's lanes took the same actions in every round"
+        if same
+        else "- **the suite's lanes took different actions in different rounds: the suite is not deterministic**",
         f"- the largest share of the rest: **{biggest[0]}** ({biggest[1]:.1f} s of {wall - floor_s:.1f} s)",
         f"- per env step, on one core: the floor {per_step_us(floor_s):.0f} µs, the rest {per_step_us(wall - floor_s):.0f}"
         f" µs; at the goal the rest could be at most {per_step_us(0.25 * floor_s):.0f} µs",
@@ -420,7 +508,8 @@ def main() -> None:
             -1,
             f"- in CPU seconds, which other work on the machine inflates far less than wall seconds: the suite's "
             f"processes used {suite_cpu:,.0f} s, the floor's sections {floor_cpu:,.0f} s: **suite / floor = "
-            f"{suite_cpu / floor_cpu:.2f}**",
+            f"{suite_cpu / floor_cpu:.2f}**; the rounds' CPU ratios: "
+            + ", ".join("" if r.cpu_ratio is None else f"{r.cpu_ratio:.2f}" for r in rounds),
         )
     replay_steps_s = sum(f.seconds.get("env", 0.0) for f in floors)
     own = suite.sections.get("env", 0.0) + suite.sections.get("lockstep embedding", 0.0)
@@ -433,8 +522,10 @@ def main() -> None:
             f"and batched-embedding sections spread over {args.jobs} cores ({own / args.jobs:,.1f} s, env build and "
             f"reset left out): suite / floor = **{wall / (own / args.jobs):.2f}**",
         )
-    if peak is not None:
-        lines.insert(-1, f"- the suite's largest process (a job's worker) peaked at {peak:,.0f} MiB resident")
+    if chosen.peak_mib is not None:
+        lines.insert(
+            -1, f"- the suite's largest process (a job's worker) peaked at {chosen.peak_mib:,.0f} MiB resident"
+        )
     lines += ["", "| clock | suite s | floor s | suite / floor | goal |", "|---|---:|---:|---:|---|"]
     lines.append(f"| wall | {wall:.1f} | {floor_s:.1f} | {wall / floor_s:.2f} | at most 1.25 |")
     if suite_cpu is not None:
@@ -449,7 +540,22 @@ def main() -> None:
     lines.append(f"| **total** | {sum(s for _, s in rows):.1f} | | {per_step_us(wall):.0f} |")
     lines += [
         "",
-        "Per job of the replay (seconds):",
+        "Each round (1-minute load average, the suite's own jobs and any other work on the machine, before the "
+        "suite, after it, after the floor):",
+        "",
+        "| round | suite s | floor s | suite / floor | suite CPU s | floor CPU s | CPU suite / floor | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for i, r in enumerate(rounds):
+        cpu = "" if r.suite_cpu is None else f"{r.suite_cpu:.1f}"
+        cpu_ratio = "" if r.cpu_ratio is None else f"{r.cpu_ratio:.2f}"
+        lines.append(
+            f"| {i}{' (median)' if r is chosen else ''} | {r.wall:.1f} | {r.floor_s:.1f} | {r.ratio:.2f} | {cpu} "
+            f"| {r.floor_cpu_s:.1f} | {cpu_ratio} | {', '.join(f'{v:.1f}' for v in r.load.values())} |"
+        )
+    lines += [
+        "",
+        "Per job of the median round's replay (seconds):",
         "",
         "| job | steps | frames embedded | env build | env reset | env steps | embedding | setup (not floor) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
