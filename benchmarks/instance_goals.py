@@ -32,7 +32,7 @@ from multirun import add_lanes_argument, multirun_command, run_multirun
 
 from embodmem.envs.tasks import get_task
 from embodmem.provenance import Provenance, write_results_markdown
-from embodmem.splits import get_split
+from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.stats import difference_of_means, paired_ci
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,7 +178,7 @@ def tables(episodes: list[Episode]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="dev")
+    parser.add_argument("--split", default="dev", choices=SPLIT_NAMES)
     parser.add_argument(
         "--worlds", type=int, default=3, help="worlds per sequence (N worlds of the split from --first)"
     )
@@ -195,14 +195,20 @@ def main() -> None:
         default=None,
         help="also write the tables here with the command, commit and machine (e.g. benchmarks/results/instance_goals_test.md)",
     )
+    parser.add_argument("--dry-run", action="store_true", help="print the multirun command and exit")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. experiment.variants=[memory,textlog]")
     args = parser.parse_args()
     if args.from_dir is None:
-        worlds = get_split(args.split).worlds(args.worlds, first=args.first)
+        try:
+            worlds = choose_worlds(args.split, args.worlds, args.first)
+        except ValueError as err:
+            parser.error(str(err))
         out = args.out or ROOT / "multirun" / f"instance-goals-{args.split}"
         experiment = ["experiment=instance_goals", "env.instance_goals=true", "embedder.pretrained=variants"]
         cmd = multirun_command(experiment, args.split, worlds, args.jobs, out, args.overrides, args.lanes)
         print(" ".join(cmd), flush=True)
+        if args.dry_run:
+            return
         seconds = run_multirun(cmd)
         print(f"\ninstance goals on {args.split} worlds {worlds[0]}-{worlds[-1]}: {seconds:.0f} s wall")
         directory = out

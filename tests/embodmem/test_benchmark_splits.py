@@ -17,7 +17,7 @@ from embodmem.splits import choose_worlds
 from embodmem.stats import difference_of_means, mean_ci, paired_ci
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ("suite.py", "lifelong.py", "poison.py", "drift.py")
+SCRIPTS = ("suite.py", "lifelong.py", "poison.py", "drift.py", "instance_goals.py")
 
 
 def _dry_run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
