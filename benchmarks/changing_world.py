@@ -33,7 +33,7 @@ from hydra import compose, initialize_config_module
 from embodmem.app import run
 from embodmem.metrics_record import EpisodeRecord
 from embodmem.provenance import Provenance, write_results_markdown
-from embodmem.splits import get_split
+from embodmem.splits import SPLIT_NAMES, choose_worlds
 from embodmem.staleness import correction_summary, spl_by_goal, steps_lost
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -158,8 +158,9 @@ def tables(stale: list[EpisodeRecord], fresh: list[EpisodeRecord], variants: lis
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="dev", help="world split (tune on dev; report on test)")
+    parser.add_argument("--split", default="dev", choices=SPLIT_NAMES, help="world split (tune on dev; report on test)")
     parser.add_argument("--worlds", type=int, default=6)
+    parser.add_argument("--first", type=int, default=None, help="first world seed (default: the split's first)")
     parser.add_argument(
         "--variants",
         default="memory,memory_overwrite,memory_recency,memory_decay,memory_consolidate",
@@ -173,7 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     variants = args.variants.split(",")
-    worlds = get_split(args.split).worlds(args.worlds)
+    try:
+        worlds = choose_worlds(args.split, args.worlds, args.first)
+    except ValueError as err:
+        parser.error(str(err))
     facts = Provenance.collect(
         ["python", "benchmarks/changing_world.py", *(argv if argv is not None else sys.argv[1:])]
     )

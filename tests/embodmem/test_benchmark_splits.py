@@ -192,3 +192,16 @@ def test_a_failed_sweep_leaves_no_workers_behind(tmp_path: Path) -> None:
             break
         time.sleep(0.1)
     assert not _alive(worker)
+
+
+def test_changing_world_refuses_a_custom_range_without_its_first_world_in_one_line() -> None:
+    """``changing_world.py`` reads ``--split custom --first N`` as the other benchmarks do: a custom
+    range without its first world is one line, before any run starts."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "changing_world.py"), "--split", "custom", "--worlds", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1].endswith("(custom worlds have no first of their own)")
