@@ -394,9 +394,16 @@ def run_round(directory: Path, cmd: list[str] | None, jobs: int) -> Round:
     floors, replay_wall = replay_all(directory, actions_dir, jobs)
     load["after floor"] = os.getloadavg()[0]
     cpu, peak = actions_dir / "cpu_s", actions_dir / "peak_mib"
-    measured = Round(directory, jobs, wall, floors, replay_wall, load)
-    measured.suite_cpu = float(cpu.read_text()) if cpu.exists() else None
-    measured.peak_mib = float(peak.read_text()) if peak.exists() else None
+    measured = Round(
+        directory,
+        jobs,
+        wall,
+        floors,
+        replay_wall,
+        load,
+        suite_cpu=float(cpu.read_text()) if cpu.exists() else None,
+        peak_mib=float(peak.read_text()) if peak.exists() else None,
+    )
     print(f"floor: {measured.floor_s:.1f} s; suite / floor = {measured.ratio:.2f}", flush=True)
     return measured
 
@@ -456,7 +463,8 @@ def main() -> None:
             cmd = multirun_command(CORE, args.split, worlds, args.jobs, directory, lanes=args.lanes) + args.overrides
             rounds.append(run_round(directory, cmd, args.jobs))
     chosen = median_round(rounds)
-    same = all(recorded_actions(r.directory) == recorded_actions(rounds[0].directory) for r in rounds[1:])
+    first_actions = recorded_actions(rounds[0].directory)
+    same = all(recorded_actions(r.directory) == first_actions for r in rounds[1:])
     wall, floors, replay_wall, suite_cpu = chosen.wall, chosen.floors, chosen.replay_wall, chosen.suite_cpu
     suite = SuiteJobs.read(chosen.directory)
     writing = record_writing_s(chosen.directory)
@@ -502,7 +510,7 @@ def main() -> None:
         f"- a fresh job's start, re-timed alone: {start.imports_s:.2f} s of interpreter and imports (once per "
         f"worker process) and {start.model_s:.2f} s loading the model (once per job)",
     ]
-    floor_cpu = sum(f.floor_cpu_s for f in floors)
+    floor_cpu = chosen.floor_cpu_s
     if suite_cpu is not None:
         lines.insert(
             -1,

@@ -40,11 +40,8 @@ def test_the_median_round_is_the_one_with_the_median_ratio(floor) -> None:  # ty
 def test_rounds_are_compared_action_for_action(floor, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     def record(directory: Path, jobs: list[tuple[list[int], list[list[int]]]]) -> list[object]:
         (directory / "lane-actions").mkdir(parents=True)
-        for i, (worlds, actions) in enumerate(jobs):
-            lanes = LaneActions(4, worlds, [True] * len(worlds), actions)
-            (directory / "lane-actions" / f"lanes-{worlds[0]}-{i}.json").write_text(
-                lanes.write(tmp_path).read_text()  # the file name holds a pid: another round, another name
-            )
+        for worlds, actions in jobs:
+            LaneActions(4, worlds, [True] * len(worlds), actions).write(directory / "lane-actions")
         return floor.recorded_actions(directory)
 
     first = record(tmp_path / "a", [([1, 2], [[0, 1], [2]]), ([3], [[1]])])
