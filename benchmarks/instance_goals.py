@@ -218,6 +218,8 @@ def main() -> None:
     print(text)
     if args.results is not None:
         title = f"Instance goals, {args.split} worlds" if args.from_dir is None else f"Instance goals, {directory}"
+        if args.overrides:  # the conditions a reader must see before the tables (env=noisy, ...)
+            title += ", " + " ".join(args.overrides)
         write_results_markdown(args.results, title, text, Provenance.collect())
 
 
