@@ -54,10 +54,10 @@ def frames_per_s(embedder: ClipEmbedder, frames: np.ndarray, batch: int, repeats
     """Frames per second through the network in batches of ``batch`` (no cache)."""
     embedder.batch_size = batch
     chunk = frames[:batch] if len(frames) >= batch else np.resize(frames, (batch, *frames.shape[1:]))
-    embedder._encode_images(chunk)  # untimed warm-up
+    embedder._encode_torch(chunk)  # untimed warm-up
     started = time.perf_counter()
     for _ in range(repeats):
-        embedder._encode_images(chunk)
+        embedder._encode_torch(chunk)
     return batch * repeats / (time.perf_counter() - started)
 
 
@@ -137,9 +137,7 @@ def main() -> None:
     sample = frames[:1024]
     full.batch_size = half.batch_size = 256
     texts = full.embed_texts(list(MISSIONS))
-    worst, same_answer, same_nearest, as_good = agreement(
-        full._encode_images(sample), half._encode_images(sample), texts
-    )
+    worst, same_answer, same_nearest, as_good = agreement(full._encode_torch(sample), half._encode_torch(sample), texts)
     load.append(os.getloadavg()[0])
     lines += [
         "",

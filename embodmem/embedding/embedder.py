@@ -5,9 +5,10 @@ turning back to where it looked a moment ago) is never pushed through the networ
 preprocessed with torch ops on the whole batch (:class:`FrameEncoder`) rather than PIL per image: at
 64x64 that is the difference between hundreds and thousands of frames per second. Single frames, one
 per agent step, go through the same graph exported to ONNX Runtime (:mod:`embodmem.embedding.export`),
-which at batch 1 is several times faster than PyTorch's eager dispatch. The lockstep runner fills the
-cache with many worlds' frames at once (:meth:`ClipEmbedder.cache_frames`) through a second graph
-that takes batches.
+which at batch 1 is several times faster than PyTorch's eager dispatch. Several frames at once (the
+lockstep runner filling the cache with many worlds' frames, :meth:`ClipEmbedder.cache_frames`, or an
+implant of K frames) go through a second graph that takes batches, whose rows do not depend on the
+batch. Torch runs frames only where no graph was exported from the checkpoint, or on a GPU.
 
 On a GPU (``device="auto"`` finds one, or ``"cuda"``) batches run through torch in float16
 (``precision="auto"``): every frame's vector stays within the cosine tolerance
@@ -176,13 +177,22 @@ class ClipEmbedder:
         return self._sessions[key]
 
     def _encode_images(self, images: np.ndarray) -> np.ndarray:
-        self.frames_embedded += len(images)
-        if len(images) == 1:
-            session = self._frame_session(*images.shape[1:3])
-            if session is not None:
-                return session.run(None, {"frame": np.ascontiguousarray(images)})[0]
+        """What :meth:`embed_images` runs: one frame through the one-frame graph, several through the
+        batch graph (:meth:`_encode_batch`), so that on the CPU a frame's vector is the same whether it
+        came in a batch of 2 or of 64; torch where no graph was exported from this checkpoint."""
+        if len(images) > 1:
+            return self._encode_batch(images)
+        session = self._frame_session(*images.shape[1:3])
+        if session is None:
+            return self._encode_torch(images)
+        self.frames_embedded += 1
+        return session.run(None, {"frame": np.ascontiguousarray(images)})[0]
+
+    def _encode_torch(self, images: np.ndarray) -> np.ndarray:
+        """The frames through torch, :attr:`batch_size` at a time (in float16 when :attr:`half`)."""
         import torch
 
+        self.frames_embedded += len(images)
         encoder = self.encoder
         out = []
         with torch.inference_mode():
@@ -201,10 +211,11 @@ class ClipEmbedder:
         return contextlib.nullcontext()
 
     def _encode_batch(self, images: np.ndarray) -> np.ndarray:
-        """:meth:`_encode_images` through the batch graph when there is one (for :meth:`cache_frames`)."""
+        """The frames through the batch graph, :attr:`batch_size` at a time, when one was exported from
+        this checkpoint (its rows do not depend on what else is in the batch); else through torch."""
         session = self._frame_session(images.shape[1], images.shape[2], batched=True)
-        if session is None:
-            return self._encode_images(images)
+        if session is None:  # one frame then takes the one-frame graph if there is one
+            return self._encode_images(images) if len(images) == 1 else self._encode_torch(images)
         self.frames_embedded += len(images)
         chunks = [images[i : i + self.batch_size] for i in range(0, len(images), self.batch_size)]
         return np.concatenate([session.run(None, {"frame": np.ascontiguousarray(c)})[0] for c in chunks])
@@ -216,8 +227,7 @@ class ClipEmbedder:
     def cache_frames(self, images: np.ndarray) -> None:
         """Embed the frames of ``images`` not in the cache yet, in one pass, and keep them there: the
         one-frame :meth:`embed_images` calls that follow find them (the lockstep runner,
-        :mod:`embodmem.lockstep`). The pass runs the batch ONNX graph when one was exported from this
-        checkpoint, whose rows do not depend on what else is in the batch; else what embed_images runs."""
+        :mod:`embodmem.lockstep`). Even one frame goes through the batch graph here (:meth:`_encode_batch`)."""
         if self.cache_size:
             self._cached(images, self._encode_batch)
 

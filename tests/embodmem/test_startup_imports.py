@@ -97,7 +97,9 @@ NOT_FOR_A_CPU_JOB = ("torch", "open_clip", "openai")
 the texts come from the text table, and only a VLM agent talks to an HTTP server."""
 
 
-def test_a_cpu_job_imports_no_torch_and_no_http_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize("extra", [[], ["experiment.poison_k=5"]], ids=["suite", "implanted-frames"])
+def test_a_cpu_job_imports_no_torch_and_no_http_client(extra: list[str], tmp_path: Path) -> None:
+    """Also a run that implants K frames at once before a task (they take the batch graph)."""
     args = [
         "experiment=suite",
         "experiment.variants=[memory]",
@@ -110,6 +112,7 @@ def test_a_cpu_job_imports_no_torch_and_no_http_client(tmp_path: Path) -> None:
         "logger.plots=false",
         "logger.episode_logs=false",
         f"hydra.run.dir={tmp_path / 'run'}",
+        *extra,
     ]
     code, loaded, stderr = imports_of(args, tmp_path, NOT_FOR_A_CPU_JOB, timeout=300)
     assert code == 0, stderr

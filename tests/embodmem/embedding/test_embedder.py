@@ -92,6 +92,18 @@ def test_single_frames_run_on_onnx_runtime_and_agree_with_torch(embedder: ClipEm
         ClipEmbedder(runtime="tensorrt")
 
 
+def test_a_frames_vector_does_not_depend_on_its_batch() -> None:
+    """On the CPU several frames take the batch graph, as the lockstep's cache pass does: a frame
+    embeds to the same bits alone in the cache pass, with one other frame or with four."""
+    imgs = np.random.default_rng(3).integers(0, 255, (5, 64, 64, 3), dtype=np.uint8)
+    embedder = ClipEmbedder(threads=1, cache_size=0)
+    five = embedder.embed_images(imgs)
+    assert np.array_equal(embedder.embed_images(imgs[[4, 1]]), five[[4, 1]])
+    cached = ClipEmbedder(threads=1)
+    cached.cache_frames(imgs[2:3])
+    assert np.array_equal(cached.embed_images(imgs[2:3]), five[2:3])
+
+
 def test_a_graph_exported_from_another_checkpoint_is_refused(tmp_path) -> None:
     """Retraining changes the checkpoint; the old graph must then never run. (96-px frames: the graph resizes.)"""
     ckpt = tmp_path / "tiny.pt"
