@@ -104,6 +104,8 @@ def main() -> None:
         print("\n".join(rows))
         if args.results is not None:
             title = f"False memories, {args.split} worlds"
+            if args.overrides:  # the conditions a reader must see before the table (env=noisy, ...)
+                title += ", " + " ".join(args.overrides)
             write_results_markdown(args.results, title, "\n".join(rows), Provenance.collect())
 
 
