@@ -7,10 +7,11 @@ For each batch size B, ``B`` worlds (seeds 0..B-1) in one :class:`~embodmem.envs
 are stepped ``--steps`` times with random actions after one untimed step; steps/s counts world steps
 (B per call), once per ray path (``EMBODMEM_RAY_DEVICE``: ``numba`` and the torch device). Then the
 CLIP embeds batches of real frames from those worlds (the cache off: every frame goes through the
-network), float32 and float16, and the float16 vectors are compared with the float32 ones: the
-largest cosine distance, the share of frames whose recognition answer (the best of the twelve
-missions' text vectors) is the same, and the share of query frames whose nearest stored frame is the
-same (retrieval from the other frames). Writes ``benchmarks/results/throughput_<device>.md``.
+network): on the CPU through the ONNX batch graph a CPU job runs, and through torch in float32 and
+float16. The float16 vectors are compared with the float32 ones: the largest cosine distance, the
+share of frames whose recognition answer (the best of the twelve missions' text vectors) is the
+same, and the share of query frames whose nearest stored frame is the same (retrieval from the other
+frames). Writes ``benchmarks/results/throughput_<device>.md``.
 
 Never a timed test: the figures depend on the machine and on what else runs on it.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -50,14 +52,13 @@ def env_steps_per_s(batch: int, steps: int, ray: str) -> tuple[float, np.ndarray
     return batch * steps / seconds, np.asarray(obs["image"])
 
 
-def frames_per_s(embedder: ClipEmbedder, frames: np.ndarray, batch: int, repeats: int) -> float:
-    """Frames per second through the network in batches of ``batch`` (no cache)."""
-    embedder.batch_size = batch
+def frames_per_s(encode: Callable[[np.ndarray], np.ndarray], frames: np.ndarray, batch: int, repeats: int) -> float:
+    """Frames per second through ``encode`` (an embedder's network, no cache) in batches of ``batch``."""
     chunk = frames[:batch] if len(frames) >= batch else np.resize(frames, (batch, *frames.shape[1:]))
-    embedder._encode_torch(chunk)  # untimed warm-up
+    encode(chunk)  # untimed warm-up
     started = time.perf_counter()
     for _ in range(repeats):
-        embedder._encode_torch(chunk)
+        encode(chunk)
     return batch * repeats / (time.perf_counter() - started)
 
 
@@ -122,18 +123,22 @@ def main() -> None:
     assert frames is not None
     full = ClipEmbedder(device=device, cache_size=0, runtime="torch", precision="fp32")
     half = ClipEmbedder(device=device, cache_size=0, runtime="torch", precision="fp16")
+    onnx = ClipEmbedder(cache_size=0)  # what a CPU job runs: the batch graph exported from the checkpoint
+    paths = {"torch float32": full._encode_torch, "torch float16": half._encode_torch}
+    if device == "cpu":
+        paths = {"ONNX Runtime batch graph (a CPU job's path)": onnx._encode_batch, **paths}
     lines += [
         "",
         f"### CLIP frames embedded (the project's checkpoint, {frames.shape[1]} px frames, no cache)",
         "",
-        "| batch | frames/s float32 | frames/s float16 |",
-        "|---:|---:|---:|",
+        "| batch | " + " | ".join(f"frames/s, {name}" for name in paths) + " |",
+        "|---:|" + "---:|" * len(paths),
     ]
     for batch in [int(b) for b in args.embed_batches.split(",")]:
-        a = frames_per_s(full, frames, batch, args.repeats)
-        b = frames_per_s(half, frames, batch, args.repeats)
-        print(f"embed batch {batch}: {a:,.0f} fp32, {b:,.0f} fp16 frames/s", flush=True)
-        lines.append(f"| {batch} | {a:,.0f} | {b:,.0f} |")
+        full.batch_size = half.batch_size = onnx.batch_size = batch
+        rates = [frames_per_s(encode, frames, batch, args.repeats) for encode in paths.values()]
+        print(f"embed batch {batch}: " + ", ".join(f"{r:,.0f} {n}" for n, r in zip(paths, rates)), flush=True)
+        lines.append(f"| {batch} | " + " | ".join(f"{r:,.0f}" for r in rates) + " |")
     sample = frames[:1024]
     full.batch_size = half.batch_size = 256
     texts = full.embed_texts(list(MISSIONS))
