@@ -80,7 +80,13 @@ def main() -> None:
     if not args.no_speed:
         sample = frames.images[:2048]
         say("\n| batch | runtime | threads | frames/s (median of 5) |\n|---:|---|---:|---:|")
-        for batch, threads, runtime in ((64, 2, "torch"), (64, 1, "torch"), (1, 1, "onnx"), (1, 1, "torch")):
+        for batch, threads, runtime in (
+            (64, 2, "torch"),
+            (64, 1, "torch"),
+            (64, 1, "onnx"),
+            (1, 1, "onnx"),
+            (1, 1, "torch"),
+        ):
             emb = ClipEmbedder(cache_size=0, threads=threads, runtime=runtime)  # sets torch's thread count
             rate = frames_per_second(emb, sample if batch > 1 else sample[:1000], batch, 5)
             say(f"| {batch} | {'ONNX Runtime' if runtime == 'onnx' else 'PyTorch'} | {threads} | {rate:,.0f} |")
