@@ -9,7 +9,8 @@ measures both). The graph takes the camera frame as the environment gives it (ui
     python -m embodmem.embedding.export --model ViT-B-32 --pretrained /path/vit_b_32.pt --frame-size 64
 
 A second graph, ``<name>.batch<H>.onnx``, takes any number of frames (N x H x W x 3): the lockstep
-runner (:mod:`embodmem.lockstep`) embeds many worlds' frames in one call through it. Its rows do not
+runner (:mod:`embodmem.lockstep`) embeds many worlds' frames in one call through it, and every call
+of the embedder with several frames takes it on the CPU. Its rows do not
 depend on what else is in the batch (each frame's vector is the same in a batch of 1 or 64), but its
 last bits may differ from the one-frame graph's, whose fixed shape ONNX Runtime optimises further.
 
