@@ -72,6 +72,26 @@ COMMANDS = (
         entry_point("embodmem.app", ["embodmem-run", "hydra.run.dir=startup-main-job/${now:%H%M%S-%f}"]),
         "clip_runs",
     ),
+    Command(
+        "a job that implants 20 frames before task 2 (memory agent, 2 dev worlds, whole)",
+        entry_point(
+            "embodmem.app",
+            [
+                "embodmem-run",
+                "experiment=suite",
+                "experiment.variants=[memory]",
+                "experiment.baselines=[]",
+                "experiment.split=dev",
+                "experiment.world_seeds=[1000,1001]",
+                "experiment.sequences=[wreck_then_barrel]",
+                "experiment.poison_k=20",
+                "logger.progress=false",
+                "logger.plots=false",
+                "hydra.run.dir=startup-implant-job/${now:%H%M%S-%f}",
+            ],
+        ),
+        "clip_runs",
+    ),
 )
 
 LOADED_PROBE = (
