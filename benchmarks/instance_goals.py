@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from multirun import add_lanes_argument, multirun_command, run_multirun
+from multirun import add_lanes_argument, multirun_command, results_title, run_multirun
 
 from embodmem.envs.tasks import get_task
 from embodmem.provenance import Provenance, write_results_markdown
@@ -218,8 +218,7 @@ def main() -> None:
     print(text)
     if args.results is not None:
         title = f"Instance goals, {args.split} worlds" if args.from_dir is None else f"Instance goals, {directory}"
-        if args.overrides:  # the conditions a reader must see before the tables (env=noisy, ...)
-            title += ", " + " ".join(args.overrides)
+        title = results_title(title, args.overrides)
         write_results_markdown(args.results, title, text, Provenance.collect())
 
 

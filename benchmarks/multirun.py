@@ -48,6 +48,12 @@ def add_lanes_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def results_title(title: str, overrides: Sequence[str]) -> str:
+    """A results file's title with the run's extra Hydra overrides (``env=noisy``, ...): the conditions
+    a reader must see before the tables."""
+    return ", ".join([title, " ".join(overrides)]) if overrides else title
+
+
 def multirun_command(
     experiment: Sequence[str],
     split: str,

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from multirun import results_title
 from suite import ROOT, load_records
 
 from embodmem.provenance import Provenance, write_results_markdown
@@ -103,9 +104,7 @@ def main() -> None:
     if not args.dry_run:
         print("\n".join(rows))
         if args.results is not None:
-            title = f"False memories, {args.split} worlds"
-            if args.overrides:  # the conditions a reader must see before the table (env=noisy, ...)
-                title += ", " + " ".join(args.overrides)
+            title = results_title(f"False memories, {args.split} worlds", args.overrides)
             write_results_markdown(args.results, title, "\n".join(rows), Provenance.collect())
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from multirun import CORE_AGENTS, add_lanes_argument, multirun_command, run_multirun, time_table
+from multirun import CORE_AGENTS, add_lanes_argument, multirun_command, results_title, run_multirun, time_table
 
 from embodmem.provenance import Provenance, write_results_markdown
 from embodmem.splits import SPLIT_NAMES, choose_worlds
@@ -355,6 +355,7 @@ def main() -> None:
     print(text)
     if args.results is not None:
         title = f"Benchmark suite, {args.split} worlds" if args.from_dir is None else f"Benchmark suite, {directory}"
+        title = results_title(title, args.overrides)
         write_results_markdown(args.results, title, text, Provenance.collect())
 
 

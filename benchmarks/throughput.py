@@ -123,9 +123,10 @@ def main() -> None:
     assert frames is not None
     full = ClipEmbedder(device=device, cache_size=0, runtime="torch", precision="fp32")
     half = ClipEmbedder(device=device, cache_size=0, runtime="torch", precision="fp16")
-    onnx = ClipEmbedder(cache_size=0)  # what a CPU job runs: the batch graph exported from the checkpoint
+    embedders = [full, half]
     paths = {"torch float32": full._encode_torch, "torch float16": half._encode_torch}
-    if device == "cpu":
+    if device == "cpu":  # what a CPU job runs: the batch graph exported from the checkpoint
+        embedders.append(onnx := ClipEmbedder(cache_size=0))
         paths = {"ONNX Runtime batch graph (a CPU job's path)": onnx._encode_batch, **paths}
     lines += [
         "",
@@ -135,7 +136,8 @@ def main() -> None:
         "|---:|" + "---:|" * len(paths),
     ]
     for batch in [int(b) for b in args.embed_batches.split(",")]:
-        full.batch_size = half.batch_size = onnx.batch_size = batch
+        for embedder in embedders:
+            embedder.batch_size = batch
         rates = [frames_per_s(encode, frames, batch, args.repeats) for encode in paths.values()]
         print(f"embed batch {batch}: " + ", ".join(f"{r:,.0f} {n}" for n, r in zip(paths, rates)), flush=True)
         lines.append(f"| {batch} | " + " | ".join(f"{r:,.0f}" for r in rates) + " |")

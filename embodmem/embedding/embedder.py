@@ -179,9 +179,11 @@ class ClipEmbedder:
     def _encode_images(self, images: np.ndarray) -> np.ndarray:
         """What :meth:`embed_images` runs: one frame through the one-frame graph, several through the
         batch graph (:meth:`_encode_batch`), so that on the CPU a frame's vector is the same whether it
-        came in a batch of 2 or of 64; torch where no graph was exported from this checkpoint."""
-        if len(images) > 1:
-            return self._encode_batch(images)
+        came in a batch of 2 or of 64."""
+        return self._encode_one(images) if len(images) == 1 else self._encode_batch(images)
+
+    def _encode_one(self, images: np.ndarray) -> np.ndarray:
+        """One frame through the one-frame graph; through torch where none was exported from this checkpoint."""
         session = self._frame_session(*images.shape[1:3])
         if session is None:
             return self._encode_torch(images)
@@ -214,8 +216,8 @@ class ClipEmbedder:
         """The frames through the batch graph, :attr:`batch_size` at a time, when one was exported from
         this checkpoint (its rows do not depend on what else is in the batch); else through torch."""
         session = self._frame_session(images.shape[1], images.shape[2], batched=True)
-        if session is None:  # one frame then takes the one-frame graph if there is one
-            return self._encode_images(images) if len(images) == 1 else self._encode_torch(images)
+        if session is None:
+            return self._encode_one(images) if len(images) == 1 else self._encode_torch(images)
         self.frames_embedded += len(images)
         chunks = [images[i : i + self.batch_size] for i in range(0, len(images), self.batch_size)]
         return np.concatenate([session.run(None, {"frame": np.ascontiguousarray(c)})[0] for c in chunks])

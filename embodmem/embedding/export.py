@@ -10,9 +10,9 @@ measures both). The graph takes the camera frame as the environment gives it (ui
 
 A second graph, ``<name>.batch<H>.onnx``, takes any number of frames (N x H x W x 3): the lockstep
 runner (:mod:`embodmem.lockstep`) embeds many worlds' frames in one call through it, and every call
-of the embedder with several frames takes it on the CPU. Its rows do not
-depend on what else is in the batch (each frame's vector is the same in a batch of 1 or 64), but its
-last bits may differ from the one-frame graph's, whose fixed shape ONNX Runtime optimises further.
+of the embedder with several frames takes it on the CPU. Its rows do not depend on what else is in
+the batch (each frame's vector is the same in a batch of 1 or 64), but its last bits may differ from
+the one-frame graph's, whose fixed shape ONNX Runtime optimises further.
 
 Each graph is written next to the checkpoint and records the checkpoint's sha256; :func:`load_frame_session` refuses a graph whose checkpoint has changed, so a retrained
 model never runs with a stale graph. Export needs ``onnx`` and ``onnxscript`` (the ``train`` extra);
